@@ -1,13 +1,41 @@
-"""Byte-level deterministic finite automata: the form every terminal takes before it meets tokens."""
+"""Byte-level deterministic finite automata: the form every terminal takes before it meets tokens.
+
+Besides the :class:`ByteDFA` container this module holds the construction machinery:
+
+* :class:`NFA`, a nondeterministic automaton with ε-moves whose edges are labelled by sets
+  of integers (byte values or Unicode code points) given as sorted disjoint intervals;
+* :func:`nfa_to_byte_dfa` (labels are bytes) and :func:`nfa_to_utf8_dfa` (labels are code
+  points, the result reads their UTF-8 encoding) — subset construction, trimming and
+  minimisation;
+* :func:`dfa_from_table` to trim and minimise any byte transition table, and
+  :func:`literal_dfa` for a finite set of byte strings.
+
+Internally every automaton is first built over *symbol classes*: the coarsest partition of
+the alphabet such that every edge label is a union of classes. Typical patterns need only a
+handful of classes even when a label such as Unicode ``\\w`` has hundreds of intervals, so
+determinisation and minimisation work on small dense tables.
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..errors import GrammarError
+
 DEAD = -1
 """Transition target meaning "no continuation can be accepted"."""
+
+IntervalSet = tuple[tuple[int, int], ...]
+"""A set of integers as sorted, disjoint, non-adjacent inclusive ``(lo, hi)`` intervals."""
+
+MAX_CODE_POINT = 0x10FFFF
+SURROGATES: IntervalSet = ((0xD800, 0xDFFF),)
+UNICODE_SCALARS: IntervalSet = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
+"""Every code point UTF-8 can encode (surrogates excluded)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,3 +73,728 @@ class ByteDFA:
     def is_prefix(self, data: bytes) -> bool:
         """True when ``data`` can be extended to a string of the language."""
         return self.advance(self.initial, data) != DEAD
+
+
+class StateLimitError(GrammarError):
+    """An automaton grew beyond the configured number of states."""
+
+
+def empty_byte_dfa() -> ByteDFA:
+    """The DFA of the empty language: no states, ``initial == DEAD``."""
+    return ByteDFA(np.zeros((0, 256), dtype=np.int32), DEAD, np.zeros(0, dtype=bool))
+
+
+# --------------------------------------------------------------------------- interval sets
+
+
+def normalize_intervals(intervals: Iterable[tuple[int, int]]) -> IntervalSet:
+    """Sort, drop empty intervals, and merge overlapping or adjacent ones."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(intervals):
+        if lo > hi:
+            continue
+        if merged and lo <= merged[-1][1] + 1:
+            if hi > merged[-1][1]:
+                merged[-1][1] = hi
+        else:
+            merged.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in merged)
+
+
+def intervals_from_points(points: Iterable[int]) -> IntervalSet:
+    """Interval set of a collection of integers."""
+    runs: list[list[int]] = []
+    for point in sorted(set(points)):
+        if runs and point == runs[-1][1] + 1:
+            runs[-1][1] = point
+        else:
+            runs.append([point, point])
+    return tuple((lo, hi) for lo, hi in runs)
+
+
+def union_intervals(*sets: IntervalSet) -> IntervalSet:
+    return normalize_intervals(interval for s in sets for interval in s)
+
+
+def subtract_intervals(base: IntervalSet, removed: IntervalSet) -> IntervalSet:
+    """``base`` minus ``removed``; both normalised."""
+    result: list[tuple[int, int]] = []
+    starts = [lo for lo, _ in removed]
+    for lo, hi in base:
+        # Only intervals of ``removed`` that can overlap [lo, hi] are visited.
+        index = max(bisect_left(starts, lo) - 1, 0)
+        cursor = lo
+        while index < len(removed) and removed[index][0] <= hi:
+            r_lo, r_hi = removed[index]
+            if r_hi >= cursor:
+                if r_lo > cursor:
+                    result.append((cursor, r_lo - 1))
+                cursor = max(cursor, r_hi + 1)
+            index += 1
+        if cursor <= hi:
+            result.append((cursor, hi))
+    return tuple(result)
+
+
+def intersect_intervals(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    return subtract_intervals(a, subtract_intervals(a, b))
+
+
+def complement_intervals(intervals: IntervalSet, universe: IntervalSet = UNICODE_SCALARS) -> IntervalSet:
+    """Everything in ``universe`` that is not in ``intervals``."""
+    return subtract_intervals(universe, intervals)
+
+
+# --------------------------------------------------------------------------- NFA
+
+
+class NFA:
+    """A nondeterministic automaton with ε-moves over an integer alphabet.
+
+    Edge labels are :data:`IntervalSet` values (bytes 0..255 or code points). ``max_states``
+    bounds :meth:`add_state`, so a huge expansion fails early with :class:`StateLimitError`.
+    """
+
+    def __init__(self, max_states: int | None = None):
+        self.max_states = max_states
+        self.epsilon: list[list[int]] = []
+        self.edges: list[list[tuple[int, int]]] = []  # per state: (label id, target)
+        self.labels: list[IntervalSet] = []
+        self._label_ids: dict[IntervalSet, int] = {}
+        self.accepting: set[int] = set()
+        self.initial = self.add_state()
+
+    @property
+    def num_states(self) -> int:
+        return len(self.edges)
+
+    def add_state(self, accepting: bool = False) -> int:
+        state = len(self.edges)
+        if self.max_states is not None and state >= self.max_states:
+            raise StateLimitError(f"the NFA needs more than {self.max_states} states")
+        self.epsilon.append([])
+        self.edges.append([])
+        if accepting:
+            self.accepting.add(state)
+        return state
+
+    def add_epsilon(self, source: int, target: int) -> None:
+        self.epsilon[source].append(target)
+
+    def add_edge(self, source: int, symbols: IntervalSet, target: int) -> None:
+        """Edge taken on any symbol of ``symbols`` (a normalised interval set)."""
+        if not symbols:
+            return
+        label = self._label_ids.get(symbols)
+        if label is None:
+            label = self._label_ids[symbols] = len(self.labels)
+            self.labels.append(symbols)
+        self.edges[source].append((label, target))
+
+
+# --------------------------------------------------------------------------- class-level DFA
+
+
+@dataclass
+class _ClassDFA:
+    """A DFA over symbol classes: ``table[s, c]`` is the target on any symbol of class ``c``."""
+
+    table: np.ndarray  # int32 [n, n_classes]
+    initial: int
+    accepting: np.ndarray  # bool [n]
+
+    @property
+    def num_states(self) -> int:
+        return int(self.table.shape[0])
+
+
+def _empty_class_dfa(num_classes: int) -> _ClassDFA:
+    return _ClassDFA(np.zeros((0, num_classes), dtype=np.int32), DEAD, np.zeros(0, dtype=bool))
+
+
+def _symbol_classes(labels: Sequence[IntervalSet]) -> tuple[list[IntervalSet], list[list[int]]]:
+    """Split the alphabet into classes of symbols that every label treats alike.
+
+    Returns the intervals of each class and, for each label, the classes it contains.
+    Symbols outside every label belong to no class (they always lead to DEAD).
+    """
+    events: list[tuple[int, int]] = []
+    for label, intervals in enumerate(labels):
+        for lo, hi in intervals:
+            events.append((lo, label))
+            events.append((hi + 1, ~label))
+    events.sort()
+    class_of_signature: dict[frozenset[int], int] = {}
+    class_intervals: list[list[tuple[int, int]]] = []
+    active: set[int] = set()
+    index = 0
+    while index < len(events):
+        position = events[index][0]
+        while index < len(events) and events[index][0] == position:
+            label = events[index][1]
+            if label >= 0:
+                active.add(label)
+            else:
+                active.discard(~label)
+            index += 1
+        if active and index < len(events):
+            signature = frozenset(active)
+            symbol_class = class_of_signature.get(signature)
+            if symbol_class is None:
+                symbol_class = class_of_signature[signature] = len(class_intervals)
+                class_intervals.append([])
+            class_intervals[symbol_class].append((position, events[index][0] - 1))
+    label_classes: list[list[int]] = [[] for _ in labels]
+    for signature, symbol_class in class_of_signature.items():
+        for label in signature:
+            label_classes[label].append(symbol_class)
+    for classes in label_classes:
+        classes.sort()
+    return [normalize_intervals(ivs) for ivs in class_intervals], label_classes
+
+
+def _determinize(
+    nfa: NFA, max_states: int, universe: IntervalSet | None = None
+) -> tuple[_ClassDFA, list[IntervalSet]]:
+    """Subset construction over symbol classes; fails as soon as ``max_states`` is exceeded.
+
+    Symbols outside ``universe`` (when given) are ignored, as if no edge carried them.
+    """
+    class_intervals, label_classes = _symbol_classes(nfa.labels)
+    if universe is not None:
+        clipped = [intersect_intervals(ivs, universe) for ivs in class_intervals]
+        new_index = {}
+        for symbol_class, intervals in enumerate(clipped):
+            if intervals:
+                new_index[symbol_class] = len(new_index)
+        class_intervals = [ivs for ivs in clipped if ivs]
+        label_classes = [[new_index[c] for c in classes if c in new_index] for classes in label_classes]
+    num_classes = len(class_intervals)
+    epsilon, edges, accepting = nfa.epsilon, nfa.edges, nfa.accepting
+    # A subset is represented by its "important" states only (those with labelled edges or
+    # accepting): subsets that differ only in pass-through states behave identically.
+    important = [bool(edges[q]) or q in accepting for q in range(nfa.num_states)]
+    closures: dict[int, frozenset[int]] = {}
+
+    def closure(state: int) -> frozenset[int]:
+        cached = closures.get(state)
+        if cached is not None:
+            return cached
+        seen = {state}
+        stack = [state]
+        while stack:
+            for nxt in epsilon[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        result = frozenset(q for q in seen if important[q])
+        closures[state] = result
+        return result
+
+    start = closure(nfa.initial)
+    if not start:
+        return _empty_class_dfa(num_classes), class_intervals
+    state_ids: dict[frozenset[int], int] = {start: 0}
+    subsets = [start]
+    rows: list[list[int]] = []
+    is_accepting: list[bool] = []
+    while len(rows) < len(subsets):
+        subset = subsets[len(rows)]
+        is_accepting.append(not accepting.isdisjoint(subset))
+        moves: dict[int, list[int]] = {}
+        for q in subset:
+            for label, target in edges[q]:
+                for symbol_class in label_classes[label]:
+                    bucket = moves.get(symbol_class)
+                    if bucket is None:
+                        moves[symbol_class] = [target]
+                    else:
+                        bucket.append(target)
+        row = [DEAD] * num_classes
+        targets_seen: dict[frozenset[int], int] = {}
+        for symbol_class, targets in moves.items():
+            key = frozenset(targets)
+            target_id = targets_seen.get(key)
+            if target_id is None:
+                kernel = frozenset().union(*[closure(t) for t in key])
+                if not kernel:
+                    target_id = DEAD
+                else:
+                    target_id = state_ids.get(kernel)
+                    if target_id is None:
+                        target_id = state_ids[kernel] = len(subsets)
+                        subsets.append(kernel)
+                        if len(subsets) > max_states:
+                            raise StateLimitError(
+                                f"the DFA needs more than max_states={max_states} states "
+                                "(the pattern's automaton explodes under determinisation)"
+                            )
+                targets_seen[key] = target_id
+            row[symbol_class] = target_id
+        rows.append(row)
+    table = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
+    return _ClassDFA(table, 0, np.array(is_accepting, dtype=bool)), class_intervals
+
+
+def _csr(sources: np.ndarray, targets: np.ndarray, num_states: int) -> tuple[list[int], list[int]]:
+    """Adjacency lists (offsets, neighbours) of the edges ``sources[i] -> targets[i]``."""
+    order = np.argsort(sources, kind="stable")
+    offsets = np.zeros(num_states + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sources, minlength=num_states), out=offsets[1:])
+    return offsets.tolist(), targets[order].tolist()
+
+
+def _search(start: Iterable[int], offsets: list[int], neighbours: list[int], num_states: int) -> np.ndarray:
+    """Boolean mask of the states reachable from ``start`` along the adjacency lists."""
+    seen = bytearray(num_states)
+    stack = list(start)
+    for state in stack:
+        seen[state] = 1
+    while stack:
+        state = stack.pop()
+        for nxt in neighbours[offsets[state] : offsets[state + 1]]:
+            if not seen[nxt]:
+                seen[nxt] = 1
+                stack.append(nxt)
+    return np.frombuffer(bytes(seen), dtype=np.uint8).astype(bool)
+
+
+def _trim(dfa: _ClassDFA) -> _ClassDFA:
+    """Keep only states that are reachable and can reach acceptance; the rest become DEAD."""
+    n, num_classes = dfa.table.shape
+    if n == 0 or dfa.initial == DEAD:
+        return _empty_class_dfa(num_classes)
+    sources, classes = np.nonzero(dfa.table != DEAD)
+    targets = dfa.table[sources, classes].astype(np.int64)
+    reachable = _search([dfa.initial], *_csr(sources, targets, n), n)
+    live = _search(np.flatnonzero(dfa.accepting).tolist(), *_csr(targets, sources, n), n)
+    keep = reachable & live
+    if not keep[dfa.initial]:
+        return _empty_class_dfa(num_classes)
+    if keep.all():
+        return dfa
+    new_id = np.full(n + 1, DEAD, dtype=np.int32)  # index -1 (DEAD) maps to DEAD
+    new_id[:n][keep] = np.arange(int(keep.sum()), dtype=np.int32)
+    table = new_id[dfa.table[keep]]
+    return _ClassDFA(table, int(new_id[dfa.initial]), dfa.accepting[keep])
+
+
+def _coarsest_partition(table: np.ndarray, accepting: np.ndarray) -> tuple[list[int], int]:
+    """Block of every state under language equivalence, for a trimmed partial DFA.
+
+    Valmari–Lehtinen refinement ("Fast brief practical DFA minimization", 2012): states and
+    transitions are both kept in refinable partitions; each transition block ("cord",
+    transitions with one label into one state block) is used once as a splitter, and only
+    the smaller half of every split state block re-splits the cords. O(m log n) with m the
+    number of non-DEAD transitions, and no work for the missing (DEAD) ones.
+    """
+    n = table.shape[0]
+    tail_arr, label_arr = np.nonzero(table != DEAD)
+    head_arr = table[tail_arr, label_arr].astype(np.int64)
+    tails = tail_arr.tolist()
+    m = len(tails)
+
+    # State partition, initially {accepting, rejecting}. Elements of a block are contiguous
+    # in `s_elems`; the first `s_marked[b]` of them are marked.
+    first_accepting = np.concatenate([np.flatnonzero(accepting), np.flatnonzero(~accepting)])
+    s_elems = first_accepting.tolist()
+    s_loc = [0] * n
+    for i, q in enumerate(s_elems):
+        s_loc[q] = i
+    s_set = [0] * n
+    s_first, s_past, s_marked = [0], [n], [int(accepting.sum())]
+    s_touched = [0]
+
+    def split_states() -> None:
+        while s_touched:
+            b = s_touched.pop()
+            j = s_first[b] + s_marked[b]
+            if j == s_past[b]:
+                s_marked[b] = 0
+                continue
+            new = len(s_first)
+            if s_marked[b] <= s_past[b] - j:  # the marked part is smaller: it leaves
+                s_first.append(s_first[b])
+                s_past.append(j)
+                s_first[b] = j
+            else:
+                s_past.append(s_past[b])
+                s_first.append(j)
+                s_past[b] = j
+            for i in range(s_first[new], s_past[new]):
+                s_set[s_elems[i]] = new
+            s_marked[b] = 0
+            s_marked.append(0)
+
+    split_states()
+
+    # Transition partition, initially one cord per label.
+    c_elems = np.argsort(label_arr, kind="stable").tolist()
+    c_loc = [0] * m
+    for i, t in enumerate(c_elems):
+        c_loc[t] = i
+    c_set = [0] * m
+    c_first: list[int] = []
+    c_past: list[int] = []
+    sorted_labels = label_arr[c_elems].tolist() if m else []
+    for i, t in enumerate(c_elems):
+        if i == 0 or sorted_labels[i] != sorted_labels[i - 1]:
+            if c_first:
+                c_past.append(i)
+            c_first.append(i)
+        c_set[t] = len(c_first) - 1
+    if c_first:
+        c_past.append(m)
+    c_marked = [0] * len(c_first)
+    c_touched: list[int] = []
+
+    in_offsets, incoming = _csr(head_arr, np.arange(m, dtype=np.int64), n)
+
+    block_cursor, cord_cursor = 1, 0
+    while cord_cursor < len(c_first):
+        for t in c_elems[c_first[cord_cursor] : c_past[cord_cursor]]:
+            q = tails[t]  # mark q in its state block
+            b = s_set[q]
+            i_q = s_loc[q]
+            j = s_first[b] + s_marked[b]
+            other = s_elems[j]
+            s_elems[i_q] = other
+            s_loc[other] = i_q
+            s_elems[j] = q
+            s_loc[q] = j
+            if s_marked[b] == 0:
+                s_touched.append(b)
+            s_marked[b] += 1
+        split_states()
+        cord_cursor += 1
+        while block_cursor < len(s_first):
+            for q in s_elems[s_first[block_cursor] : s_past[block_cursor]]:
+                for t in incoming[in_offsets[q] : in_offsets[q + 1]]:
+                    c = c_set[t]  # mark transition t in its cord
+                    i_t = c_loc[t]
+                    j = c_first[c] + c_marked[c]
+                    other = c_elems[j]
+                    c_elems[i_t] = other
+                    c_loc[other] = i_t
+                    c_elems[j] = t
+                    c_loc[t] = j
+                    if c_marked[c] == 0:
+                        c_touched.append(c)
+                    c_marked[c] += 1
+            while c_touched:  # split the touched cords
+                c = c_touched.pop()
+                j = c_first[c] + c_marked[c]
+                if j == c_past[c]:
+                    c_marked[c] = 0
+                    continue
+                new = len(c_first)
+                if c_marked[c] <= c_past[c] - j:
+                    c_first.append(c_first[c])
+                    c_past.append(j)
+                    c_first[c] = j
+                else:
+                    c_past.append(c_past[c])
+                    c_first.append(j)
+                    c_past[c] = j
+                for i in range(c_first[new], c_past[new]):
+                    c_set[c_elems[i]] = new
+                c_marked[c] = 0
+                c_marked.append(0)
+            block_cursor += 1
+    return s_set, len(s_first)
+
+
+def _canonical_order(table: np.ndarray, initial: int) -> np.ndarray:
+    """Breadth-first numbering from ``initial`` (children in symbol order): new id per state."""
+    n = table.shape[0]
+    sources, classes = np.nonzero(table != DEAD)  # row-major: each state's children in order
+    offsets, children = _csr(sources, table[sources, classes].astype(np.int64), n)
+    new_id = [DEAD] * n
+    new_id[initial] = 0
+    order = [initial]
+    for state in order:
+        for child in children[offsets[state] : offsets[state + 1]]:
+            if new_id[child] == DEAD:
+                new_id[child] = len(order)
+                order.append(child)
+    return np.array(new_id, dtype=np.int32)
+
+
+def _minimize(dfa: _ClassDFA) -> _ClassDFA:
+    """Minimal equivalent of a trimmed class DFA, numbered breadth-first from 0 = initial."""
+    n, num_classes = dfa.table.shape
+    if n == 0:
+        return dfa
+    block_list, num_blocks = _coarsest_partition(dfa.table, dfa.accepting)
+    block = np.array(block_list + [DEAD], dtype=np.int32)  # index -1 (DEAD) maps to DEAD
+    merged = np.full((num_blocks, num_classes), DEAD, dtype=np.int32)
+    merged[block[:n]] = block[dfa.table]  # equivalent states write identical rows
+    accepting = np.zeros(num_blocks, dtype=bool)
+    accepting[block[:n]] = dfa.accepting
+    order = _canonical_order(merged, int(block[dfa.initial]))
+    table = np.empty_like(merged)
+    table[order] = np.append(order, DEAD)[merged]
+    result_accepting = np.empty_like(accepting)
+    result_accepting[order] = accepting
+    return _ClassDFA(table, 0, result_accepting)
+
+
+# --------------------------------------------------------------------------- byte DFAs
+
+
+def _byte_dfa_from_classes(dfa: _ClassDFA, class_of_byte: np.ndarray) -> ByteDFA:
+    """Expand a class DFA to 256 columns; ``class_of_byte`` is -1 for bytes in no class."""
+    if dfa.num_states == 0:
+        return empty_byte_dfa()
+    with_dead_column = np.concatenate(
+        [dfa.table, np.full((dfa.num_states, 1), DEAD, dtype=np.int32)], axis=1
+    )
+    transitions = np.ascontiguousarray(with_dead_column[:, class_of_byte], dtype=np.int32)
+    return ByteDFA(transitions, dfa.initial, dfa.accepting.copy())
+
+
+def nfa_to_byte_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
+    """Determinise, trim and minimise an NFA whose labels are byte values (0..255).
+
+    Raises :class:`StateLimitError` as soon as determinisation needs more than
+    ``max_states`` states.
+    """
+    for label in nfa.labels:
+        if label[0][0] < 0 or label[-1][1] > 255:
+            raise ValueError(f"byte NFA label out of range 0..255: {label!r}")
+    dfa, class_intervals = _determinize(nfa, max_states)
+    dfa = _minimize(_trim(dfa))
+    class_of_byte = np.full(256, -1, dtype=np.int64)
+    for symbol_class, intervals in enumerate(class_intervals):
+        for lo, hi in intervals:
+            class_of_byte[lo : hi + 1] = symbol_class
+    return _byte_dfa_from_classes(dfa, class_of_byte)
+
+
+def dfa_from_table(transitions: np.ndarray, initial: int, accepting: np.ndarray) -> ByteDFA:
+    """Trimmed minimal ByteDFA equivalent to an arbitrary (possibly redundant) byte table.
+
+    ``transitions`` is int [n, 256] with DEAD = -1; ``initial`` may be DEAD.
+    """
+    transitions = np.asarray(transitions, dtype=np.int32)
+    accepting = np.asarray(accepting, dtype=bool)
+    if transitions.ndim != 2 or transitions.shape[1] != 256:
+        raise ValueError("transitions must have shape [n_states, 256]")
+    n = transitions.shape[0]
+    if initial == DEAD or n == 0:
+        return empty_byte_dfa()
+    columns, class_of_byte = _distinct_columns(transitions)
+    dfa = _minimize(_trim(_ClassDFA(columns, int(initial), accepting)))
+    return _byte_dfa_from_classes(dfa, class_of_byte)
+
+
+def _distinct_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes whose columns are identical behave as one symbol: (distinct columns, class of byte)."""
+    by_byte = np.ascontiguousarray(transitions.T)
+    weights = np.random.default_rng(0).integers(1, 2**63, size=by_byte.shape[1], dtype=np.uint64)
+    hashes = (by_byte.astype(np.uint64) * weights).sum(axis=1).tolist()  # wraps modulo 2**64
+    class_of_byte = np.empty(256, dtype=np.int64)
+    representatives: list[int] = []
+    classes_by_hash: dict[int, list[int]] = {}
+    for byte, digest in enumerate(hashes):
+        candidates = classes_by_hash.setdefault(digest, [])
+        for symbol_class in candidates:  # confirm: equal hashes need not mean equal columns
+            if np.array_equal(by_byte[representatives[symbol_class]], by_byte[byte]):
+                class_of_byte[byte] = symbol_class
+                break
+        else:
+            class_of_byte[byte] = len(representatives)
+            candidates.append(len(representatives))
+            representatives.append(byte)
+    return np.ascontiguousarray(by_byte[representatives].T), class_of_byte
+
+
+def minimize(dfa: ByteDFA) -> ByteDFA:
+    """Trimmed minimal ByteDFA for the same language (numbered breadth-first, initial 0)."""
+    return dfa_from_table(dfa.transitions, dfa.initial, dfa.accepting)
+
+
+def literal_dfa(strings: Iterable[bytes]) -> ByteDFA:
+    """Minimal ByteDFA accepting exactly the given byte strings (empty iterable: empty language)."""
+    trie: list[dict[int, int]] = [{}]
+    final = [False]
+    any_string = False
+    for data in strings:
+        any_string = True
+        state = 0
+        for byte in bytes(data):
+            nxt = trie[state].get(byte)
+            if nxt is None:
+                nxt = trie[state][byte] = len(trie)
+                trie.append({})
+                final.append(False)
+            state = nxt
+        final[state] = True
+    if not any_string:
+        return empty_byte_dfa()
+    transitions = np.full((len(trie), 256), DEAD, dtype=np.int32)
+    for state, children in enumerate(trie):
+        if children:
+            transitions[state, list(children)] = list(children.values())
+    return dfa_from_table(transitions, 0, np.array(final, dtype=bool))
+
+
+# --------------------------------------------------------------------------- UTF-8
+
+
+# (lead byte prefix, continuation bytes, smallest and largest code point) per encoded length.
+# The code point bounds exclude overlong encodings and code points above U+10FFFF; lead
+# byte = prefix + (code point >> 6 * continuations).
+_UTF8_LEADS = (
+    (0xC0, 1, 0x80, 0x7FF),
+    (0xE0, 2, 0x800, 0xFFFF),
+    (0xF0, 3, 0x10000, MAX_CODE_POINT),
+)
+
+_Pieces = tuple[tuple[int, int, int], ...]  # (lo, hi, target) sorted disjoint code point ranges
+
+
+class _Utf8Encoder:
+    """Turns code point transition functions into byte-level states.
+
+    The state reached after a lead byte, or after some continuation bytes, is determined by
+    the number of continuation bytes still expected and by the map "code point offset within
+    the current block -> target"; states are shared whenever both coincide, which keeps the
+    expansion of large Unicode classes small and, for a minimal code point DFA, minimal.
+    """
+
+    def __init__(self, first_free_state: int, max_states: int):
+        self.num_states = first_free_state
+        self.max_states = max_states
+        self.memo: dict[tuple[int, _Pieces], int] = {}
+        # Transition runs (state, first byte, last byte, target), filled into a table at the end.
+        self.run_state: list[int] = []
+        self.run_lo: list[int] = []
+        self.run_hi: list[int] = []
+        self.run_target: list[int] = []
+
+    def _add_run(self, state: int, lo: int, hi: int, target: int) -> None:
+        self.run_state.append(state)
+        self.run_lo.append(lo)
+        self.run_hi.append(hi)
+        self.run_target.append(target)
+
+    def encode_state(self, state: int, pieces: _Pieces) -> None:
+        """Add the byte transitions of a code point state whose transition function is ``pieces``."""
+        his = [hi for _, hi, _ in pieces]
+        for lo, hi, target in _clip(pieces, his, 0, 0x7F):
+            self._add_run(state, lo, hi, target)
+        for lead_prefix, continuations, cp_lo, cp_hi in _UTF8_LEADS:
+            in_range = _clip(pieces, his, cp_lo, cp_hi)
+            if in_range:
+                self._add_prefix_bytes(state, in_range, lead_prefix, continuations)
+
+    def _add_prefix_bytes(self, state: int, pieces: _Pieces, first_byte: int, remaining: int) -> None:
+        """Transitions of ``state`` on one byte that fixes the top bits of the code point offset.
+
+        ``pieces`` lie in [0, 64 * 64**remaining) (lead bytes: the valid range of their
+        length); byte ``first_byte + j`` selects the j-th block of ``64**remaining`` offsets,
+        after which ``remaining`` continuation bytes follow.
+        """
+        unit = 64**remaining
+        partial: dict[int, list[tuple[int, int, int]]] = {}
+        for lo, hi, target in pieces:
+            first_full = -(-lo // unit)
+            last_full = (hi + 1) // unit - 1
+            if first_full <= last_full:
+                nxt = target if remaining == 0 else self._continuation(remaining, ((0, unit - 1, target),))
+                self._add_run(state, first_byte + first_full, first_byte + last_full, nxt)
+            # Blocks only partly covered by this piece (at most one at each end).
+            for block in {lo // unit, hi // unit}:
+                if first_full <= block <= last_full:
+                    continue
+                base = block * unit
+                partial.setdefault(block, []).append((max(lo, base) - base, min(hi, base + unit - 1) - base, target))
+        for block, block_pieces in partial.items():
+            self._add_run(state, first_byte + block, first_byte + block, self._continuation(remaining, tuple(block_pieces)))
+
+    def _continuation(self, remaining: int, residual: _Pieces) -> int:
+        """State expecting ``remaining`` continuation bytes, then going on as ``residual`` says."""
+        key = (remaining, residual)
+        state = self.memo.get(key)
+        if state is None:
+            state = self.memo[key] = self.num_states
+            self.num_states += 1
+            if self.num_states > self.max_states:
+                raise StateLimitError(f"the UTF-8 byte DFA needs more than max_states={self.max_states} states")
+            self._add_prefix_bytes(state, residual, 0x80, remaining - 1)
+        return state
+
+    def table(self) -> np.ndarray:
+        transitions = np.full((self.num_states, 256), DEAD, dtype=np.int32)
+        if self.run_state:
+            lo = np.array(self.run_lo, dtype=np.int64)
+            lengths = np.array(self.run_hi, dtype=np.int64) - lo + 1
+            starts = np.cumsum(lengths) - lengths
+            columns = np.arange(int(lengths.sum())) - np.repeat(starts - lo, lengths)
+            rows = np.repeat(np.array(self.run_state, dtype=np.int64), lengths)
+            transitions[rows, columns] = np.repeat(np.array(self.run_target, dtype=np.int32), lengths)
+        return transitions
+
+
+def _clip(pieces: _Pieces, his: list[int], lo: int, hi: int) -> _Pieces:
+    """The parts of ``pieces`` inside [lo, hi]."""
+    result = []
+    index = bisect_left(his, lo)
+    while index < len(pieces) and pieces[index][0] <= hi:
+        p_lo, p_hi, target = pieces[index]
+        result.append((max(p_lo, lo), min(p_hi, hi), target))
+        index += 1
+    return tuple(result)
+
+
+def _code_point_pieces(dfa: _ClassDFA, class_intervals: list[IntervalSet]) -> list[_Pieces]:
+    """Per state, its transition function as sorted (lo, hi, target) code point ranges."""
+    atoms = sorted((lo, hi, c) for c, intervals in enumerate(class_intervals) for lo, hi in intervals)
+    n = dfa.num_states
+    if not atoms:
+        return [()] * n
+    lo_arr = np.array([a[0] for a in atoms], dtype=np.int64)
+    hi_arr = np.array([a[1] for a in atoms], dtype=np.int64)
+    class_arr = np.array([a[2] for a in atoms], dtype=np.int64)
+    adjacent = lo_arr[1:] == hi_arr[:-1] + 1
+    result: list[_Pieces] = []
+    chunk = max(1, 1_000_000 // len(atoms))
+    for first in range(0, n, chunk):
+        targets = dfa.table[first : first + chunk][:, class_arr]  # [rows, atoms]
+        keep = targets != DEAD
+        # A piece is a maximal run of adjacent atoms with one target.
+        continues = np.zeros_like(keep)
+        continues[:, 1:] = keep[:, :-1] & adjacent & (targets[:, 1:] == targets[:, :-1])
+        starts = keep & ~continues
+        ends = keep.copy()
+        ends[:, :-1] &= ~continues[:, 1:]
+        start_rows, start_cols = np.nonzero(starts)
+        _, end_cols = np.nonzero(ends)
+        piece_lo = lo_arr[start_cols].tolist()
+        piece_hi = hi_arr[end_cols].tolist()
+        piece_target = targets[start_rows, start_cols].tolist()
+        bounds = np.searchsorted(start_rows, np.arange(targets.shape[0] + 1)).tolist()
+        for row in range(targets.shape[0]):
+            b0, b1 = bounds[row], bounds[row + 1]
+            result.append(tuple(zip(piece_lo[b0:b1], piece_hi[b0:b1], piece_target[b0:b1])))
+    return result
+
+
+def nfa_to_utf8_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
+    """Byte DFA reading the UTF-8 encoding of the code point language of ``nfa``.
+
+    Labels are code points; surrogates are ignored (UTF-8 cannot encode them), so invalid
+    UTF-8 is never accepted. The automaton is determinised and minimised over code points
+    and then encoded; the result is minimal over bytes. ``max_states`` bounds both the code
+    point DFA (checked during subset construction) and the byte DFA (checked while
+    encoding); exceeding it raises :class:`StateLimitError`.
+    """
+    dfa, class_intervals = _determinize(nfa, max_states, UNICODE_SCALARS)
+    dfa = _minimize(_trim(dfa))
+    if dfa.num_states == 0:
+        return empty_byte_dfa()
+    encoder = _Utf8Encoder(dfa.num_states, max_states)
+    for state, pieces in enumerate(_code_point_pieces(dfa, class_intervals)):
+        encoder.encode_state(state, pieces)
+    return ByteDFA(encoder.table(), dfa.initial, np.concatenate([dfa.accepting, np.zeros(encoder.num_states - dfa.num_states, dtype=bool)]))

@@ -1,0 +1,74 @@
+"""GrammarLogitsProcessor inside real batched `model.generate` with a tiny random model.
+
+The model is random, so whatever it samples is arbitrary: the only thing that can make
+every output match is the mask. Outputs are checked with `re.fullmatch`.
+"""
+
+import re
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+import gramalign as ga
+from tokenizer_zoo import gpt2_hf_fast
+
+PADDED_WIDTH = 50304  # wider than GPT-2's 50257 ids, as many models are
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=PADDED_WIDTH, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
+                         bos_token_id=50256, eos_token_id=50256, pad_token_id=50256)
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # a peaked random model: sampling is far from uniform
+        model.lm_head.weight.mul_(40)
+    return model
+
+
+@pytest.mark.parametrize("pattern", [
+    r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])",
+    r"[a-z]{1,8}@[a-z]{1,8}\.(com|org)",
+    r'\{"ok": (true|false), "n": -?\d{1,4}\}',
+])
+def test_batched_sampling_always_matches(tiny_model, pattern):
+    tokenizer = gpt2_hf_fast()
+    vocab = ga.vocabulary_for_model(tokenizer, tiny_model)
+    assert vocab.size == PADDED_WIDTH and vocab.eos_token_ids == (50256,)
+    compiled = ga.compile(ga.Grammar.from_regex(pattern), vocab)
+    input_ids = torch.tensor([[464, 3280, 318, 25]] * 4)
+    processor = ga.GrammarLogitsProcessor(compiled)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        output = tiny_model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=True,
+                                     max_new_tokens=40, logits_processor=[processor], pad_token_id=50256)
+        for row in output[:, input_ids.shape[1]:].tolist():
+            assert 50256 in row, "bounded pattern must end with EOS"
+            text_ids = row[: row.index(50256)]
+            text = b"".join(vocab.token_to_bytes(t) for t in text_ids).decode("utf-8")
+            assert re.fullmatch(pattern, text), text
+            assert all(t < tokenizer.vocab_size for t in text_ids)  # never a padding id
+
+
+def test_processor_one_grammar_per_row(tiny_model):
+    vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
+    patterns = [r"yes|no", r"\d{2}"]
+    compiled = [ga.compile(ga.Grammar.from_regex(p), vocab) for p in patterns]
+    input_ids = torch.tensor([[464, 3280], [464, 3280]])
+    output = tiny_model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=True,
+                                 max_new_tokens=6, logits_processor=[ga.GrammarLogitsProcessor(compiled)],
+                                 pad_token_id=50256)
+    for pattern, row in zip(patterns, output[:, 2:].tolist()):
+        text = b"".join(vocab.token_to_bytes(t) for t in row[: row.index(50256)]).decode()
+        assert re.fullmatch(pattern, text)
+    with pytest.raises(ValueError, match="2 compiled grammars for a batch of 3"):
+        ga.GrammarLogitsProcessor(compiled)(torch.zeros(3, 2, dtype=torch.long), torch.zeros(3, PADDED_WIDTH))
+
+
+def test_narrow_logits_are_rejected(tiny_model):
+    vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
+    processor = ga.GrammarLogitsProcessor(ga.compile(ga.Grammar.from_regex("a+"), vocab))
+    with pytest.raises(ValueError, match="smaller"):
+        processor(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 50000))
