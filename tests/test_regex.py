@@ -201,6 +201,9 @@ any_char = st.characters(exclude_categories=("Cs",))
 chars = st.one_of(oddities, oddities, any_char)
 
 
+MAX_TEXT_LENGTH = 12
+
+
 def mutate(draw, text: str) -> str:
     chars_list = list(text)
     for _ in range(draw(st.integers(1, 2))):
@@ -244,6 +247,8 @@ def test_random_patterns_agree_with_re_fullmatch(pattern: str, data) -> None:
                 break
             texts.append(sample)
             texts.append(mutate(data.draw, sample))
+    # re backtracks exponentially on nested repeats such as (?:a*)+: keep its inputs short.
+    texts = [text[:MAX_TEXT_LENGTH] for text in texts]
     for text in texts:
         assert_agrees_with_re(dfa, pattern, text)
     assert_trimmed(dfa)

@@ -26,6 +26,20 @@ import numpy as np
 
 from ..errors import GrammarError
 
+__all__ = [
+    "DEAD",
+    "ByteDFA",
+    "IntervalSet",
+    "NFA",
+    "StateLimitError",
+    "dfa_from_table",
+    "empty_byte_dfa",
+    "literal_dfa",
+    "minimize",
+    "nfa_to_byte_dfa",
+    "nfa_to_utf8_dfa",
+]
+
 DEAD = -1
 """Transition target meaning "no continuation can be accepted"."""
 
@@ -33,7 +47,6 @@ IntervalSet = tuple[tuple[int, int], ...]
 """A set of integers as sorted, disjoint, non-adjacent inclusive ``(lo, hi)`` intervals."""
 
 MAX_CODE_POINT = 0x10FFFF
-SURROGATES: IntervalSet = ((0xD800, 0xDFFF),)
 UNICODE_SCALARS: IntervalSet = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
 """Every code point UTF-8 can encode (surrogates excluded)."""
 
@@ -181,15 +194,19 @@ class NFA:
     def add_epsilon(self, source: int, target: int) -> None:
         self.epsilon[source].append(target)
 
-    def add_edge(self, source: int, symbols: IntervalSet, target: int) -> None:
-        """Edge taken on any symbol of ``symbols`` (a normalised interval set)."""
-        if not symbols:
-            return
+    def add_edge(self, source: int, symbols: Iterable[tuple[int, int]], target: int) -> None:
+        """Edge taken on any symbol of ``symbols`` (inclusive ``(lo, hi)`` intervals)."""
+        symbols = tuple(symbols)
         label = self._label_ids.get(symbols)
         if label is None:
-            label = self._label_ids[symbols] = len(self.labels)
-            self.labels.append(symbols)
-        self.edges[source].append((label, target))
+            normalized = normalize_intervals(symbols)
+            label = self._label_ids.get(normalized)
+            if label is None:
+                label = self._label_ids[normalized] = len(self.labels)
+                self.labels.append(normalized)
+            self._label_ids[symbols] = label
+        if self.labels[label]:
+            self.edges[source].append((label, target))
 
 
 # --------------------------------------------------------------------------- class-level DFA

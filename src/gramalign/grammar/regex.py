@@ -192,7 +192,7 @@ def _case_sensitive_characters() -> tuple[IntervalSet, str]:
         points.add(key)
         points.update(values)
     intervals = intersect_intervals(intervals_from_points(points), UNICODE_SCALARS)
-    text = "".join(chr(lo) + "".join(chr(cp) for cp in range(lo + 1, hi + 1)) for lo, hi in intervals)
+    text = "".join(chr(cp) for lo, hi in intervals for cp in range(lo, hi + 1))
     return intervals, text
 
 
@@ -264,7 +264,7 @@ def _character_set(op: Any, av: Any, ignorecase: bool, unicode: bool, dotall: bo
 
 def _node_symbols(op: Any, av: Any, flags: int) -> IntervalSet:
     if op is _IN:
-        av = tuple((item_op, tuple(item_av) if isinstance(item_av, list) else item_av) for item_op, item_av in av)
+        av = tuple(av)  # hashable for the cache; its items are already tuples
     return _character_set(
         op, av, bool(flags & re.IGNORECASE), bool(flags & re.UNICODE), bool(flags & re.DOTALL)
     )

@@ -32,13 +32,20 @@ class _Spinner:
 
     def _run(self) -> None:
         start = time.perf_counter()
+        interactive = self.stream.isatty()
+        if not interactive:  # a log file gets one line now and one at the end, not a redraw per tick
+            self.stream.write(f"{self.message} ...\n")
         frames = "|/-\\"
         tick = 0
         while not self._done.wait(0.25):
-            self.stream.write(f"\r{self.message} {frames[tick % 4]} {time.perf_counter() - start:4.1f}s")
+            if interactive:
+                self.stream.write(f"\r{self.message} {frames[tick % 4]} {time.perf_counter() - start:4.1f}s")
+            elif tick % 20 == 19:
+                self.stream.write(f"  still loading, {time.perf_counter() - start:.0f}s\n")
             self.stream.flush()
             tick += 1
-        self.stream.write(f"\r{self.message} done in {time.perf_counter() - start:.1f}s\n")
+        prefix = "\r" if interactive else ""
+        self.stream.write(f"{prefix}{self.message} done in {time.perf_counter() - start:.1f}s\n")
         self.stream.flush()
 
     def __enter__(self):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..masking.bitmask import bitmask_width
@@ -29,6 +30,11 @@ def _bit_positions(device: torch.device) -> torch.Tensor:
 
 def unpack_token_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Bool tensor ``[batch, vocab_size]`` (True = allowed) from a packed int32 bitmask."""
+    if bitmask.device.type == "cpu":
+        # numpy's unpackbits is several times faster than shifting 32 lanes in torch on CPU.
+        raw = np.ascontiguousarray(bitmask.numpy()).view(np.uint8)
+        bits = np.unpackbits(raw, axis=1, count=vocab_size, bitorder="little")
+        return torch.from_numpy(bits.view(np.bool_))
     bits = (bitmask.unsqueeze(-1) >> _bit_positions(bitmask.device)) & 1
     return bits.reshape(bitmask.shape[0], -1)[:, :vocab_size].bool()
 
