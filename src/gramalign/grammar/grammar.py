@@ -1,4 +1,11 @@
-"""The grammar IR: what a language is, independent of any tokenizer."""
+"""The grammar IR: what a language is, independent of any tokenizer.
+
+A grammar is a context-free grammar in plain BNF over *terminals*, each a byte-level
+regular language. Text is split into terminals by longest match (see ``docs/grammars.md``),
+terminals named in ``ignore`` may appear between any two terminals and are dropped, and
+the rest must derive from ``start``. Front ends (regex, Lark EBNF, JSON Schema) all produce
+this one structure.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,17 @@ from .regex import regex_to_dfa
 
 @dataclass(frozen=True)
 class Terminal:
-    """A named token class of the language, given as a Python regular expression."""
+    """A named token class of the language, given as a Python regular expression.
+
+    ``priority`` and ``literal`` break ties between terminals that match the same longest
+    text: the higher priority wins, then a literal (a quoted string in Lark) beats a pattern.
+    """
 
     name: str
     pattern: str
     flags: int = 0
+    priority: int = 0
+    literal: bool = False
 
     @cached_property
     def dfa(self) -> ByteDFA:
@@ -33,15 +46,18 @@ class Rule:
 
 @dataclass(frozen=True)
 class Grammar:
-    """A formal language, built with ``Grammar.from_regex`` (more front ends follow).
+    """A formal language, built with ``Grammar.from_regex``, ``Grammar.from_lark`` or
+    ``Grammar.builtin``.
 
     The language is the set of strings derivable from ``start``; terminals are byte-level
-    regular languages, rules combine them.
+    regular languages, rules combine them, ``ignore`` names terminals (typically whitespace)
+    allowed anywhere between two terminals.
     """
 
     terminals: tuple[Terminal, ...]
     rules: tuple[Rule, ...]
     start: str
+    ignore: tuple[str, ...] = ()
     source: str = field(default="", compare=False)
 
     @classmethod
@@ -62,8 +78,37 @@ class Grammar:
         return cls(terminals=(terminal,), rules=(Rule("start", (("PATTERN",),)),), start="start",
                    source=pattern)
 
+    @classmethod
+    def from_lark(cls, text: str, *, start: str = "start") -> "Grammar":
+        """A grammar written in Lark's EBNF; errors name the grammar line and column.
+
+        >>> g = Grammar.from_lark('start: "a" NUMBER\\nNUMBER: /[0-9]+/')
+        >>> sorted(t.name for t in g.terminals)
+        ['A', 'NUMBER']
+        """
+        from .lark_frontend import grammar_from_lark
+
+        return grammar_from_lark(text, start=start)
+
+    @classmethod
+    def builtin(cls, name: str) -> "Grammar":
+        """A grammar shipped with gramalign: ``"json"`` or ``"sql"``.
+
+        >>> Grammar.builtin("json").start
+        'value'
+        """
+        from .builtin import load_builtin
+
+        return load_builtin(name)
+
+    @property
+    def terminal_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.terminals)
+
     def single_terminal(self) -> Terminal | None:
         """The terminal when the whole language is one regular terminal, else None."""
+        if self.ignore:
+            return None
         rules = {rule.name: rule for rule in self.rules}
         start = rules.get(self.start)
         if start is None or len(start.alternatives) != 1 or len(start.alternatives[0]) != 1:

@@ -33,13 +33,17 @@ class CompiledGrammar:
     """A grammar bound to a vocabulary: token masks ready to use, shared by many matchers.
 
     Create one with :func:`gramalign.compile`, then one :meth:`matcher` per sequence.
+    A grammar that is one regular expression is served from a precomputed per-DFA-state
+    index; any other grammar by the incremental parser and its mask store.
     """
 
-    def __init__(self, grammar: Grammar, vocabulary: Vocabulary, index: DFATokenIndex):
+    def __init__(self, grammar: Grammar, vocabulary: Vocabulary, *, index: DFATokenIndex | None = None,
+                 store: "GrammarMaskStore | None" = None):
         self.grammar = grammar
         self.vocabulary = vocabulary
         self.index = index
-        self.dfa = index.dfa
+        self.store = store
+        self.dfa = index.dfa if index is not None else None
         self.bitmask_width = bitmask_width(vocabulary.size)
         eos = np.zeros(self.bitmask_width, dtype=np.uint32)
         for token in vocabulary.eos_token_ids:
@@ -57,25 +61,32 @@ class CompiledGrammar:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes held by this compiled grammar's masks (the shared trie not counted)."""
-        return self.index.memory_bytes + int(self.dfa.transitions.nbytes)
+        """Bytes held by this compiled grammar's masks and tables (the shared trie not counted)."""
+        if self.index is not None:
+            return self.index.memory_bytes + int(self.dfa.transitions.nbytes)
+        return self.store.memory_bytes
 
 
 def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = None) -> CompiledGrammar:
     """Bind ``grammar`` to ``vocabulary``; reuse the result across sequences and threads.
 
-    ``eager`` builds every state's mask now (default: when they fit in 256 MiB), otherwise
-    each state's mask is built the first time a matcher reaches it.
+    For a single-regex grammar, ``eager`` builds every DFA state's mask now (default: when
+    they fit in 256 MiB), otherwise each state's mask is built the first time a matcher
+    reaches it.
     """
     if not isinstance(grammar, Grammar):
         raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocabulary, Vocabulary):
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
     terminal = grammar.single_terminal()
-    if terminal is None:
-        raise GrammarError("only single-regex grammars can be compiled so far")
-    dfa = terminal.dfa
-    if dfa.num_states == 0:
-        raise GrammarError(f"the pattern {terminal.pattern!r} matches no string at all")
-    index = DFATokenIndex(dfa, vocabulary, token_trie(vocabulary), eager=eager)
-    return CompiledGrammar(grammar, vocabulary, index)
+    if terminal is not None:
+        dfa = terminal.dfa
+        if dfa.num_states == 0:
+            raise GrammarError(f"the pattern {terminal.pattern!r} matches no string at all")
+        index = DFATokenIndex(dfa, vocabulary, token_trie(vocabulary), eager=eager)
+        return CompiledGrammar(grammar, vocabulary, index=index)
+    from ..grammar.parser import build_parser_tables
+    from .mask_store import GrammarMaskStore
+
+    store = GrammarMaskStore(build_parser_tables(grammar), vocabulary, token_trie(vocabulary))
+    return CompiledGrammar(grammar, vocabulary, store=store)

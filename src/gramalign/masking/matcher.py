@@ -10,25 +10,105 @@ from .bitmask import as_numpy_bitmask
 from .compiler import CompiledGrammar
 
 
+class _RegexCursor:
+    """Walks a single-regex grammar: the state is a DFA state number."""
+
+    def __init__(self, compiled: CompiledGrammar):
+        self.index = compiled.index
+        self.transitions = compiled.dfa.transitions
+        self.accepting = compiled.dfa.accepting
+
+    def initial(self) -> int:
+        return self.index.dfa.initial
+
+    def advance(self, state: int, data: bytes) -> "tuple[int | None, int]":
+        """(state after ``data`` or None, offset of the first rejected byte)."""
+        table = self.transitions
+        for offset, byte in enumerate(data):
+            state = int(table[state, byte])
+            if state == DEAD:
+                return None, offset
+        return state, 0
+
+    def can_end(self, state: int) -> bool:
+        return bool(self.accepting[state])
+
+    def fill(self, state: int, row: np.ndarray) -> None:
+        row[:] = self.index.mask(state)
+
+    def mark(self) -> int:
+        return 0
+
+    def release(self, mark: int) -> None:
+        pass
+
+    def fork(self) -> "_RegexCursor":
+        return self  # stateless
+
+
+class _ParserCursor:
+    """Walks a context-free grammar: the state is an array of parser hypotheses.
+
+    Owns the stack pool of its matcher; ``mark``/``release`` let a rollback reclaim the
+    pool nodes that only the undone steps used.
+    """
+
+    def __init__(self, compiled: CompiledGrammar, parser=None):
+        from ..grammar.parser import IncrementalParser
+
+        self.store = compiled.store
+        self.parser = parser if parser is not None else IncrementalParser(self.store.tables)
+
+    def initial(self) -> np.ndarray:
+        return self.parser.initial_state()
+
+    def advance(self, state: np.ndarray, data: bytes) -> "tuple[np.ndarray | None, int]":
+        result, offset_or_mark = self.parser.feed(state, data)
+        return result, (0 if result is not None else offset_or_mark)
+
+    def can_end(self, state: np.ndarray) -> bool:
+        return self.parser.can_end(state)
+
+    def fill(self, state: np.ndarray, row: np.ndarray) -> None:
+        self.store.fill(self.parser, state, row)
+
+    def mark(self) -> int:
+        return self.parser.pool.used
+
+    def release(self, mark: int) -> None:
+        self.parser.truncate(mark)
+
+    def fork(self) -> "_ParserCursor":
+        return _ParserCursor.__new__(_ParserCursor)._init_fork(self)
+
+    def _init_fork(self, other: "_ParserCursor") -> "_ParserCursor":
+        self.store = other.store
+        self.parser = other.parser.fork()
+        return self
+
+
 class GrammarMatcher:
     """Tracks one sequence through a compiled grammar.
 
-    The state is the DFA state plus whether EOS has been accepted. Every accepted token
-    pushes the previous state on a history stack, so ``rollback(n)`` is O(n) and
-    ``fork()`` copies only that stack.
+    Every accepted token pushes the previous state on a history stack, so ``rollback(n)``
+    is O(n) and ``fork()`` copies only that stack (and, for context-free grammars, the
+    parser's node pool).
 
-    >>> m = compiled.matcher()                        # doctest: +SKIP
-    >>> m.fill_next_token_bitmask(bitmask, 0)         # doctest: +SKIP
-    >>> m.accept_token(token_id)                      # doctest: +SKIP
+    >>> import gramalign as ga
+    >>> vocab = ga.Vocabulary.from_token_bytes([b"1", b"2", b"+", b"</s>"], eos_token_ids=[3])
+    >>> m = ga.compile(ga.Grammar.from_regex(r"[0-9]+\\+[0-9]+"), vocab).matcher()
+    >>> m.accept_string("12+"); m.allowed_token_ids().tolist()
+    [0, 1]
+    >>> m.accept_token(1); m.can_terminate()
+    True
     """
 
     def __init__(self, compiled: CompiledGrammar):
         self.compiled = compiled
-        self._transitions = compiled.dfa.transitions
-        self._accepting = compiled.dfa.accepting
-        self._state = compiled.dfa.initial
+        self._cursor = _RegexCursor(compiled) if compiled.index is not None else _ParserCursor(compiled)
+        self._state = self._cursor.initial()
         self._terminated = False
-        self._history: list[tuple[int, bool]] = []
+        self._history: list[tuple[object, bool, int]] = []
 
     # -- queries -----------------------------------------------------------------------
 
@@ -38,7 +118,7 @@ class GrammarMatcher:
 
     def can_terminate(self) -> bool:
         """True when the text so far is a complete string of the language (EOS is allowed)."""
-        return not self._terminated and bool(self._accepting[self._state])
+        return not self._terminated and self._cursor.can_end(self._state)
 
     @property
     def num_accepted_tokens(self) -> int:
@@ -65,8 +145,8 @@ class GrammarMatcher:
         if self._terminated:
             row[:] = compiled.eos_words
             return
-        row[:] = compiled.index.mask(self._state)
-        if self._accepting[self._state]:
+        self._cursor.fill(self._state, row)
+        if self._cursor.can_end(self._state):
             row |= compiled.eos_words
 
     def allowed_token_ids(self) -> np.ndarray:
@@ -80,8 +160,9 @@ class GrammarMatcher:
 
     def accept_token(self, token_id: int) -> None:
         """Advance by one token; raises :class:`TokenRejected` and keeps the state if it is forbidden."""
+        mark = self._cursor.mark()
         next_state, terminates = self._next(token_id)
-        self._history.append((self._state, self._terminated))
+        self._history.append((self._state, self._terminated, mark))
         self._state = next_state
         self._terminated = terminates
 
@@ -95,10 +176,13 @@ class GrammarMatcher:
 
     def is_token_allowed(self, token_id: int) -> bool:
         """True when ``accept_token(token_id)`` would succeed; never changes the state."""
+        mark = self._cursor.mark()
         try:
             self._next(token_id)
         except TokenRejected:
             return False
+        finally:
+            self._cursor.release(mark)
         return True
 
     def accept_string(self, text: "str | bytes") -> None:
@@ -109,12 +193,12 @@ class GrammarMatcher:
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         if self._terminated:
             raise StringRejected(text, 0, "the matcher has already terminated")
-        state = self._state
-        for offset, byte in enumerate(data):
-            state = int(self._transitions[state, byte])
-            if state == DEAD:
-                raise StringRejected(text, offset, "no string of the language continues this way")
-        self._history.append((self._state, self._terminated))
+        mark = self._cursor.mark()
+        state, offset = self._cursor.advance(self._state, data)
+        if state is None:
+            self._cursor.release(mark)
+            raise StringRejected(text, offset, "no string of the language continues this way")
+        self._history.append((self._state, self._terminated, mark))
         self._state = state
 
     def rollback(self, num_steps: int = 1) -> None:
@@ -123,12 +207,15 @@ class GrammarMatcher:
             raise ValueError(f"cannot roll back {num_steps} steps: only {len(self._history)} were accepted")
         if num_steps == 0:
             return
-        self._state, self._terminated = self._history[-num_steps]
+        self._state, self._terminated, mark = self._history[-num_steps]
         del self._history[-num_steps:]
+        self._cursor.release(mark)
 
     def reset(self) -> None:
         """Back to the start of the language, history cleared."""
-        self._state = self.compiled.dfa.initial
+        if self._history:
+            self._cursor.release(self._history[0][2])
+        self._state = self._cursor.initial()
         self._terminated = False
         self._history.clear()
 
@@ -136,15 +223,14 @@ class GrammarMatcher:
         """An independent copy with the same state and history."""
         twin = GrammarMatcher.__new__(GrammarMatcher)
         twin.compiled = self.compiled
-        twin._transitions = self._transitions
-        twin._accepting = self._accepting
+        twin._cursor = self._cursor.fork()
         twin._state = self._state
         twin._terminated = self._terminated
         twin._history = list(self._history)
         return twin
 
-    def _next(self, token_id: int) -> tuple[int, bool]:
-        """(next DFA state, terminates) for ``token_id``, or raise TokenRejected."""
+    def _next(self, token_id: int) -> tuple[object, bool]:
+        """(next state, terminates) for ``token_id``, or raise TokenRejected (pool released)."""
         compiled = self.compiled
         if isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer)):
             raise TypeError(f"token id must be an int, got {type(token_id).__name__}")
@@ -155,15 +241,15 @@ class GrammarMatcher:
         if self._terminated:
             raise TokenRejected(token_id, "the matcher has already terminated (EOS was accepted)")
         if token_id in compiled._eos_ids:
-            if not self._accepting[self._state]:
+            if not self._cursor.can_end(self._state):
                 raise TokenRejected(token_id, "EOS before the text is a complete match")
             return self._state, True
         if not compiled._grammar_tokens[token_id]:
             raise TokenRejected(token_id, "special, added or padding tokens are never allowed by a grammar")
-        state = self._state
-        for byte in compiled.vocabulary.token_bytes[token_id]:
-            state = int(self._transitions[state, byte])
-            if state == DEAD:
-                raise TokenRejected(token_id, f"its bytes {compiled.vocabulary.token_bytes[token_id]!r} "
-                                              "cannot continue the text here")
+        mark = self._cursor.mark()
+        data = compiled.vocabulary.token_bytes[token_id]
+        state, _ = self._cursor.advance(self._state, data)
+        if state is None:
+            self._cursor.release(mark)
+            raise TokenRejected(token_id, f"its bytes {data!r} cannot continue the text here")
         return state, False

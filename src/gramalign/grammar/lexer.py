@@ -1,0 +1,144 @@
+"""The lexer automaton: one byte-level DFA that runs every terminal of a grammar at once.
+
+A state of the lexer DFA is a tuple of terminal-DFA states (the product construction), so
+it knows, for the text of the current lexeme, which terminals accept it now
+(``accept_bits``) and which could still accept a longer text (``alive_bits``). The parser
+restricts both to the terminals it can use at that point (its *candidates*), which is how
+the contextual, longest-match lexing of ``docs/grammars.md`` is evaluated without ever
+building one automaton per parser state.
+
+Terminals are numbered by *rank*, the tie-break order of longest match: higher priority
+first, then literals before patterns, then grammar order. The winner among the terminals
+that accept a lexeme is therefore the lowest set bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import GrammarError
+from .dfa import DEAD
+from .grammar import Terminal
+
+START_MARKER = -2
+MAX_LEXER_STATES = 200_000
+"""Product states before :func:`build_lexer` gives up (terminals that interact badly)."""
+
+
+@dataclass(frozen=True, eq=False)
+class LexerDFA:
+    """All terminals of a grammar as one DFA; see the module docstring."""
+
+    terminals: tuple[Terminal, ...]  # in rank order: bit i of the bitsets is terminals[i]
+    transitions: np.ndarray  # int32 [n_states, 256], DEAD (-1) when no terminal survives
+    initial: int
+    accept_bits: np.ndarray  # uint64 [n_states, words]: terminals accepting the lexeme so far
+    alive_bits: np.ndarray  # uint64 [n_states, words]: terminals that accept it or an extension
+
+    @property
+    def num_states(self) -> int:
+        return int(self.transitions.shape[0])
+
+    @property
+    def words(self) -> int:
+        return int(self.accept_bits.shape[1])
+
+    def terminal_index(self, name: str) -> int:
+        for index, terminal in enumerate(self.terminals):
+            if terminal.name == name:
+                return index
+        raise KeyError(name)
+
+    def bits_of(self, names) -> np.ndarray:
+        """The uint64 bitset of the named terminals."""
+        bits = np.zeros(self.words, dtype=np.uint64)
+        for name in names:
+            index = self.terminal_index(name)
+            bits[index >> 6] |= np.uint64(1) << np.uint64(index & 63)
+        return bits
+
+
+def rank_terminals(terminals) -> tuple[Terminal, ...]:
+    """Terminals in longest-match tie-break order (see the module docstring)."""
+    order = sorted(range(len(terminals)),
+                   key=lambda i: (-terminals[i].priority, not terminals[i].literal, i))
+    return tuple(terminals[i] for i in order)
+
+
+def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
+    """The product DFA of ``terminals`` (which must each match at least one non-empty text)."""
+    ranked = rank_terminals(tuple(terminals))
+    if not ranked:
+        raise GrammarError("a grammar needs at least one terminal")
+    dfas = []
+    for terminal in ranked:
+        dfa = terminal.dfa
+        if dfa.num_states == 0:
+            raise GrammarError(f"terminal {terminal.name} matches no string at all")
+        if dfa.accepting[dfa.initial]:
+            raise GrammarError(f"terminal {terminal.name} matches the empty string")
+        dfas.append(dfa)
+
+    # One table for all terminal DFAs: global state = offset of its terminal + local state.
+    offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
+    np.cumsum([d.num_states for d in dfas], out=offsets[1:])
+    owner = np.repeat(np.arange(len(dfas)), [d.num_states for d in dfas])
+    big = np.concatenate([np.where(d.transitions >= 0, d.transitions + offsets[k], -1)
+                          for k, d in enumerate(dfas)]).astype(np.int64)
+    big_accepting = np.concatenate([d.accepting for d in dfas])
+    # Bytes that no terminal tells apart form one class; the product walks classes only.
+    _, byte_class, representative = _byte_classes(big)
+
+    words = (len(ranked) + 63) // 64
+    # The start state carries a marker so that no transition re-enters it: state 0 always
+    # means "the lexeme is empty", even for terminals whose DFAs cycle back to their start.
+    start = (START_MARKER,) + tuple(int(offsets[k] + d.initial) for k, d in enumerate(dfas))
+    index = {start: 0}
+    members = [start]
+    class_rows: list[np.ndarray] = []
+    position = 0
+    while position < len(members):
+        state = np.asarray([g for g in members[position] if g != START_MARKER], dtype=np.int64)
+        position += 1
+        successors = big[state][:, representative]  # [members, classes]
+        row = np.full(len(representative), DEAD, dtype=np.int32)
+        for c in range(len(representative)):
+            column = successors[:, c]
+            target = tuple(int(s) for s in column[column >= 0])
+            if not target:
+                continue
+            found = index.get(target)
+            if found is None:
+                found = len(members)
+                if found >= max_states:
+                    raise GrammarError(
+                        f"the lexer automaton of this grammar exceeds {max_states} states; "
+                        "some terminals overlap too much (simplify the terminal regexes)")
+                index[target] = found
+                members.append(target)
+            row[c] = found
+        class_rows.append(row)
+
+    transitions = np.stack(class_rows)[:, byte_class].astype(np.int32)
+    accept_bits = np.zeros((len(members), words), dtype=np.uint64)
+    alive_bits = np.zeros((len(members), words), dtype=np.uint64)
+    for s, member in enumerate(members):
+        for g in member:
+            if g == START_MARKER:
+                continue
+            k = int(owner[g])
+            bit = np.uint64(1) << np.uint64(k & 63)
+            alive_bits[s, k >> 6] |= bit
+            if big_accepting[g]:
+                accept_bits[s, k >> 6] |= bit
+    return LexerDFA(ranked, transitions, 0, accept_bits, alive_bits)
+
+
+def _byte_classes(table: np.ndarray):
+    """(number of classes, class of each byte, a representative byte per class)."""
+    columns = np.ascontiguousarray(table.T)
+    _, first, byte_class = np.unique(columns, axis=0, return_index=True, return_inverse=True)
+    byte_class = byte_class.reshape(-1)
+    return len(first), byte_class, first

@@ -1,0 +1,551 @@
+"""The incremental parser: bytes in, "can this still become a sentence?" out.
+
+It runs the lexer DFA (all terminals at once, see :mod:`.lexer`) and an LALR(1) parser
+(see :mod:`.lalr`) together, one byte at a time, with the lexing semantics of
+``docs/grammars.md``: the candidates for a lexeme are the terminals the parser can take
+in the state where the lexeme starts, plus the ignored ones; a lexeme is the longest
+match among them; equal lengths go to the best-ranked terminal.
+
+The state is a small set of *hypotheses*. Most of the time there is one. A second one
+appears while the current lexeme could either end here or go on (``12`` may be a number
+or the start of ``123``). Ending a lexeme early leaves a *shadow*: the automaton state of
+the longer lexeme that was not taken. Longest match forbids that longer lexeme, so if a
+shadow ever reaches an accepting state its hypothesis dies; when it dies out, it is
+dropped.
+
+A hypothesis is a row of ``HYPOTHESIS_FIELDS`` int32 values: the parser stack (a node id),
+the lexer state of the current lexeme, and two shadow slots (lexer state, parser state
+whose candidates apply; -1 when free). Parser stacks are persistent linked lists stored
+in a *pool* of two int32 arrays (state, parent): pushing allocates a node, popping follows
+parents, and nothing is ever overwritten, so a state is just a node id and forking a
+matcher copies nothing but its pool. Kernels that only look ahead allocate their
+temporary nodes in a separate *scratch* pool (ids from ``SCRATCH_BASE`` up).
+
+All hot functions are numba kernels over plain arrays; :class:`IncrementalParser` is the
+Python face used by matchers and by tests as the slow, byte-by-byte oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..errors import GrammarError
+from .grammar import Grammar
+from .lalr import ACCEPT, ParseTable, build_parse_table
+from .lexer import LexerDFA, build_lexer
+
+HYPOTHESIS_FIELDS = 6
+STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER = range(HYPOTHESIS_FIELDS)
+SCRATCH_BASE = 1 << 29
+MAX_HYPOTHESES = 16
+
+# Status codes of the kernels.
+OK = 0
+POOL_FULL = 1  # the committed pool needs to grow: grow it and call again
+SCRATCH_FULL = 2  # the scratch pool needs to grow
+TOO_AMBIGUOUS = 3  # more live hypotheses or shadows than the fixed slots hold
+
+REACH_MAX_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class ParserTables:
+    """Everything the kernels need about one grammar, as arrays (shared, read-only except
+    for the lazily filled ``reach_*`` cache)."""
+
+    grammar: Grammar
+    lexer: LexerDFA
+    table: ParseTable
+    term_column: np.ndarray  # int32 [lexer terminals]: parser column, -1 for ignored terminals
+    candidate_bits: np.ndarray  # uint64 [parser states, words]: lexer terminals usable there
+    candidate_id: np.ndarray  # int32 [parser states]: index of the distinct candidate set
+    reach_bits: np.ndarray  # uint64 [lexer states, candidate sets, words]: lazily filled
+    reach_done: np.ndarray  # uint8 [lexer states, candidate sets]
+
+    @property
+    def end_column(self) -> int:
+        return len(self.table.terminals) - 1
+
+    def kernel_args(self):
+        """The arrays, in the order every kernel of this module takes them."""
+        t = self.table
+        lx = self.lexer
+        return (lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.initial),
+                t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column,
+                self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done)
+
+
+def build_parser_tables(grammar: Grammar) -> ParserTables:
+    """Lexer DFA + LALR table + the glue between them for ``grammar``."""
+    table = build_parse_table(grammar)
+    used = set(table.terminals[:-1]) | set(grammar.ignore)
+    lexer = build_lexer([t for t in grammar.terminals if t.name in used])
+    columns = {name: j for j, name in enumerate(table.terminals)}
+    term_column = np.array([-1 if t.name in grammar.ignore else columns[t.name] for t in lexer.terminals],
+                           dtype=np.int32)
+    words = lexer.words
+    ignore_bits = lexer.bits_of(grammar.ignore)
+    candidate_bits = np.zeros((table.num_states, words), dtype=np.uint64)
+    for k, column in enumerate(term_column):
+        if column >= 0:
+            usable = table.action[:, column] != 0
+            candidate_bits[usable, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+    candidate_bits |= ignore_bits
+    _, first, inverse = np.unique(candidate_bits, axis=0, return_index=True, return_inverse=True)
+    candidate_id = inverse.reshape(-1).astype(np.int32)
+    n_sets = len(first)
+    cache_bytes = lexer.num_states * n_sets * (words * 8 + 1)
+    if cache_bytes > REACH_MAX_BYTES:
+        raise GrammarError(
+            f"grammar too large: {lexer.num_states} lexer states x {n_sets} parser contexts need "
+            f"{cache_bytes >> 20} MiB of lookahead tables (limit {REACH_MAX_BYTES >> 20} MiB)")
+    reach_bits = np.zeros((lexer.num_states, n_sets, words), dtype=np.uint64)
+    reach_done = np.zeros((lexer.num_states, n_sets), dtype=np.uint8)
+    return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
+                        reach_bits, reach_done)
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels. Argument order: the ParserTables.kernel_args() arrays first (named ``lx_trans,
+# lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len, term_column,
+# cand_bits, cand_id, reach_bits, reach_done``), then the pools, then the rest.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _node_state(pool_state, scratch_state, node):
+    if node >= SCRATCH_BASE:
+        return scratch_state[node - SCRATCH_BASE]
+    return pool_state[node]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _node_parent(pool_parent, scratch_parent, node):
+    if node >= SCRATCH_BASE:
+        return scratch_parent[node - SCRATCH_BASE]
+    return pool_parent[node]
+
+
+@numba.njit(cache=True, nogil=True)
+def _intersects(a, b):
+    for w in range(a.shape[0]):
+        if a[w] & b[w]:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _lowest_common_bit(a, b):
+    """Index of the lowest bit set in both ``a`` and ``b``, or -1."""
+    for w in range(a.shape[0]):
+        x = a[w] & b[w]
+        if x:
+            k = 0
+            while not (x >> np.uint64(k)) & np.uint64(1):
+                k += 1
+            return w * 64 + k
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                  scratch_parent, node, column, to_scratch, alloc):
+    """Reduce as the LALR table says for terminal ``column``, then shift it.
+
+    New nodes go to the scratch pool when ``to_scratch`` (look-ahead only) or else to the
+    committed pool, from index ``alloc``. Returns ``(new top node, alloc, status)``; the
+    node is -1 when the terminal is a syntax error here, -2 when it completes the
+    sentence (ACCEPT, only for ``$END``).
+    """
+    capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
+    base = SCRATCH_BASE if to_scratch else 0
+    while True:
+        state = _node_state(pool_state, scratch_state, node)
+        a = action[state, column]
+        if a == 0:
+            return -1, alloc, OK
+        if a == ACCEPT:
+            return -2, alloc, OK
+        if alloc >= capacity:
+            return -1, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
+        if a > 0:
+            target = a - 1
+        else:
+            rule = -a - 1
+            for _ in range(rule_len[rule]):
+                node = _node_parent(pool_parent, scratch_parent, node)
+            target = goto[_node_state(pool_state, scratch_state, node), rule_lhs[rule]]
+        if to_scratch:
+            scratch_state[alloc] = target
+            scratch_parent[alloc] = node
+        else:
+            pool_state[alloc] = target
+            pool_parent[alloc] = node
+        node = base + alloc
+        alloc += 1
+        if a > 0:
+            return node, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True)
+def _reachable_winners(lx_trans, lx_accept, lx_alive, cand, start, out):
+    """OR into ``out`` every terminal that wins some lexeme reachable from lexer state ``start``."""
+    n = lx_trans.shape[0]
+    seen = np.zeros(n, np.uint8)
+    todo = np.empty(n, np.int32)
+    todo[0] = start
+    seen[start] = 1
+    size = 1
+    while size:
+        size -= 1
+        q = todo[size]
+        w = _lowest_common_bit(lx_accept[q], cand)
+        if w >= 0:
+            out[w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+        for b in range(256):
+            t = lx_trans[q, b]
+            if t >= 0 and not seen[t] and _intersects(lx_alive[t], cand):
+                seen[t] = 1
+                todo[size] = t
+                size += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state, pool_parent,
+                     scratch_state, scratch_parent, node, scratch_alloc, out):
+    """Set in ``out`` (uint64 bitset over lexer terminals) every terminal the stack ``node``
+    can really shift (LALR may reduce and only then find an error) and every ignored one.
+
+    Returns a status code.
+    """
+    state = _node_state(pool_state, scratch_state, node)
+    cand = cand_bits[state]
+    for w in range(cand.shape[0]):
+        out[w] = 0
+        x = cand[w]
+        k = 0
+        while x:
+            if x & np.uint64(1):
+                column = term_column[w * 64 + k]
+                ok = column < 0
+                if not ok:
+                    top, _, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                   scratch_state, scratch_parent, node, column, True,
+                                                   scratch_alloc)
+                    if status != OK:
+                        return status
+                    ok = top != -1
+                if ok:
+                    out[w] |= np.uint64(1) << np.uint64(k)
+            x >>= np.uint64(1)
+            k += 1
+    return OK
+
+
+@numba.njit(cache=True, nogil=True)
+def reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_bits, reach_done,
+                      q, parser_state):
+    """Terminals that can win a lexeme going on from lexer state ``q`` (cached bitset)."""
+    cid = cand_id[parser_state]
+    if not reach_done[q, cid]:
+        _reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits[parser_state], q, reach_bits[q, cid])
+        reach_done[q, cid] = 1
+    return reach_bits[q, cid]
+
+
+@numba.njit(cache=True, nogil=True)
+def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                      term_column, cand_bits, cand_id, reach_bits, reach_done,
+                      pool_state, pool_parent, scratch_state, scratch_parent, hyp, scratch_alloc):
+    """Can this hypothesis still be completed to a sentence? Returns (viable, status).
+
+    Its stack is a viable prefix (LALR never shifts into a dead end), so the question is
+    only whether the current lexeme can become a terminal the stack can take.
+    """
+    q = hyp[LEXEME]
+    if q == lx_initial:
+        return True, OK
+    node = hyp[STACK]
+    usable = np.empty(cand_bits.shape[1], np.uint64)
+    status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
+                              pool_parent, scratch_state, scratch_parent, node, scratch_alloc, usable)
+    if status != OK:
+        return False, status
+    state = _node_state(pool_state, scratch_state, node)
+    reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_bits, reach_done,
+                              q, state)
+    return _intersects(reach, usable), OK
+
+
+@numba.njit(cache=True, nogil=True)
+def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_state, byte):
+    """(new shadow state, violated): -1 once the shadow can no longer accept."""
+    if shadow < 0:
+        return -1, False
+    t = lx_trans[shadow, byte]
+    if t < 0:
+        return -1, False
+    cand = cand_bits[parser_state]
+    if _intersects(lx_accept[t], cand):
+        return -1, True
+    if not _intersects(lx_alive[t], cand):
+        return -1, False
+    return t, False
+
+
+@numba.njit(cache=True, nogil=True)
+def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                       term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
+                       scratch_parent, hyp, byte, to_scratch, alloc, out, n_out):
+    """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
+
+    Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
+    "the lexeme ended just before this byte".
+    """
+    s1, s1_violated = _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, hyp[SHADOW1],
+                                      hyp[SHADOW1_PARSER], byte)
+    s2, s2_violated = _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, hyp[SHADOW2],
+                                      hyp[SHADOW2_PARSER], byte)
+    if s1_violated or s2_violated:
+        return n_out, alloc, OK
+    node = hyp[STACK]
+    state = _node_state(pool_state, scratch_state, node)
+    cand = cand_bits[state]
+    q = hyp[LEXEME]
+    went_on = lx_trans[q, byte]
+    if went_on >= 0 and _intersects(lx_alive[went_on], cand):
+        if n_out >= out.shape[0]:
+            return n_out, alloc, TOO_AMBIGUOUS
+        out[n_out, STACK] = node
+        out[n_out, LEXEME] = went_on
+        out[n_out, SHADOW1] = s1
+        out[n_out, SHADOW1_PARSER] = hyp[SHADOW1_PARSER] if s1 >= 0 else -1
+        out[n_out, SHADOW2] = s2
+        out[n_out, SHADOW2_PARSER] = hyp[SHADOW2_PARSER] if s2 >= 0 else -1
+        n_out += 1
+    if q == lx_initial:
+        return n_out, alloc, OK
+    winner = _lowest_common_bit(lx_accept[q], cand)
+    if winner < 0:
+        return n_out, alloc, OK
+    # The lexeme ends before ``byte``: what it would have become is now a shadow.
+    shadow = -1
+    if went_on >= 0:
+        if _intersects(lx_accept[went_on], cand):
+            return n_out, alloc, OK  # a longer lexeme matches: longest match forbids ending here
+        if _intersects(lx_alive[went_on], cand):
+            shadow = went_on
+    column = term_column[winner]
+    new_node = node
+    if column >= 0:
+        new_node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                scratch_state, scratch_parent, node, column, to_scratch, alloc)
+        if status != OK:
+            return n_out, alloc, status
+        if new_node < 0:
+            return n_out, alloc, OK
+    new_state = _node_state(pool_state, scratch_state, new_node)
+    first = lx_trans[lx_initial, byte]
+    if first < 0 or not _intersects(lx_alive[first], cand_bits[new_state]):
+        return n_out, alloc, OK
+    if n_out >= out.shape[0]:
+        return n_out, alloc, TOO_AMBIGUOUS
+    out[n_out, STACK] = new_node
+    out[n_out, LEXEME] = first
+    pending = np.empty(6, np.int32)  # (state, parser state) of up to three shadows
+    pending[0], pending[1] = s1, hyp[SHADOW1_PARSER]
+    pending[2], pending[3] = s2, hyp[SHADOW2_PARSER]
+    pending[4], pending[5] = shadow, state
+    slots = 0
+    for k in range(3):
+        if pending[2 * k] >= 0:
+            if slots == 2:
+                return n_out, alloc, TOO_AMBIGUOUS
+            out[n_out, SHADOW1 + 2 * slots] = pending[2 * k]
+            out[n_out, SHADOW1_PARSER + 2 * slots] = pending[2 * k + 1]
+            slots += 1
+    for k in range(slots, 2):
+        out[n_out, SHADOW1 + 2 * k] = -1
+        out[n_out, SHADOW1_PARSER + 2 * k] = -1
+    return n_out + 1, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True)
+def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                  term_column, cand_bits, cand_id, reach_bits, reach_done,
+                  pool_state, pool_parent, scratch_state, scratch_parent, hyps, data, pool_used, out):
+    """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
+
+    Writes the surviving, viable hypotheses to ``out`` and returns
+    ``(count, new pool_used, status, offset)``; ``count == 0`` means the bytes are
+    rejected, and ``offset`` is then the first byte no hypothesis survived.
+    """
+    current = hyps.copy()
+    n_current = hyps.shape[0]
+    following = np.empty((MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
+    alloc = pool_used
+    for offset in range(data.shape[0]):
+        n_next = 0
+        for h in range(n_current):
+            n_next, alloc, status = advance_hypothesis(
+                lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
+                scratch_parent, current[h], data[offset], False, alloc, following, n_next)
+            if status != OK:
+                return 0, pool_used, status, offset
+        if n_next == 0:
+            return 0, pool_used, OK, offset
+        if current.shape[0] < n_next:
+            current = np.empty((MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
+        current[:n_next] = following[:n_next]
+        n_current = n_next
+    n_out = 0
+    for h in range(n_current):
+        viable, status = hypothesis_viable(
+            lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len, term_column,
+            cand_bits, cand_id, reach_bits, reach_done, pool_state, pool_parent, scratch_state,
+            scratch_parent, current[h], 0)
+        if status != OK:
+            return 0, pool_used, status, data.shape[0]
+        if viable:
+            out[n_out] = current[h]
+            n_out += 1
+    return n_out, alloc, OK, data.shape[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                          term_column, cand_bits, cand_id, reach_bits, reach_done,
+                          pool_state, pool_parent, scratch_state, scratch_parent, hyps, end_column):
+    """(the text so far is a complete sentence for some hypothesis, status)."""
+    for h in range(hyps.shape[0]):
+        node = hyps[h, STACK]
+        q = hyps[h, LEXEME]
+        alloc = 0
+        if q != lx_initial:
+            state = _node_state(pool_state, scratch_state, node)
+            winner = _lowest_common_bit(lx_accept[q], cand_bits[state])
+            if winner < 0:
+                continue
+            column = term_column[winner]
+            if column >= 0:
+                node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                    scratch_state, scratch_parent, node, column, True, alloc)
+                if status != OK:
+                    return False, status
+                if node < 0:
+                    continue
+        top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                           scratch_state, scratch_parent, node, end_column, True, alloc)
+        if status != OK:
+            return False, status
+        if top == -2:
+            return True, OK
+    return False, OK
+
+
+# ---------------------------------------------------------------------------------------
+
+
+class StackPool:
+    """The committed parser-stack nodes of one matcher: two growable int32 arrays."""
+
+    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent")
+
+    def __init__(self, initial_state: int, capacity: int = 1024):
+        self.state = np.empty(capacity, dtype=np.int32)
+        self.parent = np.empty(capacity, dtype=np.int32)
+        self.state[0] = initial_state
+        self.parent[0] = -1
+        self.used = 1
+        self.scratch_state = np.empty(4096, dtype=np.int32)
+        self.scratch_parent = np.empty(4096, dtype=np.int32)
+
+    def copy(self) -> "StackPool":
+        twin = StackPool.__new__(StackPool)
+        twin.state = self.state.copy()
+        twin.parent = self.parent.copy()
+        twin.used = self.used
+        twin.scratch_state = np.empty_like(self.scratch_state)
+        twin.scratch_parent = np.empty_like(self.scratch_parent)
+        return twin
+
+    def grow(self, status: int) -> None:
+        if status == POOL_FULL:
+            self.state = np.concatenate([self.state, np.empty_like(self.state)])
+            self.parent = np.concatenate([self.parent, np.empty_like(self.parent)])
+        elif status == SCRATCH_FULL:
+            self.scratch_state = np.empty(2 * self.scratch_state.shape[0], dtype=np.int32)
+            self.scratch_parent = np.empty(2 * self.scratch_parent.shape[0], dtype=np.int32)
+        else:
+            raise GrammarError(
+                "the text is lexically ambiguous beyond what the parser tracks "
+                f"({MAX_HYPOTHESES} hypotheses, 2 pending longest-match lookaheads)")
+
+    def arrays(self):
+        return self.state, self.parent, self.scratch_state, self.scratch_parent
+
+
+class IncrementalParser:
+    """Byte-level parser state for one sequence: feed bytes, ask whether it can end.
+
+    States are immutable int32 arrays of hypotheses; :meth:`feed` returns a new one (or
+    None when the bytes are rejected) and never changes the old one, so callers keep a
+    history for rollback. Nodes of rejected or rolled-back states are garbage in the pool;
+    :meth:`truncate` reclaims the pool tail after a rollback.
+    """
+
+    def __init__(self, tables: ParserTables, pool: StackPool | None = None):
+        self.tables = tables
+        self.pool = pool if pool is not None else StackPool(tables.table.initial_state)
+        self._args = tables.kernel_args()
+
+    def initial_state(self) -> np.ndarray:
+        hyp = np.full((1, HYPOTHESIS_FIELDS), -1, dtype=np.int32)
+        hyp[0, STACK] = 0
+        hyp[0, LEXEME] = self.tables.lexer.initial
+        return hyp
+
+    def fork(self) -> "IncrementalParser":
+        return IncrementalParser(self.tables, self.pool.copy())
+
+    def feed(self, hyps: np.ndarray, data: bytes) -> "tuple[np.ndarray | None, int]":
+        """``(new state, pool size before)`` after ``data``, or ``(None, offset of the failing byte)``."""
+        array = np.frombuffer(data, dtype=np.uint8)
+        out = np.empty((MAX_HYPOTHESES, HYPOTHESIS_FIELDS), dtype=np.int32)
+        while True:
+            pool = self.pool
+            count, used, status, offset = advance_bytes(*self._args, *pool.arrays(), hyps, array,
+                                                        pool.used, out)
+            if status == OK:
+                break
+            pool.grow(status)
+        if count == 0:
+            return None, int(offset)
+        before = pool.used
+        pool.used = int(used)
+        return out[:count].copy(), before
+
+    def truncate(self, used: int) -> None:
+        """Forget pool nodes from ``used`` on (they belong to rolled-back states only)."""
+        self.pool.used = used
+
+    def can_end(self, hyps: np.ndarray) -> bool:
+        while True:
+            result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,
+                                                   self.tables.end_column)
+            if status == OK:
+                return bool(result)
+            self.pool.grow(status)
+
+    def accepts(self, data: bytes) -> bool:
+        """Is ``data`` a complete sentence? (From the start state; a convenience for tests.)"""
+        state, _ = self.feed(self.initial_state(), data)
+        return state is not None and self.can_end(state)
+
+    def is_prefix(self, data: bytes) -> bool:
+        """Can ``data`` be extended to a sentence?"""
+        state, _ = self.feed(self.initial_state(), data)
+        return state is not None

@@ -1,0 +1,161 @@
+"""Exact token masks for context-free grammars: the token trie walked through the parser.
+
+:func:`walk_trie_grammar` is the reference path: it runs the incremental parser's
+hypotheses (see :mod:`gramalign.grammar.parser`) down every branch of the token trie, so a
+token is allowed exactly when some hypothesis survives its bytes and can still complete a
+sentence. The mask store (:mod:`.mask_store`) uses it on small sub-tries of the tokens that
+cross a lexeme boundary, and answers the rest from precomputed per-lexer-state masks.
+
+Viability is cheap per trie node because it factors: a hypothesis can be completed iff
+the terminals its lexeme can still become (cached per lexer state) meet the terminals its
+stack can shift (computed once per distinct stack, copied down the trie).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..grammar.parser import (HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, STACK,
+                              _intersects, _node_state, advance_hypothesis, reachable_winners,
+                              viable_terminals)
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                      term_column, cand_bits, cand_id, reach_bits, reach_done,
+                      pool_state, pool_parent, scratch_state, scratch_parent, hyps,
+                      node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, out_words):
+    """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
+    and still complete. Returns a status code (grow the pools and call again if not OK)."""
+    words = cand_bits.shape[1]
+    levels = np.empty((max_depth + 1, MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
+    usable = np.empty((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
+    level_size = np.zeros(max_depth + 1, np.int32)
+    level_alloc = np.zeros(max_depth + 1, np.int64)
+    n_start = 0
+    for h in range(hyps.shape[0]):
+        levels[0, n_start] = hyps[h]
+        status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
+                                  pool_parent, scratch_state, scratch_parent, hyps[h, STACK], 0,
+                                  usable[0, n_start])
+        if status != OK:
+            return status
+        n_start += 1
+    level_size[0] = n_start
+
+    n_nodes = node_byte.shape[0]
+    i = 0
+    while i < n_nodes:
+        depth = node_depth[i]
+        byte = node_byte[i]
+        parent_level = levels[depth - 1]
+        alloc = level_alloc[depth - 1]
+        level = levels[depth]
+        n_out = 0
+        for h in range(level_size[depth - 1]):
+            first_new = n_out
+            n_out, alloc, status = advance_hypothesis(
+                lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
+                scratch_parent, parent_level[h], byte, True, alloc, level, n_out)
+            if status != OK:
+                return status
+            # Successors on the same stack inherit its usable terminals; new stacks get theirs.
+            kept = first_new
+            for k in range(first_new, n_out):
+                if level[k, STACK] == parent_level[h, STACK]:
+                    usable[depth, kept] = usable[depth - 1, h]
+                else:
+                    status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits,
+                                              pool_state, pool_parent, scratch_state, scratch_parent,
+                                              level[k, STACK], alloc, usable[depth, kept])
+                    if status != OK:
+                        return status
+                q = level[k, LEXEME]
+                alive = q == lx_initial
+                if not alive:
+                    state = _node_state(pool_state, scratch_state, level[k, STACK])
+                    reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id,
+                                              reach_bits, reach_done, q, state)
+                    alive = _intersects(reach, usable[depth, kept])
+                if alive:  # a hypothesis that cannot be completed has no completable successor
+                    if kept != k:
+                        level[kept] = level[k]
+                    kept += 1
+            n_out = kept
+        if n_out == 0:
+            i = subtree_end[i]
+            continue
+        level_size[depth] = n_out
+        level_alloc[depth] = alloc
+        for k in range(token_start[i], token_start[i + 1]):
+            token = token_ids[k]
+            out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+        i += 1
+    return OK
+
+
+@numba.njit(cache=True, nogil=True)
+def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, cand, shadow_states, shadow_cands,
+                    start, node_byte, node_depth, subtree_end, token_start, token_ids, max_depth,
+                    inside_words, dependent):
+    """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
+
+    * inside: the token's bytes extend the lexeme and it stays alive, with no point strictly
+      inside the token where the lexeme could end; OR'd into ``inside_words``. Whether it
+      is allowed then depends only on the lexer state it ends in (always, when every
+      candidate terminal can be shifted), not on the parser stack.
+    * dependent: the lexeme could end strictly inside the token (accepting there, and the
+      next byte could start a new lexeme without making the old one longer); flagged in
+      ``dependent`` (uint8 per token id). Only a parser walk can tell those.
+    * anything else is rejected. Ending at position 0 is not considered here: callers
+      treat that as a separate hypothesis.
+
+    ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words]) are pending
+    longest-match lookaheads that must never accept (see the parser module).
+    """
+    n_shadows = shadow_states.shape[0]
+    states = np.empty(max_depth + 1, np.int32)
+    shadows = np.empty((max_depth + 1, max(n_shadows, 1)), np.int32)
+    states[0] = start
+    for k in range(n_shadows):
+        shadows[0, k] = shadow_states[k]
+    n_nodes = node_byte.shape[0]
+    i = 0
+    while i < n_nodes:
+        depth = node_depth[i]
+        byte = node_byte[i]
+        q = states[depth - 1]
+        violated = False
+        for k in range(n_shadows):
+            s = shadows[depth - 1, k]
+            if s >= 0:
+                s = lx_trans[s, byte]
+                if s >= 0:
+                    if _intersects(lx_accept[s], shadow_cands[k]):
+                        violated = True
+                    elif not _intersects(lx_alive[s], shadow_cands[k]):
+                        s = -1
+            shadows[depth, k] = s
+        if violated:
+            i = subtree_end[i]
+            continue
+        went_on = lx_trans[q, byte]
+        if went_on >= 0 and not _intersects(lx_alive[went_on], cand):
+            went_on = -1
+        if depth > 1 and _intersects(lx_accept[q], cand) and lx_trans[lx_initial, byte] >= 0 and (
+                went_on < 0 or not _intersects(lx_accept[went_on], cand)):
+            end = subtree_end[i]
+            for k in range(token_start[i], token_start[end]):
+                dependent[token_ids[k]] = 1
+            i = end
+            continue
+        if went_on < 0:
+            i = subtree_end[i]
+            continue
+        states[depth] = went_on
+        for k in range(token_start[i], token_start[i + 1]):
+            token = token_ids[k]
+            inside_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+        i += 1
