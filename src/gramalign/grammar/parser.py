@@ -128,7 +128,7 @@ def _node_parent(pool_parent, scratch_parent, node):
     return pool_parent[node]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _intersects(a, b):
     for w in range(a.shape[0]):
         if a[w] & b[w]:
@@ -136,7 +136,7 @@ def _intersects(a, b):
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _lowest_common_bit(a, b):
     """Index of the lowest bit set in both ``a`` and ``b``, or -1."""
     for w in range(a.shape[0]):
@@ -244,7 +244,7 @@ def viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, p
     return OK
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_bits, reach_done,
                       q, parser_state):
     """Terminals that can win a lexeme going on from lexer state ``q`` (cached bitset)."""
@@ -279,7 +279,7 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     return _intersects(reach, usable), OK
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_state, byte):
     """(new shadow state, violated): -1 once the shadow can no longer accept."""
     if shadow < 0:
@@ -295,7 +295,7 @@ def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_sta
     return t, False
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
                        scratch_parent, hyp, byte, to_scratch, alloc, out, n_out):
@@ -354,18 +354,22 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
         return n_out, alloc, TOO_AMBIGUOUS
     out[n_out, STACK] = new_node
     out[n_out, LEXEME] = first
-    pending = np.empty(6, np.int32)  # (state, parser state) of up to three shadows
-    pending[0], pending[1] = s1, hyp[SHADOW1_PARSER]
-    pending[2], pending[3] = s2, hyp[SHADOW2_PARSER]
-    pending[4], pending[5] = shadow, state
+    # Up to three shadows (two inherited, one new) must fit in two slots.
     slots = 0
-    for k in range(3):
-        if pending[2 * k] >= 0:
-            if slots == 2:
-                return n_out, alloc, TOO_AMBIGUOUS
-            out[n_out, SHADOW1 + 2 * slots] = pending[2 * k]
-            out[n_out, SHADOW1_PARSER + 2 * slots] = pending[2 * k + 1]
-            slots += 1
+    if s1 >= 0:
+        out[n_out, SHADOW1] = s1
+        out[n_out, SHADOW1_PARSER] = hyp[SHADOW1_PARSER]
+        slots = 1
+    if s2 >= 0:
+        out[n_out, SHADOW1 + 2 * slots] = s2
+        out[n_out, SHADOW1_PARSER + 2 * slots] = hyp[SHADOW2_PARSER]
+        slots += 1
+    if shadow >= 0:
+        if slots == 2:
+            return n_out, alloc, TOO_AMBIGUOUS
+        out[n_out, SHADOW1 + 2 * slots] = shadow
+        out[n_out, SHADOW1_PARSER + 2 * slots] = state
+        slots += 1
     for k in range(slots, 2):
         out[n_out, SHADOW1 + 2 * k] = -1
         out[n_out, SHADOW1_PARSER + 2 * k] = -1

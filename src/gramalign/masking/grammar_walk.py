@@ -16,9 +16,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..grammar.parser import (HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, STACK,
-                              _intersects, _node_state, advance_hypothesis, reachable_winners,
-                              viable_terminals)
+from ..grammar.parser import (HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1, SHADOW2, STACK,
+                              TOO_AMBIGUOUS, _intersects, _node_state, _reachable_winners,
+                              advance_hypothesis, reachable_winners, viable_terminals)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -27,15 +27,21 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                       pool_state, pool_parent, scratch_state, scratch_parent, hyps,
                       node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, out_words):
     """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
-    and still complete. Returns a status code (grow the pools and call again if not OK)."""
+    and still complete. Returns a status code (grow the pools and call again if not OK).
+
+    The common step (one hypothesis, no shadow, a lexeme that cannot end here) is written
+    out inline with scalar indexing: calls and array views cost more than the work.
+    """
     words = cand_bits.shape[1]
     levels = np.empty((max_depth + 1, MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
     usable = np.empty((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
+    parser_state = np.empty((max_depth + 1, MAX_HYPOTHESES), np.int32)
     level_size = np.zeros(max_depth + 1, np.int32)
     level_alloc = np.zeros(max_depth + 1, np.int64)
     n_start = 0
     for h in range(hyps.shape[0]):
         levels[0, n_start] = hyps[h]
+        parser_state[0, n_start] = _node_state(pool_state, scratch_state, hyps[h, STACK])
         status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
                                   pool_parent, scratch_state, scratch_parent, hyps[h, STACK], 0,
                                   usable[0, n_start])
@@ -49,39 +55,74 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     while i < n_nodes:
         depth = node_depth[i]
         byte = node_byte[i]
-        parent_level = levels[depth - 1]
-        alloc = level_alloc[depth - 1]
-        level = levels[depth]
+        above = depth - 1
+        alloc = level_alloc[above]
         n_out = 0
-        for h in range(level_size[depth - 1]):
+        for h in range(level_size[above]):
+            q = levels[above, h, LEXEME]
+            state = parser_state[above, h]
+            simple = levels[above, h, SHADOW1] < 0 and levels[above, h, SHADOW2] < 0
+            if simple and q != lx_initial:
+                for w in range(words):
+                    if lx_accept[q, w] & cand_bits[state, w]:
+                        simple = False  # the lexeme could end here: take the general path
+                        break
+            if simple:
+                went_on = lx_trans[q, byte]
+                if went_on < 0:
+                    continue
+                cid = cand_id[state]
+                if not reach_done[went_on, cid]:
+                    _reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits[state], went_on,
+                                       reach_bits[went_on, cid])
+                    reach_done[went_on, cid] = 1
+                # Reachable winners are empty when the lexeme is dead for these candidates.
+                viable = False
+                for w in range(words):
+                    if reach_bits[went_on, cid, w] & usable[above, h, w]:
+                        viable = True
+                        break
+                if not viable:
+                    continue
+                if n_out >= MAX_HYPOTHESES:
+                    return TOO_AMBIGUOUS
+                for f in range(HYPOTHESIS_FIELDS):
+                    levels[depth, n_out, f] = levels[above, h, f]
+                levels[depth, n_out, LEXEME] = went_on
+                for w in range(words):
+                    usable[depth, n_out, w] = usable[above, h, w]
+                parser_state[depth, n_out] = state
+                n_out += 1
+                continue
             first_new = n_out
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                scratch_parent, parent_level[h], byte, True, alloc, level, n_out)
+                scratch_parent, levels[above, h], byte, True, alloc, levels[depth], n_out)
             if status != OK:
                 return status
-            # Successors on the same stack inherit its usable terminals; new stacks get theirs.
             kept = first_new
             for k in range(first_new, n_out):
-                if level[k, STACK] == parent_level[h, STACK]:
-                    usable[depth, kept] = usable[depth - 1, h]
+                stack = levels[depth, k, STACK]
+                new_state = _node_state(pool_state, scratch_state, stack)
+                if stack == levels[above, h, STACK]:
+                    usable[depth, kept] = usable[above, h]
                 else:
                     status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits,
                                               pool_state, pool_parent, scratch_state, scratch_parent,
-                                              level[k, STACK], alloc, usable[depth, kept])
+                                              stack, alloc, usable[depth, kept])
                     if status != OK:
                         return status
-                q = level[k, LEXEME]
-                alive = q == lx_initial
+                lexeme = levels[depth, k, LEXEME]
+                alive = lexeme == lx_initial
                 if not alive:
-                    state = _node_state(pool_state, scratch_state, level[k, STACK])
                     reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id,
-                                              reach_bits, reach_done, q, state)
+                                              reach_bits, reach_done, lexeme, new_state)
                     alive = _intersects(reach, usable[depth, kept])
                 if alive:  # a hypothesis that cannot be completed has no completable successor
                     if kept != k:
-                        level[kept] = level[k]
+                        levels[depth, kept] = levels[depth, k]
+                    parser_state[depth, kept] = new_state
                     kept += 1
             n_out = kept
         if n_out == 0:
