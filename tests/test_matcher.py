@@ -128,3 +128,19 @@ def test_lazy_and_eager_indexes_agree():
         token = int(rng.choice(choices))
         m1.accept_token(token)
         m2.accept_token(token)
+
+
+def test_states_no_token_can_complete_are_never_entered():
+    """'a' then 'c' is only completable by byte 0x04, which no token spells: the token-level
+    fixpoint must forbid 'a' (a byte-level mask would allow it and then get stuck)."""
+    vocab = ga.Vocabulary.from_token_bytes([b"a", b"b", b"c", b"</s>"], eos_token_ids=[3])
+    compiled = ga.compile(ga.Grammar.from_regex("(ac\x04|b)c?"), vocab)
+    matcher = compiled.matcher()
+    assert matcher.allowed_token_ids().tolist() == [1]
+    matcher.accept_token(1)
+    assert matcher.allowed_token_ids().tolist() == [2, 3]
+    with pytest.raises(ga.GrammarError, match="spelled"):
+        ga.compile(ga.Grammar.from_regex("a\x04"), vocab)
+    with pytest.raises(ga.TokenRejected):
+        matcher.rollback(1)
+        matcher.accept_token(0)

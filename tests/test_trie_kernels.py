@@ -15,8 +15,9 @@ def random_tokens(rng, count, alphabet):
     return tokens
 
 
-def brute_force_mask(transitions, state, tokens, ids):
-    allowed = set()
+def brute_force_mask(transitions, state, tokens, ids, live):
+    """(allowed token ids, states where the tokens that stay alive end)."""
+    allowed, ends = set(), set()
     for token_id in ids:
         s = state
         for byte in tokens[token_id]:
@@ -24,8 +25,10 @@ def brute_force_mask(transitions, state, tokens, ids):
             if s < 0:
                 break
         else:
-            allowed.add(int(token_id))
-    return allowed
+            ends.add(int(s))
+            if live[s]:
+                allowed.add(int(token_id))
+    return allowed, ends
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -44,11 +47,16 @@ def test_trie_walk_equals_brute_force(seed):
     transitions[rng.random((n_states, 256)) < 0.35] = -1
     words = (len(tokens) + 31) // 32
     masks = np.zeros((n_states, words), dtype=np.uint32)
+    live = rng.random(n_states) < 0.7
+    successors = np.zeros((n_states, n_states), dtype=bool)
     fill_state_masks(transitions, np.arange(n_states, dtype=np.int32), trie.node_byte, trie.node_depth,
-                     trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, masks)
+                     trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, live, masks,
+                     successors)
     for state in range(n_states):
         bits = np.unpackbits(masks[state].view(np.uint8), bitorder="little")[: len(tokens)]
-        assert set(np.flatnonzero(bits).tolist()) == brute_force_mask(transitions, state, tokens, ids)
+        allowed, ends = brute_force_mask(transitions, state, tokens, ids, live)
+        assert set(np.flatnonzero(bits).tolist()) == allowed
+        assert set(np.flatnonzero(successors[state]).tolist()) == ends
 
 
 def test_trie_structure_invariants():

@@ -8,12 +8,16 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True)
 def walk_trie_through_dfa(transitions, start_state, node_byte, node_depth, subtree_end,
-                          token_start, token_ids, max_depth, out_words):
-    """OR into ``out_words`` (uint32 bitmask) every token whose bytes the DFA can read from ``start_state``.
+                          token_start, token_ids, max_depth, live, out_words, successors):
+    """OR into ``out_words`` (uint32 bitmask) every token whose bytes the DFA can read from
+    ``start_state`` and that ends in a state marked in ``live``.
 
-    A token is allowed when no byte of it leads to the dead state (-1); since every DFA
-    state is live, that is exactly "the prefix can still be completed".
+    No byte of an allowed token leads to the dead state (-1). Every DFA state can reach
+    acceptance by *some* bytes; ``live`` says which can by bytes the vocabulary's tokens
+    spell. When ``successors`` (bool [n_states]) is not empty, the states in which
+    tokens end are marked in it.
     """
+    record = successors.shape[0] > 0
     states = np.empty(max_depth + 1, np.int32)
     states[0] = start_state
     n_nodes = node_byte.shape[0]
@@ -25,20 +29,27 @@ def walk_trie_through_dfa(transitions, start_state, node_byte, node_depth, subtr
             i = subtree_end[i]
             continue
         states[depth] = next_state
-        for k in range(token_start[i], token_start[i + 1]):
-            token = token_ids[k]
-            out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+        if record and token_start[i] < token_start[i + 1]:
+            successors[next_state] = True
+        if live[next_state]:
+            for k in range(token_start[i], token_start[i + 1]):
+                token = token_ids[k]
+                out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
         i += 1
 
 
 @numba.njit(cache=True, nogil=True)
 def fill_state_masks(transitions, states, node_byte, node_depth, subtree_end,
-                     token_start, token_ids, max_depth, out_masks):
-    """Row r of ``out_masks`` (uint32) becomes the token mask of DFA state ``states[r]``."""
+                     token_start, token_ids, max_depth, live, out_masks, successors):
+    """Row r of ``out_masks`` (uint32) becomes the token mask of DFA state ``states[r]``, and
+    row r of ``successors`` (bool [rows, n_states], or shape (0, 0) to skip) the states
+    its tokens lead to."""
+    record = successors.shape[0] > 0
     for r in range(states.shape[0]):
         out_masks[r, :] = 0
         walk_trie_through_dfa(transitions, states[r], node_byte, node_depth, subtree_end,
-                              token_start, token_ids, max_depth, out_masks[r])
+                              token_start, token_ids, max_depth, live, out_masks[r],
+                              successors[r] if record else successors[0:0, 0:0].ravel())
 
 
 @numba.njit(cache=True, nogil=True)

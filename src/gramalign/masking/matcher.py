@@ -28,6 +28,8 @@ class _RegexCursor:
             state = int(table[state, byte])
             if state == DEAD:
                 return None, offset
+        if not self.index.live[state]:
+            return None, len(data)  # completable only by bytes no token spells
         return state, 0
 
     def can_end(self, state: int) -> bool:

@@ -15,6 +15,9 @@ from .vocabulary import Vocabulary
 EAGER_MEMORY_LIMIT = 256 * 1024 * 1024
 """Masks of all states are built at compile time when they fit in this many bytes."""
 
+TOKEN_LIVENESS_MAX_STATES = 8192
+"""Up to this many DFA states, states that no token sequence can complete are pruned."""
+
 
 class DFATokenIndex:
     """For each DFA state, the tokens whose bytes keep the DFA alive (EOS excluded).
@@ -22,6 +25,11 @@ class DFATokenIndex:
     Masks are uint32 bitmask rows, built by a numba kernel that walks the vocabulary trie
     through the DFA. Small DFAs are indexed eagerly; larger ones state by state on first
     use. Reads are thread-safe; concurrent first uses of a state may both compute it.
+
+    A byte-level DFA state may be completable only through bytes that no token spells
+    (SmolLM2's vocabulary, for one, has no token containing 0x04 or 0xF5-0xFF). Up to
+    ``TOKEN_LIVENESS_MAX_STATES`` states, a fixpoint over token transitions finds those
+    states and the masks never lead into them; larger DFAs skip this check.
     """
 
     def __init__(self, dfa: ByteDFA, vocabulary: Vocabulary, trie: TokenTrie, *, eager: bool | None = None):
@@ -33,10 +41,13 @@ class DFATokenIndex:
         self._masks = np.zeros((dfa.num_states, self.width), dtype=np.uint32)
         self._built = np.zeros(dfa.num_states, dtype=bool)
         self._lock = threading.Lock()
+        self.live = np.ones(dfa.num_states, dtype=bool)
         if eager is None:
             eager = self._masks.nbytes <= EAGER_MEMORY_LIMIT
         if eager and dfa.num_states:
-            self._build(np.arange(dfa.num_states, dtype=np.int32))
+            self._build_all()
+        elif 0 < dfa.num_states <= TOKEN_LIVENESS_MAX_STATES:
+            self._prune_token_dead_states(self._successors(np.arange(dfa.num_states, dtype=np.int32)))
 
     @property
     def memory_bytes(self) -> int:
@@ -48,11 +59,47 @@ class DFATokenIndex:
             self._build(np.array([state], dtype=np.int32))
         return self._masks[state]
 
-    def _build(self, states: np.ndarray) -> None:
+    def _build(self, states: np.ndarray, successors: np.ndarray | None = None) -> None:
         trie = self.trie
         rows = np.empty((states.shape[0], self.width), dtype=np.uint32)
+        record = successors if successors is not None else np.zeros((0, 0), dtype=bool)
         fill_state_masks(self._transitions, states, trie.node_byte, trie.node_depth, trie.subtree_end,
-                         trie.token_start, trie.token_ids, trie.max_depth, rows)
+                         trie.token_start, trie.token_ids, trie.max_depth, self.live, rows, record)
         with self._lock:
             self._masks[states] = rows
             self._built[states] = True
+
+    def _build_all(self) -> None:
+        n = self.dfa.num_states
+        states = np.arange(n, dtype=np.int32)
+        if n > TOKEN_LIVENESS_MAX_STATES:
+            self._build(states)
+            return
+        successors = np.zeros((n, n), dtype=bool)
+        self._build(states, successors)
+        if self._prune_token_dead_states(successors):
+            self._build(states)
+
+    def _successors(self, states: np.ndarray) -> np.ndarray:
+        successors = np.zeros((states.shape[0], self.dfa.num_states), dtype=bool)
+        scratch = np.empty((states.shape[0], self.width), dtype=np.uint32)
+        trie = self.trie
+        fill_state_masks(self._transitions, states, trie.node_byte, trie.node_depth, trie.subtree_end,
+                         trie.token_start, trie.token_ids, trie.max_depth, self.live, scratch, successors)
+        return successors
+
+    def _prune_token_dead_states(self, successors: np.ndarray) -> bool:
+        """Mark states no token sequence can complete; True if there are any."""
+        live = self.dfa.accepting.copy()
+        while True:
+            grown = live | (successors & live[None, :]).any(axis=1)
+            if np.array_equal(grown, live):
+                break
+            live = grown
+        if not live[self.dfa.initial]:
+            from ..errors import GrammarError
+
+            raise GrammarError("no string of this language can be spelled with the vocabulary's tokens")
+        self.live = live
+        return not live.all()
+
