@@ -137,65 +137,156 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     return OK
 
 
+MAX_BRANCHES = 8
+
+
 @numba.njit(cache=True, nogil=True)
-def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, cand, shadow_states, shadow_cands,
-                    start, node_byte, node_depth, subtree_end, token_start, token_ids, max_depth,
-                    inside_words, dependent):
+def _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow, which, byte):
+    """Advance one shadow (``which``: 0 = the context's own candidates, k > 0 =
+    ``shadow_cands[k - 1]``). Returns the new state, -1 when cleared, -2 when violated."""
+    if shadow < 0:
+        return -1
+    t = lx_trans[shadow, byte]
+    if t < 0:
+        return -1
+    accepts = False
+    alive = False
+    for w in range(cand.shape[0]):
+        c = cand[w] if which == 0 else shadow_cands[which - 1, w]
+        if lx_accept[t, w] & c:
+            accepts = True
+        if lx_alive[t, w] & c:
+            alive = True
+    if accepts:
+        return -2
+    return t if alive else -1
+
+
+@numba.njit(cache=True, nogil=True)
+def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, shadow_states,
+                    shadow_cands, start, node_byte, node_depth, subtree_end, token_start, token_ids,
+                    max_depth, inside_words, dependent):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
-    * inside: the token's bytes extend the lexeme and it stays alive, with no point strictly
-      inside the token where the lexeme could end; OR'd into ``inside_words``. Whether it
-      is allowed then depends only on the lexer state it ends in (always, when every
-      candidate terminal can be shifted), not on the parser stack.
-    * dependent: the lexeme could end strictly inside the token (accepting there, and the
-      next byte could start a new lexeme without making the old one longer); flagged in
-      ``dependent`` (uint8 per token id). Only a parser walk can tell those.
-    * anything else is rejected. Ending at position 0 is not considered here: callers
-      treat that as a separate hypothesis.
+    The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
+    (whitespace, comments) leaves the parser stack as it is, so the walk simply goes on
+    with a new lexeme; any other lexeme ending inside the token needs the parser.
 
-    ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words]) are pending
+    * inside: some branch reads the whole token without a non-ignored lexeme ending inside
+      it, and none could end one; OR'd into ``inside_words``. With every candidate
+      shiftable by the stack, such a token is allowed whatever the stack is.
+    * dependent: a non-ignored lexeme could end strictly inside the token; flagged in
+      ``dependent`` (uint8 per token id). The exact parser walk decides those.
+    * anything else is rejected. Ending the current lexeme at position 0 is not
+      considered: callers add that as a separate hypothesis.
+
+    ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
     """
-    n_shadows = shadow_states.shape[0]
-    states = np.empty(max_depth + 1, np.int32)
-    shadows = np.empty((max_depth + 1, max(n_shadows, 1)), np.int32)
-    states[0] = start
-    for k in range(n_shadows):
-        shadows[0, k] = shadow_states[k]
+    words = cand.shape[0]
+    q_of = np.empty((max_depth + 1, MAX_BRANCHES), np.int32)
+    shadow_of = np.full((max_depth + 1, MAX_BRANCHES, 2), -1, np.int32)
+    which_of = np.zeros((max_depth + 1, MAX_BRANCHES, 2), np.int32)
+    size = np.zeros(max_depth + 1, np.int32)
+    q_of[0, 0] = start
+    for k in range(shadow_states.shape[0]):
+        shadow_of[0, 0, k] = shadow_states[k]
+        which_of[0, 0, k] = k + 1
+    size[0] = 1
     n_nodes = node_byte.shape[0]
     i = 0
     while i < n_nodes:
         depth = node_depth[i]
         byte = node_byte[i]
-        q = states[depth - 1]
-        violated = False
-        for k in range(n_shadows):
-            s = shadows[depth - 1, k]
-            if s >= 0:
-                s = lx_trans[s, byte]
-                if s >= 0:
-                    if _intersects(lx_accept[s], shadow_cands[k]):
-                        violated = True
-                    elif not _intersects(lx_alive[s], shadow_cands[k]):
-                        s = -1
-            shadows[depth, k] = s
-        if violated:
-            i = subtree_end[i]
-            continue
-        went_on = lx_trans[q, byte]
-        if went_on >= 0 and not _intersects(lx_alive[went_on], cand):
-            went_on = -1
-        if depth > 1 and _intersects(lx_accept[q], cand) and lx_trans[lx_initial, byte] >= 0 and (
-                went_on < 0 or not _intersects(lx_accept[went_on], cand)):
+        above = depth - 1
+        n_out = 0
+        needs_parser = False
+        for h in range(size[above]):
+            s0 = _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow_of[above, h, 0],
+                              which_of[above, h, 0], byte)
+            s1 = _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow_of[above, h, 1],
+                              which_of[above, h, 1], byte)
+            if s0 == -2 or s1 == -2:
+                continue
+            q = q_of[above, h]
+            went_on = lx_trans[q, byte]
+            went_on_accepts = False
+            if went_on >= 0:
+                alive = False
+                for w in range(words):
+                    if lx_alive[went_on, w] & cand[w]:
+                        alive = True
+                    if lx_accept[went_on, w] & cand[w]:
+                        went_on_accepts = True
+                if alive:
+                    if n_out == MAX_BRANCHES:
+                        needs_parser = True
+                        break
+                    q_of[depth, n_out] = went_on
+                    shadow_of[depth, n_out, 0] = s0
+                    shadow_of[depth, n_out, 1] = s1
+                    which_of[depth, n_out, 0] = which_of[above, h, 0]
+                    which_of[depth, n_out, 1] = which_of[above, h, 1]
+                    n_out += 1
+                else:
+                    went_on = -1
+            if depth == 1 or q == lx_initial or went_on_accepts:
+                continue  # no lexeme can end before this byte (or longest match forbids it)
+            winner = -1
+            for w in range(words):
+                x = lx_accept[q, w] & cand[w]
+                if x:
+                    k = 0
+                    while not (x >> np.uint64(k)) & np.uint64(1):
+                        k += 1
+                    winner = w * 64 + k
+                    break
+            if winner < 0:
+                continue
+            first = lx_trans[lx_initial, byte]
+            if first < 0:
+                continue
+            if term_column[winner] >= 0:
+                needs_parser = True
+                break
+            first_alive = False
+            for w in range(words):
+                if lx_alive[first, w] & cand[w]:
+                    first_alive = True
+            if not first_alive:
+                continue
+            # An ignored lexeme ended: same stack, new lexeme, and one more shadow.
+            slots_s = np.array([s0, s1, went_on], np.int32)
+            slots_w = np.array([which_of[above, h, 0], which_of[above, h, 1], 0], np.int32)
+            used = 0
+            if n_out == MAX_BRANCHES:
+                needs_parser = True
+                break
+            for k in range(3):
+                if slots_s[k] >= 0:
+                    if used == 2:
+                        needs_parser = True
+                        break
+                    shadow_of[depth, n_out, used] = slots_s[k]
+                    which_of[depth, n_out, used] = slots_w[k]
+                    used += 1
+            if needs_parser:
+                break
+            for k in range(used, 2):
+                shadow_of[depth, n_out, k] = -1
+                which_of[depth, n_out, k] = 0
+            q_of[depth, n_out] = first
+            n_out += 1
+        if needs_parser:
             end = subtree_end[i]
             for k in range(token_start[i], token_start[end]):
                 dependent[token_ids[k]] = 1
             i = end
             continue
-        if went_on < 0:
+        if n_out == 0:
             i = subtree_end[i]
             continue
-        states[depth] = went_on
+        size[depth] = n_out
         for k in range(token_start[i], token_start[i + 1]):
             token = token_ids[k]
             inside_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)

@@ -50,6 +50,7 @@ class GrammarMaskStore:
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._accepting_any = np.any(lexer.accept_bits != 0, axis=1)
+        self._can_continue = np.any(lexer.transitions >= 0, axis=1)
 
     @property
     def num_contexts(self) -> int:
@@ -144,8 +145,9 @@ class GrammarMaskStore:
                 return np.empty((0, hyp.shape[0]), dtype=np.int32)
             pool.used = int(alloc)
             node = int(new_node)
-        shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER])),
-                   (q, state)]
+        shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
+        if self._can_continue[q]:
+            shadows.append((q, state))
         shadows = [s for s in shadows if s[0] >= 0]
         if len(shadows) > 2:
             return None
@@ -181,7 +183,8 @@ class GrammarMaskStore:
         dependent = np.zeros(self.vocabulary.size, dtype=np.uint8)
         trie = self.trie
         classify_tokens(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
-                        tables.candidate_bits[state], shadow_states, shadow_cands, np.int32(key[0]),
+                        tables.term_column, tables.candidate_bits[state], shadow_states, shadow_cands,
+                        np.int32(key[0]),
                         trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start, trie.token_ids,
                         trie.max_depth, inside, dependent)
         ids = np.flatnonzero(dependent).astype(np.int32)
