@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -67,17 +68,45 @@ class CompiledGrammar:
         return self.store.memory_bytes
 
 
-def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = None) -> CompiledGrammar:
+COMPILE_CACHE_SIZE = 64
+"""Compiled grammars kept in memory (least recently used first out)."""
+
+_compiled: "OrderedDict[tuple, CompiledGrammar]" = OrderedDict()
+_compiled_lock = threading.Lock()
+
+
+def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = None,
+            cache: bool = True) -> CompiledGrammar:
     """Bind ``grammar`` to ``vocabulary``; reuse the result across sequences and threads.
 
-    For a single-regex grammar, ``eager`` builds every DFA state's mask now (default: when
-    they fit in 256 MiB), otherwise each state's mask is built the first time a matcher
-    reaches it.
+    Compiling an equal grammar for the same vocabulary again returns the cached result
+    (the last ``COMPILE_CACHE_SIZE`` are kept), with every mask computed so far; pass
+    ``cache=False`` for a fresh one. For a single-regex grammar, ``eager`` builds every DFA
+    state's mask now (default: when they fit in 256 MiB), otherwise each state's mask is
+    built the first time a matcher reaches it. Context-free grammars always build masks
+    lazily, per lexical context, the first time a matcher needs them.
     """
     if not isinstance(grammar, Grammar):
         raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocabulary, Vocabulary):
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
+    if not cache:
+        return _compile(grammar, vocabulary, eager)
+    key = (grammar, id(vocabulary), eager)
+    with _compiled_lock:
+        found = _compiled.get(key)
+        if found is not None and found.vocabulary is vocabulary:
+            _compiled.move_to_end(key)
+            return found
+    compiled = _compile(grammar, vocabulary, eager)
+    with _compiled_lock:
+        _compiled[key] = compiled
+        while len(_compiled) > COMPILE_CACHE_SIZE:
+            _compiled.popitem(last=False)
+    return compiled
+
+
+def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None) -> CompiledGrammar:
     terminal = grammar.single_terminal()
     if terminal is not None:
         dfa = terminal.dfa
