@@ -151,13 +151,14 @@ def _lowest_common_bit(a, b):
 
 @numba.njit(cache=True, nogil=True)
 def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                  scratch_parent, node, column, to_scratch, alloc):
+                  scratch_parent, exposed, node, column, to_scratch, alloc):
     """Reduce as the LALR table says for terminal ``column``, then shift it.
 
     New nodes go to the scratch pool when ``to_scratch`` (look-ahead only) or else to the
     committed pool, from index ``alloc``. Returns ``(new top node, alloc, status)``; the
     node is -1 when the terminal is a syntax error here, -2 when it completes the
-    sentence (ACCEPT, only for ``$END``).
+    sentence (ACCEPT, only for ``$END``). ``exposed[0]`` is lowered to the lowest
+    committed node that a reduction uncovered (see :class:`StackPool`).
     """
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     base = SCRATCH_BASE if to_scratch else 0
@@ -176,6 +177,8 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
             rule = -a - 1
             for _ in range(rule_len[rule]):
                 node = _node_parent(pool_parent, scratch_parent, node)
+            if node < exposed[0]:
+                exposed[0] = node  # the deepest committed node this look-ahead depended on
             target = goto[_node_state(pool_state, scratch_state, node), rule_lhs[rule]]
         if to_scratch:
             scratch_state[alloc] = target
@@ -214,7 +217,7 @@ def _reachable_winners(lx_trans, lx_accept, lx_alive, cand, start, out):
 
 @numba.njit(cache=True, nogil=True)
 def viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state, pool_parent,
-                     scratch_state, scratch_parent, node, scratch_alloc, out):
+                     scratch_state, scratch_parent, exposed, node, scratch_alloc, out):
     """Set in ``out`` (uint64 bitset over lexer terminals) every terminal the stack ``node``
     can really shift (LALR may reduce and only then find an error) and every ignored one.
 
@@ -232,7 +235,7 @@ def viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, p
                 ok = column < 0
                 if not ok:
                     top, _, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                   scratch_state, scratch_parent, node, column, True,
+                                                   scratch_state, scratch_parent, exposed, node, column, True,
                                                    scratch_alloc)
                     if status != OK:
                         return status
@@ -258,7 +261,7 @@ def reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_b
 @numba.njit(cache=True, nogil=True)
 def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done,
-                      pool_state, pool_parent, scratch_state, scratch_parent, hyp, scratch_alloc):
+                      pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp, scratch_alloc):
     """Can this hypothesis still be completed to a sentence? Returns (viable, status).
 
     Its stack is a viable prefix (LALR never shifts into a dead end), so the question is
@@ -270,7 +273,7 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     node = hyp[STACK]
     usable = np.empty(cand_bits.shape[1], np.uint64)
     status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
-                              pool_parent, scratch_state, scratch_parent, node, scratch_alloc, usable)
+                              pool_parent, scratch_state, scratch_parent, exposed, node, scratch_alloc, usable)
     if status != OK:
         return False, status
     state = _node_state(pool_state, scratch_state, node)
@@ -298,7 +301,7 @@ def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_sta
 @numba.njit(cache=True, nogil=True, inline="always")
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                       scratch_parent, hyp, byte, to_scratch, alloc, out, n_out):
+                       scratch_parent, exposed, hyp, byte, to_scratch, alloc, out, n_out):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
@@ -341,7 +344,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
     new_node = node
     if column >= 0:
         new_node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                scratch_state, scratch_parent, node, column, to_scratch, alloc)
+                                                scratch_state, scratch_parent, exposed, node, column, to_scratch, alloc)
         if status != OK:
             return n_out, alloc, status
         if new_node < 0:
@@ -379,7 +382,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
 @numba.njit(cache=True, nogil=True)
 def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                   term_column, cand_bits, cand_id, reach_bits, reach_done,
-                  pool_state, pool_parent, scratch_state, scratch_parent, hyps, data, pool_used, out):
+                  pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
 
     Writes the surviving, viable hypotheses to ``out`` and returns
@@ -396,7 +399,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
             n_next, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                scratch_parent, current[h], data[offset], False, alloc, following, n_next)
+                scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
             if status != OK:
                 return 0, pool_used, status, offset
         if n_next == 0:
@@ -410,7 +413,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
         viable, status = hypothesis_viable(
             lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len, term_column,
             cand_bits, cand_id, reach_bits, reach_done, pool_state, pool_parent, scratch_state,
-            scratch_parent, current[h], 0)
+            scratch_parent, exposed, current[h], 0)
         if status != OK:
             return 0, pool_used, status, data.shape[0]
         if viable:
@@ -422,7 +425,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
 @numba.njit(cache=True, nogil=True)
 def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                           term_column, cand_bits, cand_id, reach_bits, reach_done,
-                          pool_state, pool_parent, scratch_state, scratch_parent, hyps, end_column):
+                          pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, end_column):
     """(the text so far is a complete sentence for some hypothesis, status)."""
     for h in range(hyps.shape[0]):
         node = hyps[h, STACK]
@@ -436,13 +439,13 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, got
             column = term_column[winner]
             if column >= 0:
                 node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                    scratch_state, scratch_parent, node, column, True, alloc)
+                                                    scratch_state, scratch_parent, exposed, node, column, True, alloc)
                 if status != OK:
                     return False, status
                 if node < 0:
                     continue
         top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                           scratch_state, scratch_parent, node, end_column, True, alloc)
+                                           scratch_state, scratch_parent, exposed, node, end_column, True, alloc)
         if status != OK:
             return False, status
         if top == -2:
@@ -454,9 +457,15 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, got
 
 
 class StackPool:
-    """The committed parser-stack nodes of one matcher: two growable int32 arrays."""
+    """The committed parser-stack nodes of one matcher: two growable int32 arrays.
 
-    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent")
+    A parent is always allocated before its children, so node ids fall going down a
+    stack. That makes ``exposed`` (the lowest committed node any reduction uncovered
+    since it was last reset) a measure of how deep a look-ahead reached into a stack,
+    and so of which stacks it would behave the same on.
+    """
+
+    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent", "exposed")
 
     def __init__(self, initial_state: int, capacity: int = 1024):
         self.state = np.empty(capacity, dtype=np.int32)
@@ -466,6 +475,7 @@ class StackPool:
         self.used = 1
         self.scratch_state = np.empty(4096, dtype=np.int32)
         self.scratch_parent = np.empty(4096, dtype=np.int32)
+        self.exposed = np.full(1, SCRATCH_BASE, dtype=np.int64)
 
     def copy(self) -> "StackPool":
         twin = StackPool.__new__(StackPool)
@@ -474,6 +484,7 @@ class StackPool:
         twin.used = self.used
         twin.scratch_state = np.empty_like(self.scratch_state)
         twin.scratch_parent = np.empty_like(self.scratch_parent)
+        twin.exposed = np.full(1, SCRATCH_BASE, dtype=np.int64)
         return twin
 
     def grow(self, status: int) -> None:
@@ -489,7 +500,28 @@ class StackPool:
                 f"({MAX_HYPOTHESES} hypotheses, 2 pending longest-match lookaheads)")
 
     def arrays(self):
-        return self.state, self.parent, self.scratch_state, self.scratch_parent
+        return self.state, self.parent, self.scratch_state, self.scratch_parent, self.exposed
+
+    def depth_signature(self, node: int, depth: int) -> tuple[int, ...]:
+        """The parser states of the top ``depth + 1`` nodes of the stack ``node``."""
+        state, parent = self.state, self.parent
+        signature = []
+        for _ in range(depth + 1):
+            signature.append(int(state[node]))
+            node = int(parent[node])
+            if node < 0:
+                break
+        return tuple(signature)
+
+    def depth_of(self, top: int, exposed: int) -> int:
+        """How many nodes below ``top`` the committed node ``exposed`` lies (0 if none)."""
+        if exposed >= SCRATCH_BASE or exposed > top:
+            return 0
+        depth, node, parent = 0, top, self.parent
+        while node > exposed:
+            node = int(parent[node])
+            depth += 1
+        return depth
 
 
 class IncrementalParser:

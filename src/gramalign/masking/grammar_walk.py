@@ -24,7 +24,7 @@ from ..grammar.parser import (HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHA
 @numba.njit(cache=True, nogil=True)
 def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done,
-                      pool_state, pool_parent, scratch_state, scratch_parent, hyps,
+                      pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                       node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, out_words):
     """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
     and still complete. Returns a status code (grow the pools and call again if not OK).
@@ -43,7 +43,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
         levels[0, n_start] = hyps[h]
         parser_state[0, n_start] = _node_state(pool_state, scratch_state, hyps[h, STACK])
         status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
-                                  pool_parent, scratch_state, scratch_parent, hyps[h, STACK], 0,
+                                  pool_parent, scratch_state, scratch_parent, exposed, hyps[h, STACK], 0,
                                   usable[0, n_start])
         if status != OK:
             return status
@@ -98,7 +98,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                scratch_parent, levels[above, h], byte, True, alloc, levels[depth], n_out)
+                scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out)
             if status != OK:
                 return status
             kept = first_new
@@ -109,7 +109,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                     usable[depth, kept] = usable[above, h]
                 else:
                     status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits,
-                                              pool_state, pool_parent, scratch_state, scratch_parent,
+                                              pool_state, pool_parent, scratch_state, scratch_parent, exposed,
                                               stack, alloc, usable[depth, kept])
                     if status != OK:
                         return status
@@ -163,9 +163,9 @@ def _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow, whic
 
 
 @numba.njit(cache=True, nogil=True)
-def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, shadow_states,
-                    shadow_cands, start, node_byte, node_depth, subtree_end, token_start, token_ids,
-                    max_depth, inside_words, dependent):
+def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, cid, reach_bits,
+                    reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
+                    token_start, token_ids, max_depth, group_reach, group_masks, dependent):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -173,8 +173,10 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
     with a new lexeme; any other lexeme ending inside the token needs the parser.
 
     * inside: some branch reads the whole token without a non-ignored lexeme ending inside
-      it, and none could end one; OR'd into ``inside_words``. With every candidate
-      shiftable by the stack, such a token is allowed whatever the stack is.
+      it, and none could end one. Such a token is allowed iff one of the terminals its
+      branches can still become (the union of their reachable winners) can be shifted by
+      the stack. Inside tokens are grouped by that union: row g of ``group_masks`` holds
+      the tokens whose union is row g of ``group_reach``. Returns the number of groups.
     * dependent: a non-ignored lexeme could end strictly inside the token; flagged in
       ``dependent`` (uint8 per token id). The exact parser walk decides those.
     * anything else is rejected. Ending the current lexeme at position 0 is not
@@ -193,6 +195,8 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         shadow_of[0, 0, k] = shadow_states[k]
         which_of[0, 0, k] = k + 1
     size[0] = 1
+    n_groups = 0
+    reach = np.empty(words, np.uint64)
     n_nodes = node_byte.shape[0]
     i = 0
     while i < n_nodes:
@@ -277,6 +281,33 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
                 which_of[depth, n_out, k] = 0
             q_of[depth, n_out] = first
             n_out += 1
+        group = -1
+        if not needs_parser and n_out > 0 and token_start[i] < token_start[i + 1]:
+            for w in range(words):
+                reach[w] = 0
+            for h in range(n_out):
+                q = q_of[depth, h]
+                if not reach_done[q, cid]:
+                    _reachable_winners(lx_trans, lx_accept, lx_alive, cand, q, reach_bits[q, cid])
+                    reach_done[q, cid] = 1
+                for w in range(words):
+                    reach[w] |= reach_bits[q, cid, w]
+            for g in range(n_groups):
+                same = True
+                for w in range(words):
+                    if group_reach[g, w] != reach[w]:
+                        same = False
+                        break
+                if same:
+                    group = g
+                    break
+            if group < 0:
+                if n_groups == group_reach.shape[0]:
+                    needs_parser = True  # too many kinds of ending: let the parser walk decide
+                else:
+                    group = n_groups
+                    group_reach[group] = reach
+                    n_groups += 1
         if needs_parser:
             end = subtree_end[i]
             for k in range(token_start[i], token_start[end]):
@@ -289,5 +320,6 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         size[depth] = n_out
         for k in range(token_start[i], token_start[i + 1]):
             token = token_ids[k]
-            inside_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+            group_masks[group, token >> 5] |= np.uint32(1) << np.uint32(token & 31)
         i += 1
+    return n_groups

@@ -19,11 +19,11 @@ for the life of the compiled grammar; access is thread-safe.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grammar.parser import (LEXEME, OK, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK,
+from ..grammar.parser import (LEXEME, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK,
                               IncrementalParser, ParserTables, feed_terminal, viable_terminals)
 from .bitmask import bitmask_width
 from .grammar_walk import classify_tokens, walk_trie_grammar
@@ -33,8 +33,22 @@ from .vocabulary import Vocabulary
 
 @dataclass(frozen=True, eq=False)
 class _ContextMasks:
-    inside: np.ndarray  # uint32 bitmask words
+    inside: np.ndarray  # uint32 bitmask words: every inside token
+    group_reach: np.ndarray  # uint64 [groups, terminal words]: what each group's lexemes can become
+    group_masks: np.ndarray  # uint32 [groups, mask words]: the inside tokens of each group
     dependent: TokenTrie | None  # sub-trie of the dependent tokens
+    # Stack-dependent results, by how deep into the stack their computation looked:
+    # {depth: {parser states of the top depth + 1 nodes: (groups, words, bits)}}, where
+    # groups lists the inside groups the stack allows (None: all of them) and
+    # (words, bits) are the allowed dependent tokens as sparse mask words.
+    by_stack: dict = field(default_factory=dict)
+
+
+MAX_INSIDE_GROUPS = 16
+"""Kinds of lexeme endings per context kept as precomputed masks; rarer tokens go to the walk."""
+
+STACK_CACHE_ENTRIES = 50_000
+"""Cached stack-dependent walk results per compiled grammar (more are computed, not kept)."""
 
 
 class GrammarMaskStore:
@@ -47,6 +61,7 @@ class GrammarMaskStore:
         self.width = bitmask_width(vocabulary.size)
         self._args = tables.kernel_args()
         self._contexts: dict[tuple[int, ...], _ContextMasks] = {}
+        self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._accepting_any = np.any(lexer.accept_bits != 0, axis=1)
@@ -62,7 +77,7 @@ class GrammarMaskStore:
         total = int(t.reach_bits.nbytes + t.reach_done.nbytes + t.lexer.transitions.nbytes
                     + t.table.action.nbytes + t.table.goto.nbytes)
         for entry in list(self._contexts.values()):
-            total += entry.inside.nbytes
+            total += entry.inside.nbytes + entry.group_masks.nbytes
             if entry.dependent is not None:
                 total += sum(a.nbytes for a in (entry.dependent.node_byte, entry.dependent.node_depth,
                                                 entry.dependent.subtree_end, entry.dependent.token_start,
@@ -100,26 +115,54 @@ class GrammarMaskStore:
     def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray) -> None:
         tables = self.tables
         pool = parser.pool
-        node = int(hyp[0, STACK])
         q = int(hyp[0, LEXEME])
-        state = int(pool.state[node])
-        cand = tables.candidate_bits[state]
-        usable = np.empty_like(cand)
-        status = viable_terminals(*self._args[4:10], *pool.arrays(), node, 0, usable)
-        if status != OK or np.any(cand & ~usable):
-            self.walk(parser, hyp, row)  # some candidate errors after reductions: no shortcut
-            return
+        state = int(pool.state[int(hyp[0, STACK])])
         entry = self._context(hyp[0], state)
-        row |= entry.inside
-        if entry.dependent is not None:
-            self.walk(parser, hyp, row, entry.dependent)
+        groups, words, bits = self._stack_part(parser, hyp, entry, state)
+        if groups is None:
+            row |= entry.inside
+        else:
+            for g in groups:
+                row |= entry.group_masks[g]
+        row[words] |= bits
         if q != tables.lexer.initial and self._accepting_any[q]:
-            ended = self._lexeme_ended(parser, hyp[0], state, cand)
+            ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
             if ended is not None:
                 if ended.shape[0]:
                     self._fill_hypothesis(parser, ended, row)
             else:
                 self.walk(parser, hyp, row)
+
+    def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, state: int):
+        """(inside groups allowed or None for all, word indexes, bits of the dependent tokens
+        allowed) on this stack. Cached by the top of the stack the computation looked at."""
+        pool = parser.pool
+        node = int(hyp[0, STACK])
+        for depth, results in list(entry.by_stack.items()):
+            found = results.get(pool.depth_signature(node, depth), _MISSING)
+            if found is not _MISSING:
+                return found
+        pool.exposed[0] = SCRATCH_BASE
+        cand = self.tables.candidate_bits[state]
+        usable = np.empty_like(cand)
+        while True:
+            status = viable_terminals(*self._args[4:10], *pool.arrays(), node, 0, usable)
+            if status == OK:
+                break
+            pool.grow(status)
+        allowed = np.any(entry.group_reach & usable, axis=1)
+        groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
+        words = np.zeros(self.width, dtype=np.uint32)
+        if entry.dependent is not None:
+            self.walk(parser, hyp, words, entry.dependent)
+        nonzero = np.flatnonzero(words)
+        part = (groups, nonzero, words[nonzero])
+        depth = pool.depth_of(node, int(pool.exposed[0]))
+        if self._cached_parts < STACK_CACHE_ENTRIES:
+            with self._lock:
+                entry.by_stack.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
+                self._cached_parts += 1
+        return part
 
     def _lexeme_ended(self, parser: IncrementalParser, hyp: np.ndarray, state: int, cand: np.ndarray):
         """The hypothesis "the current lexeme ends before the next byte", as a 1-row array;
@@ -179,17 +222,24 @@ class GrammarMaskStore:
         shadow_cands = np.array([tables.candidate_bits[p] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
                                                                       (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
                                 dtype=np.uint64).reshape(len(shadow_states), lexer.words)
-        inside = np.zeros(self.width, dtype=np.uint32)
+        group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
+        group_masks = np.zeros((MAX_INSIDE_GROUPS, self.width), dtype=np.uint32)
         dependent = np.zeros(self.vocabulary.size, dtype=np.uint8)
         trie = self.trie
-        classify_tokens(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
-                        tables.term_column, tables.candidate_bits[state], shadow_states, shadow_cands,
-                        np.int32(key[0]),
-                        trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start, trie.token_ids,
-                        trie.max_depth, inside, dependent)
+        n_groups = classify_tokens(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
+                                   tables.term_column, tables.candidate_bits[state], np.int32(key[1]),
+                                   tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
+                                   np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
+                                   trie.token_start, trie.token_ids, trie.max_depth, group_reach, group_masks,
+                                   dependent)
         ids = np.flatnonzero(dependent).astype(np.int32)
         subtrie = TokenTrie.from_tokens(self.vocabulary.token_bytes, ids) if ids.size else None
-        return _ContextMasks(inside, subtrie)
+        group_masks = group_masks[:n_groups].copy()
+        inside = np.bitwise_or.reduce(group_masks, axis=0) if n_groups else np.zeros(self.width, np.uint32)
+        return _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks, subtrie)
+
+
+_MISSING = object()
 
 
 def _lowest_bit(bits: np.ndarray) -> int:
