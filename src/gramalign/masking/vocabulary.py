@@ -216,7 +216,8 @@ class Vocabulary:
         return b"".join(self.token_to_bytes(int(token_id)) for token_id in token_ids)
 
     def grammar_token_ids(self) -> np.ndarray:
-        """Ids a grammar may ever allow: non-special, non-empty, below ``num_tokens``.
+        """Ids a grammar may ever allow as text: non-special, non-EOS, non-empty, below
+        ``num_tokens`` (EOS is only ever the end, never its bytes).
 
         The returned int32 array is shared and read-only.
         """
@@ -224,7 +225,7 @@ class Vocabulary:
 
     @cached_property
     def _grammar_token_ids(self) -> np.ndarray:
-        specials = self.special_token_ids
+        specials = self.special_token_ids | set(self.eos_token_ids)
         ids = np.fromiter(
             (i for i, data in enumerate(self.token_bytes) if data and i not in specials),
             dtype=np.int32,
