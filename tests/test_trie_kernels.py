@@ -90,3 +90,20 @@ def test_advance_dfa_stops_at_dead_state():
     assert advance_dfa(transitions, 0, np.frombuffer(b"abab", dtype=np.uint8)) == 0
     assert advance_dfa(transitions, 0, np.frombuffer(b"aa", dtype=np.uint8)) == -1
     assert advance_dfa(transitions, 0, np.frombuffer(b"ba", dtype=np.uint8)) == -1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_subset_trie_equals_a_trie_built_from_the_subset(seed):
+    rng = np.random.default_rng(seed)
+    alphabet = np.array([0x61, 0x62, 0x63, 0xC3], dtype=np.uint8)
+    tokens = random_tokens(rng, 300, alphabet)
+    ids = np.arange(len(tokens), dtype=np.int32)
+    full = TokenTrie.from_tokens(tokens, ids)
+    keep = (rng.random(len(tokens)) < 0.3).astype(np.uint8)
+    sub = full.subset(keep)
+    direct = TokenTrie.from_tokens(tokens, np.flatnonzero(keep).astype(np.int32))
+    for name in ("node_byte", "node_depth", "subtree_end", "token_start"):
+        assert np.array_equal(getattr(sub, name), getattr(direct, name)), name
+    assert sorted(sub.token_ids.tolist()) == sorted(direct.token_ids.tolist())
+    assert sub.max_depth == direct.max_depth
+    assert full.subset(np.zeros(len(tokens), dtype=np.uint8)) is None

@@ -141,28 +141,6 @@ MAX_BRANCHES = 8
 
 
 @numba.njit(cache=True, nogil=True)
-def _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow, which, byte):
-    """Advance one shadow (``which``: 0 = the context's own candidates, k > 0 =
-    ``shadow_cands[k - 1]``). Returns the new state, -1 when cleared, -2 when violated."""
-    if shadow < 0:
-        return -1
-    t = lx_trans[shadow, byte]
-    if t < 0:
-        return -1
-    accepts = False
-    alive = False
-    for w in range(cand.shape[0]):
-        c = cand[w] if which == 0 else shadow_cands[which - 1, w]
-        if lx_accept[t, w] & c:
-            accepts = True
-        if lx_alive[t, w] & c:
-            alive = True
-    if accepts:
-        return -2
-    return t if alive else -1
-
-
-@numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, cid, reach_bits,
                     reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
                     token_start, token_ids, max_depth, group_reach, group_masks, dependent):
@@ -206,11 +184,35 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         n_out = 0
         needs_parser = False
         for h in range(size[above]):
-            s0 = _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow_of[above, h, 0],
-                              which_of[above, h, 0], byte)
-            s1 = _shadow_step(lx_trans, lx_accept, lx_alive, cand, shadow_cands, shadow_of[above, h, 1],
-                              which_of[above, h, 1], byte)
-            if s0 == -2 or s1 == -2:
+            # Advance both shadows inline (calls and array views cost more than the work).
+            s0 = -1
+            s1 = -1
+            violated = False
+            for k in range(2):
+                shadow = shadow_of[above, h, k]
+                if shadow < 0:
+                    continue
+                t = lx_trans[shadow, byte]
+                if t < 0:
+                    continue
+                which = which_of[above, h, k]
+                accepts = False
+                alive = False
+                for w in range(words):
+                    c = cand[w] if which == 0 else shadow_cands[which - 1, w]
+                    if lx_accept[t, w] & c:
+                        accepts = True
+                    if lx_alive[t, w] & c:
+                        alive = True
+                if accepts:
+                    violated = True
+                    break
+                if alive:
+                    if k == 0:
+                        s0 = t
+                    else:
+                        s1 = t
+            if violated:
                 continue
             q = q_of[above, h]
             went_on = lx_trans[q, byte]
@@ -260,22 +262,25 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
             if not first_alive:
                 continue
             # An ignored lexeme ended: same stack, new lexeme, and one more shadow.
-            slots_s = np.array([s0, s1, went_on], np.int32)
-            slots_w = np.array([which_of[above, h, 0], which_of[above, h, 1], 0], np.int32)
-            used = 0
             if n_out == MAX_BRANCHES:
                 needs_parser = True
                 break
-            for k in range(3):
-                if slots_s[k] >= 0:
-                    if used == 2:
-                        needs_parser = True
-                        break
-                    shadow_of[depth, n_out, used] = slots_s[k]
-                    which_of[depth, n_out, used] = slots_w[k]
-                    used += 1
-            if needs_parser:
-                break
+            used = 0
+            if s0 >= 0:
+                shadow_of[depth, n_out, 0] = s0
+                which_of[depth, n_out, 0] = which_of[above, h, 0]
+                used = 1
+            if s1 >= 0:
+                shadow_of[depth, n_out, used] = s1
+                which_of[depth, n_out, used] = which_of[above, h, 1]
+                used += 1
+            if went_on >= 0:
+                if used == 2:
+                    needs_parser = True
+                    break
+                shadow_of[depth, n_out, used] = went_on
+                which_of[depth, n_out, used] = 0
+                used += 1
             for k in range(used, 2):
                 shadow_of[depth, n_out, k] = -1
                 which_of[depth, n_out, k] = 0
@@ -301,13 +306,11 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
                 if same:
                     group = g
                     break
-            if group < 0:
-                if n_groups == group_reach.shape[0]:
-                    needs_parser = True  # too many kinds of ending: let the parser walk decide
-                else:
-                    group = n_groups
-                    group_reach[group] = reach
-                    n_groups += 1
+            if group < 0 and n_groups < group_reach.shape[0]:
+                group = n_groups
+                group_reach[group] = reach
+                n_groups += 1
+            # With every group slot taken, this node's tokens go to the parser walk.
         if needs_parser:
             end = subtree_end[i]
             for k in range(token_start[i], token_start[end]):
@@ -320,6 +323,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         size[depth] = n_out
         for k in range(token_start[i], token_start[i + 1]):
             token = token_ids[k]
-            group_masks[group, token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+            if group >= 0:
+                group_masks[group, token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+            else:
+                dependent[token] = 1
         i += 1
     return n_groups

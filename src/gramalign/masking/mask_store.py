@@ -232,8 +232,7 @@ class GrammarMaskStore:
                                    np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
                                    trie.token_start, trie.token_ids, trie.max_depth, group_reach, group_masks,
                                    dependent)
-        ids = np.flatnonzero(dependent).astype(np.int32)
-        subtrie = TokenTrie.from_tokens(self.vocabulary.token_bytes, ids) if ids.size else None
+        subtrie = trie.subset(dependent)
         group_masks = group_masks[:n_groups].copy()
         inside = np.bitwise_or.reduce(group_masks, axis=0) if n_groups else np.zeros(self.width, np.uint32)
         return _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks, subtrie)

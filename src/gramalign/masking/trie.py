@@ -47,6 +47,83 @@ class TokenTrie:
         return cls(node_byte, node_depth, subtree_end, token_start, trie_token_ids, max_depth)
 
 
+    def subset(self, keep: np.ndarray) -> "TokenTrie | None":
+        """The trie of only the tokens with ``keep[id]`` set (uint8/bool per token id), or
+        None if there are none. Linear in the trie size; no sorting."""
+        arrays = _subset_preorder(self.node_byte, self.node_depth, self.token_start, self.token_ids,
+                                  keep.view(np.uint8))
+        node_byte, node_depth, subtree_end, token_start, token_ids = arrays
+        if token_ids.size == 0:
+            return None
+        return TokenTrie(node_byte, node_depth, subtree_end, token_start, token_ids, int(node_depth.max()))
+
+
+@numba.njit(cache=True, nogil=True)
+def _subset_preorder(node_byte, node_depth, token_start, token_ids, keep):
+    """Pre-order arrays of the sub-trie of kept tokens (nodes with a kept token below them)."""
+    n = node_byte.shape[0]
+    kept_below = np.zeros(n + 1, np.int64)  # kept tokens in the subtree of each node
+    stack = np.empty(n + 1, np.int32)
+    # Children follow their parent in pre-order: accumulate counts from the end.
+    for i in range(n - 1, -1, -1):
+        count = 0
+        for k in range(token_start[i], token_start[i + 1]):
+            if keep[token_ids[k]]:
+                count += 1
+        kept_below[i] += count
+    # The parent of a node is the last node before it one level up.
+    parent = np.empty(n, np.int32)
+    for i in range(n):
+        depth = node_depth[i]
+        stack[depth] = i
+        parent[i] = stack[depth - 1] if depth > 1 else -1
+    for i in range(n - 1, -1, -1):
+        if parent[i] >= 0:
+            kept_below[parent[i]] += kept_below[i]
+    new_index = np.full(n, -1, np.int32)
+    m = 0
+    for i in range(n):
+        if kept_below[i] > 0:
+            new_index[i] = m
+            m += 1
+    out_byte = np.empty(m, np.uint8)
+    out_depth = np.empty(m, np.int32)
+    out_end = np.empty(m, np.int32)
+    out_start = np.zeros(m + 1, np.int32)
+    n_tokens = 0
+    for i in range(n):
+        j = new_index[i]
+        if j < 0:
+            continue
+        out_byte[j] = node_byte[i]
+        out_depth[j] = node_depth[i]
+        for k in range(token_start[i], token_start[i + 1]):
+            if keep[token_ids[k]]:
+                n_tokens += 1
+        out_start[j + 1] = n_tokens
+    out_ids = np.empty(n_tokens, np.int32)
+    t = 0
+    for i in range(n):
+        if new_index[i] < 0:
+            continue
+        for k in range(token_start[i], token_start[i + 1]):
+            if keep[token_ids[k]]:
+                out_ids[t] = token_ids[k]
+                t += 1
+    # Subtree ends: the next kept node whose depth is not greater.
+    top = 0
+    for j in range(m):
+        while top > 0 and out_depth[stack[top - 1]] >= out_depth[j]:
+            out_end[stack[top - 1]] = j
+            top -= 1
+        stack[top] = j
+        top += 1
+    while top > 0:
+        out_end[stack[top - 1]] = m
+        top -= 1
+    return out_byte, out_depth, out_end, out_start, out_ids
+
+
 @numba.njit(cache=True, nogil=True)
 def _build_preorder(flat, offsets, sorted_ids):
     """Pre-order trie from lexicographically sorted byte strings (``flat[offsets[k]:offsets[k+1]]``)."""
