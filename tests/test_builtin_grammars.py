@@ -8,7 +8,6 @@ tests/data/sql/queries.sql; the language of a grammar is lark's LALR parser's.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -95,8 +94,6 @@ def test_unknown_builtin_lists_available_names():
         load_builtin("yaml")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gramalign.grammar.lark_frontend") is None,
-                    reason="Grammar.from_lark (lark_frontend) not written yet")
 @pytest.mark.parametrize("name", sorted(BUILTIN_GRAMMARS))
 def test_load_builtin(name):
     grammar = load_builtin(name)

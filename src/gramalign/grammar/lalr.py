@@ -1,40 +1,134 @@
-# throwaway stand-in for gramalign.grammar.lalr while helper writes the real one
-import numpy as np, lark
+"""The LALR(1) parse table of a grammar, as plain numpy arrays.
+
+The table is computed by lark's own analyser (``lark.parsers.lalr_analysis``), so a
+grammar means exactly what it means to ``lark.Lark(..., parser="lalr")``: shift/reduce
+conflicts are resolved as shift (as lark does), rule priorities break reduce/reduce ties,
+and any remaining reduce/reduce conflict is a :class:`GrammarError` naming the rules.
+
+Action encoding (int32): ``ERROR = 0``; shift to state ``s`` is ``s + 1``; reduce by rule
+``r`` is ``-(r + 1)``; ``ACCEPT`` (on ``$END`` only) is the int32 minimum. lark accepts when
+a reduction on ``$END`` leads to its end state; the table marks that state's ``$END``
+action as ACCEPT, so one loop (reduce while negative, then shift or accept) runs the parser.
+"""
+
+from __future__ import annotations
+
 from dataclasses import dataclass
-from lark.grammar import Rule as LRule, NonTerminal, Terminal as LTerminal
+
+import numpy as np
 from lark.common import ParserConf
-from lark.parsers.lalr_analysis import LALR_Analyzer, Shift, Reduce
-ERROR=0; ACCEPT=-(2**31)
+from lark.exceptions import GrammarError as _LarkError
+from lark.grammar import NonTerminal
+from lark.grammar import Rule as _LarkRule
+from lark.grammar import Terminal as _LarkTerminal
+from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
+
+from ..errors import GrammarError
+from .grammar import Grammar
+
+ERROR = 0
+ACCEPT = -(2**31)
+END = "$END"
+
+
 @dataclass(frozen=True, eq=False)
 class ParseTable:
-    terminals: tuple; nonterminals: tuple; action: np.ndarray; goto: np.ndarray
-    rule_lhs: np.ndarray; rule_len: np.ndarray; rule_names: tuple; initial_state: int
+    """LALR(1) tables; see the module docstring for the action encoding."""
+
+    terminals: tuple[str, ...]  # column j of ``action``; the last one is "$END"
+    nonterminals: tuple[str, ...]  # column k of ``goto``
+    action: np.ndarray  # int32 [states, terminals]
+    goto: np.ndarray  # int32 [states, nonterminals], -1 where undefined
+    rule_lhs: np.ndarray  # int32 [rules]: index into nonterminals
+    rule_len: np.ndarray  # int32 [rules]: symbols on the right-hand side
+    rule_names: tuple[str, ...]  # "lhs -> a b c", for messages
+    initial_state: int
+
     @property
-    def num_states(self): return self.action.shape[0]
-def build_parse_table(grammar):
-    tnames=[t.name for t in grammar.terminals if t.name not in grammar.ignore]
-    nts=[r.name for r in grammar.rules]
-    rules=[]
-    for r in grammar.rules:
-        for alt in r.alternatives:
-            rules.append(LRule(NonTerminal(r.name), [LTerminal(s) if s in tnames else NonTerminal(s) for s in alt]))
-    conf=ParserConf(rules, {}, [grammar.start])
-    an=LALR_Analyzer(conf); an.compute_lalr()
-    pt=an.parse_table
-    states=sorted(pt.states)
-    terms=tuple(tnames)+("$END",)
-    action=np.zeros((len(states),len(terms)),np.int32); goto=np.full((len(states),len(nts)),-1,np.int32)
-    ridx={id(r):i for i,r in enumerate(rules)}
-    for s,acts in pt.states.items():
-        for sym,(kind,arg) in acts.items():
-            if sym in terms:
-                j=terms.index(sym)
-                if kind is Shift: action[s,j]=ACCEPT if sym=='$END' else arg+1
+    def num_states(self) -> int:
+        return int(self.action.shape[0])
+
+    def terminal_id(self, name: str) -> int:
+        return self.terminals.index(name)
+
+
+def build_parse_table(grammar: Grammar) -> ParseTable:
+    """The LALR(1) table of ``grammar`` (its ignored terminals are not parser symbols)."""
+    ignored = set(grammar.ignore)
+    terminal_names = [t.name for t in grammar.terminals if t.name not in ignored]
+    terminal_set = set(terminal_names)
+    nonterminals = [rule.name for rule in grammar.rules]
+    nonterminal_set = set(nonterminals)
+    rules, names = [], []
+    for rule in grammar.rules:
+        for alternative in rule.alternatives:
+            expansion = []
+            for symbol in alternative:
+                if symbol in terminal_set:
+                    expansion.append(_LarkTerminal(symbol))
+                elif symbol in nonterminal_set:
+                    expansion.append(NonTerminal(symbol))
                 else:
-                    if arg.origin.name.startswith('$root'): action[s,j]=ACCEPT
-                    else: action[s,j]=-(ridx[id(arg)]+1)
-            else:
-                goto[s,nts.index(sym)]=arg if kind is Shift else -1
-    action[pt.end_states[grammar.start], len(terms)-1] = ACCEPT
-    return ParseTable(terms,tuple(nts),action,goto,np.array([nts.index(r.origin.name) for r in rules],np.int32),
-        np.array([len(r.expansion) for r in rules],np.int32),tuple(str(r) for r in rules),pt.start_states[grammar.start])
+                    raise GrammarError(f"rule {rule.name} uses {symbol!r}, which is neither a rule nor a "
+                                       "non-ignored terminal")
+            rules.append(_LarkRule(NonTerminal(rule.name), expansion, order=len(names)))
+            names.append(f"{rule.name} -> {' '.join(alternative) or '<empty>'}")
+    if grammar.start not in nonterminal_set:
+        raise GrammarError(f"the start rule {grammar.start!r} is not defined")
+    try:
+        analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=False)
+        analyzer.compute_lalr()
+    except _LarkError as exc:
+        message = str(exc).strip()
+        if "Reduce/Reduce" in message:
+            raise GrammarError(f"the grammar is not LALR(1): {message} (make one alternative more specific, "
+                               "or give the rules priorities)") from None
+        raise GrammarError(f"cannot build the LALR(1) table: {message}") from None
+    table = analyzer.parse_table
+    columns = {name: j for j, name in enumerate(terminal_names + [END])}
+    goto_columns = {name: k for k, name in enumerate(nonterminals)}
+    rule_index = {id(rule): r for r, rule in enumerate(rules)}
+    n_states = len(table.states)
+    action = np.zeros((n_states, len(columns)), dtype=np.int32)
+    goto = np.full((n_states, len(nonterminals)), -1, dtype=np.int32)
+    for state, entries in table.states.items():
+        for symbol, (kind, argument) in entries.items():
+            if symbol in columns:
+                if kind is Shift:
+                    action[state, columns[symbol]] = argument + 1
+                else:
+                    action[state, columns[symbol]] = -(rule_index[id(argument)] + 1)
+            elif symbol in goto_columns:
+                goto[state, goto_columns[symbol]] = argument
+    action[table.end_states[grammar.start], columns[END]] = ACCEPT
+    return ParseTable(
+        terminals=tuple(terminal_names) + (END,),
+        nonterminals=tuple(nonterminals),
+        action=action,
+        goto=goto,
+        rule_lhs=np.array([goto_columns[rule.origin.name] for rule in rules], dtype=np.int32),
+        rule_len=np.array([len(rule.expansion) for rule in rules], dtype=np.int32),
+        rule_names=tuple(names),
+        initial_state=int(table.start_states[grammar.start]),
+    )
+
+
+def parse_terminals(table: ParseTable, names: list[str]) -> bool:
+    """Does the parser accept this terminal sequence? (A plain-Python reference for tests.)"""
+    stack = [table.initial_state]
+    for name in list(names) + [END]:
+        column = table.terminal_id(name)
+        while True:
+            a = int(table.action[stack[-1], column])
+            if a == ERROR:
+                return False
+            if a == ACCEPT:
+                return True
+            if a > 0:
+                stack.append(a - 1)
+                break
+            rule = -a - 1
+            if table.rule_len[rule]:
+                del stack[-int(table.rule_len[rule]):]
+            stack.append(int(table.goto[stack[-1], table.rule_lhs[rule]]))
+    return False

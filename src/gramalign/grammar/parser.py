@@ -27,6 +27,7 @@ Python face used by matchers and by tests as the slow, byte-by-byte oracle.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numba
@@ -78,8 +79,9 @@ class ParserTables:
                 self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done)
 
 
+@functools.lru_cache(maxsize=64)
 def build_parser_tables(grammar: Grammar) -> ParserTables:
-    """Lexer DFA + LALR table + the glue between them for ``grammar``."""
+    """Lexer DFA + LALR table + the glue between them for ``grammar`` (cached per grammar)."""
     table = build_parse_table(grammar)
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     lexer = build_lexer([t for t in grammar.terminals if t.name in used])

@@ -1,0 +1,142 @@
+"""Lark EBNF to the grammar IR, through lark's own grammar loader.
+
+lark expands the EBNF (``?rule`` inlining, ``!rule``, ``[]``, ``*``, ``+``, ranges, templates,
+``%import``, ``%ignore``, priorities) into BNF rules and named terminals; this module turns
+them into :class:`Grammar` and checks what gramalign needs beyond lark: every terminal is a
+regex our engine supports and matches no empty string, no ``%declare``, and the start
+symbol derives at least one string.
+"""
+
+from __future__ import annotations
+
+import re
+
+import lark
+from lark.exceptions import GrammarError as _LarkError
+from lark.exceptions import UnexpectedInput
+from lark.lexer import PatternStr
+
+from ..errors import GrammarError, RegexError
+from .grammar import Grammar, Rule, Terminal
+
+_DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
+
+
+class LarkGrammarError(GrammarError):
+    """A Lark grammar is invalid; ``line`` and ``column`` (1-based) locate it when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        self.line = line
+        self.column = column
+        where = f"line {line}, column {column}: " if line is not None and column is not None else (
+            f"line {line}: " if line is not None else "")
+        super().__init__(f"{where}{message}")
+
+
+def grammar_from_lark(text: str, *, start: str = "start") -> Grammar:
+    """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``."""
+    if not isinstance(text, str):
+        raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
+    declared = _DECLARE.search(text)
+    if declared:
+        line = text.count("\n", 0, declared.start()) + 1
+        raise LarkGrammarError(f"%declare{declared.group(1)} is not supported: declared terminals need "
+                               "an external lexer, and gramalign lexes by itself", line, 1)
+    try:
+        from lark.load_grammar import load_grammar
+
+        loaded, _ = load_grammar(text, "<grammar>", None, False)
+        lark_terminals, lark_rules, ignore = loaded.compile([start], set())
+    except UnexpectedInput as exc:
+        raise LarkGrammarError(f"syntax error in the grammar: {_first_line(exc)}", exc.line, exc.column) from None
+    except (_LarkError, KeyError, ValueError, AssertionError) as exc:
+        message = str(exc).strip() or type(exc).__name__
+        located = re.search(r"at line (\d+) column (\d+)", message)
+        if located:
+            raise LarkGrammarError(message.splitlines()[0], int(located.group(1)), int(located.group(2))) from None
+        raise LarkGrammarError(message, _line_of(message, text)) from None
+
+    used = {symbol.name for rule in lark_rules for symbol in rule.expansion if symbol.is_term}
+    used |= set(ignore)
+    terminals = []
+    for terminal in lark_terminals:
+        if terminal.name not in used:
+            continue
+        converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
+                             isinstance(terminal.pattern, PatternStr))
+        try:
+            dfa = converted.dfa
+        except RegexError as exc:
+            raise LarkGrammarError(f"terminal {terminal.name}: {exc}", _definition_line(terminal.name, text)) from None
+        if dfa.num_states == 0:
+            raise LarkGrammarError(f"terminal {terminal.name} matches no string at all",
+                                   _definition_line(terminal.name, text))
+        if dfa.accepting[dfa.initial]:
+            raise LarkGrammarError(f"terminal {terminal.name} matches the empty string; a lexer cannot "
+                                   "make progress on it (use ? or * in the rule instead)",
+                                   _definition_line(terminal.name, text))
+        terminals.append(converted)
+    known_terminals = {t.name for t in terminals}
+    missing = used - known_terminals - {t.name for t in lark_terminals}
+    if missing:
+        raise LarkGrammarError(f"undefined terminal(s): {', '.join(sorted(missing))}")
+
+    alternatives: dict[str, list[tuple[str, ...]]] = {}
+    for rule in lark_rules:
+        alternatives.setdefault(str(rule.origin.name), []).append(tuple(str(s.name) for s in rule.expansion))
+    if start not in alternatives:
+        raise LarkGrammarError(f"the start rule {start!r} is not defined")
+    rules = tuple(Rule(name, tuple(alts)) for name, alts in alternatives.items())
+    _check_productive(rules, known_terminals, start, text)
+    grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text)
+    from .parser import build_parser_tables
+
+    build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
+    return grammar
+
+
+def _check_productive(rules: tuple[Rule, ...], terminals: set[str], start: str, text: str) -> None:
+    """Raise if ``start`` derives no terminal string (the language would be empty)."""
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            if rule.name in productive:
+                continue
+            if any(all(s in terminals or s in productive for s in alt) for alt in rule.alternatives):
+                productive.add(rule.name)
+                changed = True
+    if start not in productive:
+        stuck = sorted(r.name for r in rules if r.name not in productive and not r.name.startswith("__"))
+        raise LarkGrammarError(f"the grammar's language is empty: {start!r} derives no finite string "
+                               f"(rules that never terminate: {', '.join(stuck)})", _definition_line(start, text))
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _line_of(message: str, text: str) -> int | None:
+    """lark puts the line in some messages ("... at line 3 ..."); find it, else the line of
+    the first symbol the message quotes."""
+    found = re.search(r"\bline (\d+)", message)
+    if found:
+        return int(found.group(1))
+    quoted = re.search(r"'([A-Za-z_][A-Za-z0-9_]*)'|\b([A-Z_][A-Z0-9_]{1,})\b", message)
+    if quoted:
+        name = quoted.group(1) or quoted.group(2)
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(rf"\b{re.escape(name)}\b", line):
+                return number
+    return None
+
+
+def _definition_line(name: str, text: str) -> int | None:
+    pattern = re.compile(rf"^\s*[?!]?{re.escape(name)}(\.-?\d+)?\s*:", re.MULTILINE)
+    found = pattern.search(text)
+    return text.count("\n", 0, found.start()) + 1 if found else None
+
+
+__all__ = ["LarkGrammarError", "grammar_from_lark"]
+_ = lark  # lark is the loader; imported here so a missing install fails at import time
