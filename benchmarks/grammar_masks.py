@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 import gramalign as ga
-from gramalign.grammar.builtin import builtin_grammar_text
+from gramalign.grammar.builtin import BUILTIN_GRAMMARS, builtin_grammar_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("GRAMALIGN_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -103,7 +103,11 @@ class LLGuidance:
         self.tokenizer = llguidance.hf.from_tokenizer(fast)
 
     def compile(self, grammar_name):
-        grammar = self.llg.LLMatcher.grammar_from_lark(builtin_grammar_text(grammar_name))
+        text = builtin_grammar_text(grammar_name)
+        start = BUILTIN_GRAMMARS[grammar_name]
+        if start != "start":  # llguidance always starts at `start`
+            text = f"start: {start}\n" + text
+        grammar = self.llg.LLMatcher.grammar_from_lark(text)
         matcher = self.llg.LLMatcher(self.tokenizer, grammar)
         if matcher.is_error():
             raise RuntimeError(matcher.get_error())
