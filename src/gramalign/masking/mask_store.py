@@ -4,14 +4,18 @@ The mask of a parser hypothesis (stack, lexer state, shadows) is assembled from 
 that are cached per *lexical context* — lexer state, candidate terminals, shadows — and so
 shared by every stack that reaches that context:
 
-* the *inside* tokens, which only extend the current lexeme: allowed as a block whenever
-  the stack can shift every candidate terminal (the usual case; otherwise the exact trie
-  walk decides);
-* the *dependent* tokens, inside which the lexeme could end: a small sub-trie that the
-  exact walk (:func:`.grammar_walk.walk_trie_grammar`) checks against the real stack;
+* the *inside* tokens, which extend the current lexeme (possibly across ignored lexemes
+  such as whitespace) without ending a parser-visible one: grouped by the terminals their
+  lexemes can still become, each group allowed as a block when the stack can shift one of
+  them;
+* the *dependent* tokens, inside which a parser-visible lexeme could end: a sub-trie that
+  the exact walk (:func:`.grammar_walk.walk_trie_grammar`) checks against the real stack;
 * when the lexeme can end right here, before the token, the hypothesis "it ended" is
   added and its mask is assembled the same way.
 
+The stack-dependent parts (which groups, which dependent tokens) are cached too, under the
+parser states of the top of the stack that computing them actually read (see
+:class:`~gramalign.grammar.parser.StackPool`), so a hit is provably the same answer.
 Entries are computed on first use (a numba walk over the whole vocabulary trie) and kept
 for the life of the compiled grammar; access is thread-safe.
 """
@@ -78,6 +82,8 @@ class GrammarMaskStore:
                     + t.table.action.nbytes + t.table.goto.nbytes)
         for entry in list(self._contexts.values()):
             total += entry.inside.nbytes + entry.group_masks.nbytes
+            for results in list(entry.by_stack.values()):
+                total += sum(64 + words.nbytes * 2 for _, words, _ in list(results.values()))
             if entry.dependent is not None:
                 total += sum(a.nbytes for a in (entry.dependent.node_byte, entry.dependent.node_depth,
                                                 entry.dependent.subtree_end, entry.dependent.token_start,
