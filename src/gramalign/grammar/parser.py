@@ -65,6 +65,7 @@ class ParserTables:
     candidate_id: np.ndarray  # int32 [parser states]: index of the distinct candidate set
     reach_bits: np.ndarray  # uint64 [lexer states, candidate sets, words]: lazily filled
     reach_done: np.ndarray  # uint8 [lexer states, candidate sets]
+    accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
 
     @property
     def end_column(self) -> int:
@@ -106,8 +107,9 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
             f"{cache_bytes >> 20} MiB of lookahead tables (limit {REACH_MAX_BYTES >> 20} MiB)")
     reach_bits = np.zeros((lexer.num_states, n_sets, words), dtype=np.uint64)
     reach_done = np.zeros((lexer.num_states, n_sets), dtype=np.uint8)
+    accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
     return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
-                        reach_bits, reach_done)
+                        reach_bits, reach_done, accepting)
 
 
 # ---------------------------------------------------------------------------------------
@@ -539,6 +541,7 @@ class IncrementalParser:
         self.tables = tables
         self.pool = pool if pool is not None else StackPool(tables.table.initial_state)
         self._args = tables.kernel_args()
+        self._accepting = tables.accepting
 
     def initial_state(self) -> np.ndarray:
         hyp = np.full((1, HYPOTHESIS_FIELDS), -1, dtype=np.int32)
@@ -571,6 +574,10 @@ class IncrementalParser:
         self.pool.used = used
 
     def can_end(self, hyps: np.ndarray) -> bool:
+        """Is the text so far a complete sentence?"""
+        lexer = self.tables.lexer
+        if not any(q == lexer.initial or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
+            return False  # mid-lexeme, and no terminal accepts it yet
         while True:
             result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,
                                                    self.tables.end_column)

@@ -70,6 +70,7 @@ class GrammarMaskStore:
         lexer = tables.lexer
         self._accepting_any = np.any(lexer.accept_bits != 0, axis=1)
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
+        self._candidate_id = tables.candidate_id.tolist()
 
     @property
     def num_contexts(self) -> int:
@@ -120,17 +121,18 @@ class GrammarMaskStore:
 
     def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray) -> None:
         tables = self.tables
-        pool = parser.pool
-        q = int(hyp[0, LEXEME])
-        state = int(pool.state[int(hyp[0, STACK])])
-        entry = self._context(hyp[0], state)
-        groups, words, bits = self._stack_part(parser, hyp, entry, state)
+        fields = hyp[0].tolist()
+        q = fields[LEXEME]
+        state = int(parser.pool.state[fields[STACK]])
+        entry = self._context(fields, state, hyp[0])
+        groups, words, bits = self._stack_part(parser, hyp, entry, state, fields[STACK])
         if groups is None:
-            row |= entry.inside
+            np.bitwise_or(row, entry.inside, out=row)
         else:
             for g in groups:
-                row |= entry.group_masks[g]
-        row[words] |= bits
+                np.bitwise_or(row, entry.group_masks[g], out=row)
+        if words.size:
+            row[words] |= bits
         if q != tables.lexer.initial and self._accepting_any[q]:
             ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
             if ended is not None:
@@ -139,11 +141,11 @@ class GrammarMaskStore:
             else:
                 self.walk(parser, hyp, row)
 
-    def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, state: int):
+    def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, state: int,
+                    node: int):
         """(inside groups allowed or None for all, word indexes, bits of the dependent tokens
         allowed) on this stack. Cached by the top of the stack the computation looked at."""
         pool = parser.pool
-        node = int(hyp[0, STACK])
         for depth, results in list(entry.by_stack.items()):
             found = results.get(pool.depth_signature(node, depth), _MISSING)
             if found is not _MISSING:
@@ -208,12 +210,12 @@ class GrammarMaskStore:
             ended[0, SHADOW1_PARSER + 2 * k] = p
         return ended
 
-    def _context(self, hyp: np.ndarray, state: int) -> _ContextMasks:
-        tables = self.tables
-        cid = tables.candidate_id
-        key = (int(hyp[LEXEME]), int(cid[state]),
-               int(hyp[SHADOW1]), int(cid[hyp[SHADOW1_PARSER]]) if hyp[SHADOW1] >= 0 else -1,
-               int(hyp[SHADOW2]), int(cid[hyp[SHADOW2_PARSER]]) if hyp[SHADOW2] >= 0 else -1)
+    def _context(self, fields: list[int], state: int, hyp: np.ndarray) -> _ContextMasks:
+        cid = self._candidate_id
+        shadow1, shadow2 = fields[SHADOW1], fields[SHADOW2]
+        key = (fields[LEXEME], cid[state],
+               shadow1, cid[fields[SHADOW1_PARSER]] if shadow1 >= 0 else -1,
+               shadow2, cid[fields[SHADOW2_PARSER]] if shadow2 >= 0 else -1)
         entry = self._contexts.get(key)
         if entry is None:
             entry = self._build_context(key, state, hyp)
