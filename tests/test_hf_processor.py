@@ -72,3 +72,46 @@ def test_narrow_logits_are_rejected(tiny_model):
     processor = ga.GrammarLogitsProcessor(ga.compile(ga.Grammar.from_regex("a+"), vocab))
     with pytest.raises(ValueError, match="smaller"):
         processor(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 50000))
+
+
+LIST = r'''
+start: "let" NAME "=" value ("," value)*
+?value: NUMBER | NAME | NAME "(" NUMBER ")"
+NUMBER: /[0-9]{1,3}/
+NAME: /[a-z]{1,6}/
+%ignore " "
+'''
+
+
+def test_batched_sampling_follows_a_context_free_grammar(tiny_model):
+    """Every row is a sentence lark parses (if it ended) or a prefix of one (if cut off)."""
+    import lark
+
+    from gramalign.grammar.parser import IncrementalParser
+
+    vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
+    compiled = ga.compile(ga.Grammar.from_lark(LIST), vocab)
+    oracle = lark.Lark(LIST, parser="lalr")
+    input_ids = torch.tensor([[464, 3280, 318, 25]] * 4)
+    processor = ga.GrammarLogitsProcessor(compiled)
+
+    def favour_eos(input_ids, scores):  # after 6 tokens, end as soon as the grammar lets a row end
+        if input_ids.shape[1] >= 10:
+            scores[:, 50256] += 1e4
+        return scores
+
+    ended = 0
+    for seed in range(3):
+        torch.manual_seed(seed)
+        output = tiny_model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=True,
+                                     max_new_tokens=30, logits_processor=[favour_eos, processor],
+                                     pad_token_id=50256)
+        for row in output[:, input_ids.shape[1]:].tolist():
+            text_ids = row[: row.index(50256)] if 50256 in row else row
+            text = b"".join(vocab.token_to_bytes(t) for t in text_ids)
+            if 50256 in row:
+                oracle.parse(text.decode("utf-8"))
+                ended += 1
+            else:
+                assert IncrementalParser(compiled.store.tables).is_prefix(text), text
+    assert ended >= 1
