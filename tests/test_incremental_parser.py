@@ -214,3 +214,12 @@ def test_longest_match_beats_an_earlier_split():
     # Contextual lexing, as lark does it: after a column name no identifier can follow,
     # so "fromt" lexes as the keyword FROM and the table t.
     assert parser.accepts(b"select a fromt") and lark_accepts(oracle, b"select a fromt")
+
+
+def test_lexer_automaton_limit_is_a_clear_error():
+    from gramalign.grammar.lexer import build_lexer
+
+    terminals = [Terminal("A", "(a|b)*a(a|b){6}"), Terminal("B", "(a|b)*b(a|b){6}")]
+    assert build_lexer(terminals).num_states > 50
+    with pytest.raises(ga.GrammarError, match="lexer automaton .* exceeds 50 states"):
+        build_lexer(terminals, max_states=50)
