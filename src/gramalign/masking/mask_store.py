@@ -68,7 +68,7 @@ class GrammarMaskStore:
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
-        self._accepting_any = np.any(lexer.accept_bits != 0, axis=1)
+        self._accepting_any = tables.accepting
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
         self._candidate_id = tables.candidate_id.tolist()
 
@@ -146,10 +146,13 @@ class GrammarMaskStore:
         """(inside groups allowed or None for all, word indexes, bits of the dependent tokens
         allowed) on this stack. Cached by the top of the stack the computation looked at."""
         pool = parser.pool
-        for depth, results in list(entry.by_stack.items()):
-            found = results.get(pool.depth_signature(node, depth), _MISSING)
-            if found is not _MISSING:
-                return found
+        by_stack = entry.by_stack
+        if by_stack:
+            signature = pool.depth_signature(node, max(by_stack))
+            for depth, results in list(by_stack.items()):
+                found = results.get(signature[:depth + 1], _MISSING)
+                if found is not _MISSING:
+                    return found
         pool.exposed[0] = SCRATCH_BASE
         cand = self.tables.candidate_bits[state]
         usable = np.empty_like(cand)
