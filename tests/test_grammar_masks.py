@@ -9,6 +9,7 @@ strings generated from each shipped grammar and of real text.
 
 from __future__ import annotations
 
+import os
 import random
 from functools import lru_cache
 
@@ -22,6 +23,7 @@ from gramalign.grammar.parser import IncrementalParser
 from gramalign.masking.bitmask import unpack_bitmask_row
 
 from grammar_strings import random_strings, real_sql_queries
+from shared_data import maskbench_documents
 from tokenizer_zoo import gpt2_hf_fast, llama3_tokenizers
 
 START = {"json": "value", "sql": "start"}
@@ -76,6 +78,8 @@ def sample_texts(name: str) -> list[str]:
     if name == "json":
         texts += ['{"name": "Zoë", "tags": ["a", "b\\n"], "n": -1.5e3, "ok": true, "x": null}',
                   '[1, 2, {"deep": [[], {}]}]']
+        if os.environ.get("GRAMALIGN_DATA_DIR"):
+            texts += maskbench_documents(3)  # real-world JSON
     else:
         texts += real_sql_queries()[:4]
     return texts
