@@ -223,3 +223,30 @@ def test_lexer_automaton_limit_is_a_clear_error():
     assert build_lexer(terminals).num_states > 50
     with pytest.raises(ga.GrammarError, match="lexer automaton .* exceeds 50 states"):
         build_lexer(terminals, max_states=50)
+
+
+def test_mask_cache_round_trips_through_disk(tmp_path):
+    grammar, oracle, samples, tables = prepared("sql")
+    vocab = small_vocabulary(samples)
+    first = ga.compile(grammar, vocab, cache=False, cache_dir=tmp_path)
+    text = samples[0].encode()
+    masks = []
+    matcher = first.matcher()
+    for cut in range(0, len(text) + 1, 3):
+        matcher.reset()
+        matcher.accept_string(text[:cut])
+        masks.append(matcher.allowed_token_ids().tolist())
+    first.save_cache()
+    assert first.cache_path.exists()
+    second = ga.compile(grammar, vocab, cache=False, cache_dir=tmp_path)
+    assert second.store.num_contexts == first.store.num_contexts > 0
+    matcher = second.matcher()
+    for k, cut in enumerate(range(0, len(text) + 1, 3)):
+        matcher.reset()
+        matcher.accept_string(text[:cut])
+        assert matcher.allowed_token_ids().tolist() == masks[k]
+    assert second.store.num_contexts == first.store.num_contexts  # nothing had to be recomputed
+    other = small_vocabulary(samples + ["zzz"])
+    with pytest.warns(UserWarning, match="another grammar, vocabulary"):
+        third = ga.compile(grammar, other, cache=False)
+        third.store.load(first.cache_path)

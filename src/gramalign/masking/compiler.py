@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 
@@ -53,12 +55,24 @@ class CompiledGrammar:
         self._grammar_tokens = np.zeros(vocabulary.size, dtype=bool)
         self._grammar_tokens[vocabulary.grammar_token_ids()] = True
         self._eos_ids = frozenset(vocabulary.eos_token_ids)
+        self.cache_path: "Path | None" = None
 
     def matcher(self) -> "GrammarMatcher":
         """A fresh matcher at the start of the language."""
         from .matcher import GrammarMatcher
 
         return GrammarMatcher(self)
+
+    def save_cache(self, path: "str | os.PathLike | None" = None) -> None:
+        """Save the masks computed so far (context-free grammars only) so that a later
+        ``compile(..., cache_dir=...)`` in another process starts with them. ``path``
+        defaults to this grammar's file in the ``cache_dir`` it was compiled with."""
+        if self.store is None:
+            raise TypeError("only context-free grammars keep a mask cache; regex indexes are rebuilt fast")
+        path = path if path is not None else self.cache_path
+        if path is None:
+            raise ValueError("no path given and the grammar was compiled without cache_dir")
+        self.store.save(path)
 
     @property
     def memory_bytes(self) -> int:
@@ -76,7 +90,7 @@ _compiled_lock = threading.Lock()
 
 
 def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = None,
-            cache: bool = True) -> CompiledGrammar:
+            cache: bool = True, cache_dir: "str | os.PathLike | None" = None) -> CompiledGrammar:
     """Bind ``grammar`` to ``vocabulary``; reuse the result across sequences and threads.
 
     Compiling an equal grammar for the same vocabulary again returns the cached result
@@ -84,21 +98,25 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     ``cache=False`` for a fresh one. For a single-regex grammar, ``eager`` builds every DFA
     state's mask now (default: when they fit in 256 MiB), otherwise each state's mask is
     built the first time a matcher reaches it. Context-free grammars always build masks
-    lazily, per lexical context, the first time a matcher needs them.
+    lazily, per lexical context, the first time a matcher needs them; with ``cache_dir``
+    (default: the ``GRAMALIGN_CACHE_DIR`` environment variable) they start from the masks
+    saved there by :meth:`CompiledGrammar.save_cache`, in a file named by the grammar and
+    vocabulary hashes.
     """
     if not isinstance(grammar, Grammar):
         raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocabulary, Vocabulary):
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
+    cache_dir = cache_dir if cache_dir is not None else os.environ.get("GRAMALIGN_CACHE_DIR") or None
     if not cache:
-        return _compile(grammar, vocabulary, eager)
+        return _compile(grammar, vocabulary, eager, cache_dir)
     key = (grammar, id(vocabulary), eager)
     with _compiled_lock:
         found = _compiled.get(key)
         if found is not None and found.vocabulary is vocabulary:
             _compiled.move_to_end(key)
             return found
-    compiled = _compile(grammar, vocabulary, eager)
+    compiled = _compile(grammar, vocabulary, eager, cache_dir)
     with _compiled_lock:
         _compiled[key] = compiled
         while len(_compiled) > COMPILE_CACHE_SIZE:
@@ -106,7 +124,7 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     return compiled
 
 
-def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None) -> CompiledGrammar:
+def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir) -> CompiledGrammar:
     terminal = grammar.single_terminal()
     if terminal is not None:
         dfa = terminal.dfa
@@ -115,7 +133,14 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None) -> Co
         index = DFATokenIndex(dfa, vocabulary, token_trie(vocabulary), eager=eager)
         return CompiledGrammar(grammar, vocabulary, index=index)
     from ..grammar.parser import build_parser_tables
-    from .mask_store import GrammarMaskStore
+    from .mask_store import GrammarMaskStore, grammar_hash
 
-    store = GrammarMaskStore(build_parser_tables(grammar), vocabulary, token_trie(vocabulary))
-    return CompiledGrammar(grammar, vocabulary, store=store)
+    tables = build_parser_tables(grammar)
+    store = GrammarMaskStore(tables, vocabulary, token_trie(vocabulary))
+    compiled = CompiledGrammar(grammar, vocabulary, store=store)
+    if cache_dir is not None:
+        path = Path(cache_dir) / f"{grammar_hash(tables)[:24]}-{vocabulary.fingerprint[:24]}.npz"
+        compiled.cache_path = path
+        if path.exists():
+            store.load(path)
+    return compiled

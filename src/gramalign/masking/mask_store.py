@@ -22,7 +22,10 @@ for the life of the compiled grammar; access is thread-safe.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import warnings
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,12 +43,24 @@ class _ContextMasks:
     inside: np.ndarray  # uint32 bitmask words: every inside token
     group_reach: np.ndarray  # uint64 [groups, terminal words]: what each group's lexemes can become
     group_masks: np.ndarray  # uint32 [groups, mask words]: the inside tokens of each group
-    dependent: TokenTrie | None  # sub-trie of the dependent tokens
+    dependent_ids: np.ndarray  # int32: the dependent tokens (their sub-trie is built on first use)
     # Stack-dependent results, by how deep into the stack their computation looked:
     # {depth: {parser states of the top depth + 1 nodes: (groups, words, bits)}}, where
     # groups lists the inside groups the stack allows (None: all of them) and
     # (words, bits) are the allowed dependent tokens as sparse mask words.
     by_stack: dict = field(default_factory=dict)
+    lazy: dict = field(default_factory=dict)
+
+    def dependent(self, trie: TokenTrie) -> TokenTrie | None:
+        """The sub-trie of the dependent tokens of the vocabulary trie ``trie``."""
+        if "trie" not in self.lazy:
+            if self.dependent_ids.size:
+                keep = np.zeros(int(trie.token_ids.max()) + 1, dtype=np.uint8)
+                keep[self.dependent_ids] = 1
+                self.lazy["trie"] = trie.subset(keep)
+            else:
+                self.lazy["trie"] = None
+        return self.lazy["trie"]
 
 
 MAX_INSIDE_GROUPS = 16
@@ -85,11 +100,71 @@ class GrammarMaskStore:
             total += entry.inside.nbytes + entry.group_masks.nbytes
             for results in list(entry.by_stack.values()):
                 total += sum(64 + words.nbytes * 2 for _, words, _ in list(results.values()))
-            if entry.dependent is not None:
-                total += sum(a.nbytes for a in (entry.dependent.node_byte, entry.dependent.node_depth,
-                                                entry.dependent.subtree_end, entry.dependent.token_start,
-                                                entry.dependent.token_ids))
+            subtrie = entry.lazy.get("trie")
+            if subtrie is not None:
+                total += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
+                                                subtrie.token_start, subtrie.token_ids))
         return total
+
+    # -- the on-disk cache ---------------------------------------------------------------
+
+    def save(self, path: "str | Path") -> None:
+        """Write every lexical context computed so far to ``path`` (a .npz file)."""
+        with self._lock:
+            items = list(self._contexts.items())
+        width, words = self.width, self.tables.lexer.words
+        keys = np.array([key for key, _ in items], dtype=np.int64).reshape(len(items), 6)
+        group_counts = np.array([e.group_masks.shape[0] for _, e in items], dtype=np.int64)
+        dependent_ids = [e.dependent_ids for _, e in items]
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp.npz")
+        np.savez_compressed(
+            temporary,
+            format=np.array([CACHE_FORMAT]),
+            grammar=np.array([grammar_hash(self.tables)]),
+            vocabulary=np.array([self.vocabulary.fingerprint]),
+            keys=keys,
+            group_counts=group_counts,
+            group_reach=np.concatenate([e.group_reach for _, e in items]) if items else np.zeros((0, words), np.uint64),
+            group_masks=np.concatenate([e.group_masks for _, e in items]) if items else np.zeros((0, width), np.uint32),
+            dependent_counts=np.array([ids.size for ids in dependent_ids], dtype=np.int64),
+            dependent_ids=np.concatenate(dependent_ids) if items else np.zeros(0, np.int32),
+        )
+        temporary.replace(path)  # atomic: readers never see half a file
+
+    def load(self, path: "str | Path") -> int:
+        """Add the contexts saved in ``path``; returns how many. A file for another grammar,
+        vocabulary or format is ignored with a warning (and 0 is returned)."""
+        try:
+            with np.load(path) as data:
+                meta_ok = (int(data["format"][0]) == CACHE_FORMAT
+                           and str(data["grammar"][0]) == grammar_hash(self.tables)
+                           and str(data["vocabulary"][0]) == self.vocabulary.fingerprint)
+                if not meta_ok:
+                    warnings.warn(f"ignoring mask cache {path}: it was made for another grammar, "
+                                  "vocabulary or gramalign version", stacklevel=2)
+                    return 0
+                arrays = {name: data[name] for name in ("keys", "group_counts", "group_reach", "group_masks",
+                                                        "dependent_counts", "dependent_ids")}
+        except (OSError, KeyError, ValueError) as exc:
+            warnings.warn(f"ignoring unreadable mask cache {path}: {exc}", stacklevel=2)
+            return 0
+        group_ends = np.cumsum(arrays["group_counts"])
+        dependent_ends = np.cumsum(arrays["dependent_counts"])
+        loaded = {}
+        for k, key in enumerate(arrays["keys"].tolist()):
+            g0 = int(group_ends[k - 1]) if k else 0
+            d0 = int(dependent_ends[k - 1]) if k else 0
+            group_masks = arrays["group_masks"][g0:group_ends[k]]
+            inside = (np.bitwise_or.reduce(group_masks, axis=0) if group_masks.shape[0]
+                      else np.zeros(self.width, np.uint32))
+            loaded[tuple(key)] = _ContextMasks(inside, arrays["group_reach"][g0:group_ends[k]], group_masks,
+                                               arrays["dependent_ids"][d0:dependent_ends[k]].astype(np.int32))
+        with self._lock:
+            for key, entry in loaded.items():
+                self._contexts.setdefault(key, entry)
+        return len(loaded)
 
     # -- the exact reference path -------------------------------------------------------
 
@@ -164,8 +239,9 @@ class GrammarMaskStore:
         allowed = np.any(entry.group_reach & usable, axis=1)
         groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
         words = np.zeros(self.width, dtype=np.uint32)
-        if entry.dependent is not None:
-            self.walk(parser, hyp, words, entry.dependent)
+        subtrie = entry.dependent(self.trie)
+        if subtrie is not None:
+            self.walk(parser, hyp, words, subtrie)
         nonzero = np.flatnonzero(words)
         part = (groups, nonzero, words[nonzero])
         depth = pool.depth_of(node, int(pool.exposed[0]))
@@ -246,10 +322,26 @@ class GrammarMaskStore:
         subtrie = trie.subset(dependent)
         group_masks = group_masks[:n_groups].copy()
         inside = np.bitwise_or.reduce(group_masks, axis=0) if n_groups else np.zeros(self.width, np.uint32)
-        return _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks, subtrie)
+        entry = _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks,
+                              np.flatnonzero(dependent).astype(np.int32))
+        entry.lazy["trie"] = subtrie
+        return entry
 
 
 _MISSING = object()
+
+CACHE_FORMAT = 1
+"""Version of the on-disk mask cache layout; files of another version are ignored."""
+
+
+def grammar_hash(tables: ParserTables) -> str:
+    """SHA-256 of everything about a grammar that its masks depend on."""
+    grammar = tables.grammar
+    digest = hashlib.sha256()
+    digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal) for t in grammar.terminals],
+                        [(r.name, r.alternatives) for r in grammar.rules], grammar.start,
+                        grammar.ignore)).encode("utf-8"))
+    return digest.hexdigest()
 
 
 def _lowest_bit(bits: np.ndarray) -> int:
