@@ -220,21 +220,24 @@ def _reachable_winners(lx_trans, lx_accept, lx_alive, cand, start, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state, pool_parent,
-                     scratch_state, scratch_parent, exposed, node, scratch_alloc, out):
-    """Set in ``out`` (uint64 bitset over lexer terminals) every terminal the stack ``node``
-    can really shift (LALR may reduce and only then find an error) and every ignored one.
+def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
+                 scratch_parent, exposed, node, scratch_alloc, wanted, usable, known):
+    """Can the stack ``node`` really shift (or ignore) some terminal of ``wanted``?
 
-    Returns a status code.
+    ``usable``/``known`` (uint64 bitsets) memoize the per-terminal answers for this stack:
+    only terminals not known yet are fed, one at a time, stopping at the first that works,
+    so a look-ahead reads no deeper into the stack than it must. Returns (answer, status).
     """
-    state = _node_state(pool_state, scratch_state, node)
-    cand = cand_bits[state]
-    for w in range(cand.shape[0]):
-        out[w] = 0
-        x = cand[w]
+    words = wanted.shape[0]
+    for w in range(words):
+        if wanted[w] & usable[w]:
+            return True, OK
+    for w in range(words):
+        x = wanted[w] & ~known[w]
         k = 0
         while x:
             if x & np.uint64(1):
+                bit = np.uint64(1) << np.uint64(k)
                 column = term_column[w * 64 + k]
                 ok = column < 0
                 if not ok:
@@ -242,13 +245,15 @@ def viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, p
                                                    scratch_state, scratch_parent, exposed, node, column, True,
                                                    scratch_alloc)
                     if status != OK:
-                        return status
+                        return False, status
                     ok = top != -1
+                known[w] |= bit
                 if ok:
-                    out[w] |= np.uint64(1) << np.uint64(k)
+                    usable[w] |= bit
+                    return True, OK
             x >>= np.uint64(1)
             k += 1
-    return OK
+    return False, OK
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -275,15 +280,13 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     if q == lx_initial:
         return True, OK
     node = hyp[STACK]
-    usable = np.empty(cand_bits.shape[1], np.uint64)
-    status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
-                              pool_parent, scratch_state, scratch_parent, exposed, node, scratch_alloc, usable)
-    if status != OK:
-        return False, status
     state = _node_state(pool_state, scratch_state, node)
     reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_bits, reach_done,
                               q, state)
-    return _intersects(reach, usable), OK
+    usable = np.zeros(cand_bits.shape[1], np.uint64)
+    known = np.zeros(cand_bits.shape[1], np.uint64)
+    return usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
+                        scratch_parent, exposed, node, scratch_alloc, reach, usable, known)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -17,8 +17,8 @@ import numba
 import numpy as np
 
 from ..grammar.parser import (HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1, SHADOW2, STACK,
-                              TOO_AMBIGUOUS, _intersects, _node_state, _reachable_winners,
-                              advance_hypothesis, reachable_winners, viable_terminals)
+                              TOO_AMBIGUOUS, _node_state, _reachable_winners, advance_hypothesis,
+                              reachable_winners, usable_meets)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -30,11 +30,14 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     and still complete. Returns a status code (grow the pools and call again if not OK).
 
     The common step (one hypothesis, no shadow, a lexeme that cannot end here) is written
-    out inline with scalar indexing: calls and array views cost more than the work.
+    out inline with scalar indexing: calls and array views cost more than the work. What a
+    stack can shift is found out lazily, terminal by terminal, and memoized per hypothesis
+    (``usable``/``known``) down the trie.
     """
     words = cand_bits.shape[1]
     levels = np.empty((max_depth + 1, MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
-    usable = np.empty((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
+    usable = np.zeros((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
+    known = np.zeros((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
     parser_state = np.empty((max_depth + 1, MAX_HYPOTHESES), np.int32)
     level_size = np.zeros(max_depth + 1, np.int32)
     level_alloc = np.zeros(max_depth + 1, np.int64)
@@ -42,11 +45,6 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     for h in range(hyps.shape[0]):
         levels[0, n_start] = hyps[h]
         parser_state[0, n_start] = _node_state(pool_state, scratch_state, hyps[h, STACK])
-        status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits, pool_state,
-                                  pool_parent, scratch_state, scratch_parent, exposed, hyps[h, STACK], 0,
-                                  usable[0, n_start])
-        if status != OK:
-            return status
         n_start += 1
     level_size[0] = n_start
 
@@ -78,10 +76,20 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                     reach_done[went_on, cid] = 1
                 # Reachable winners are empty when the lexeme is dead for these candidates.
                 viable = False
+                unknown = False
                 for w in range(words):
                     if reach_bits[went_on, cid, w] & usable[above, h, w]:
                         viable = True
                         break
+                    if reach_bits[went_on, cid, w] & ~known[above, h, w]:
+                        unknown = True
+                if not viable and unknown:
+                    viable, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
+                                                  pool_parent, scratch_state, scratch_parent, exposed,
+                                                  levels[above, h, STACK], alloc, reach_bits[went_on, cid],
+                                                  usable[above, h], known[above, h])
+                    if status != OK:
+                        return status
                 if not viable:
                     continue
                 if n_out >= MAX_HYPOTHESES:
@@ -91,6 +99,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                 levels[depth, n_out, LEXEME] = went_on
                 for w in range(words):
                     usable[depth, n_out, w] = usable[above, h, w]
+                    known[depth, n_out, w] = known[above, h, w]
                 parser_state[depth, n_out] = state
                 n_out += 1
                 continue
@@ -107,18 +116,20 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                 new_state = _node_state(pool_state, scratch_state, stack)
                 if stack == levels[above, h, STACK]:
                     usable[depth, kept] = usable[above, h]
+                    known[depth, kept] = known[above, h]
                 else:
-                    status = viable_terminals(action, goto, rule_lhs, rule_len, term_column, cand_bits,
-                                              pool_state, pool_parent, scratch_state, scratch_parent, exposed,
-                                              stack, alloc, usable[depth, kept])
-                    if status != OK:
-                        return status
+                    usable[depth, kept] = 0
+                    known[depth, kept] = 0
                 lexeme = levels[depth, k, LEXEME]
                 alive = lexeme == lx_initial
                 if not alive:
                     reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id,
                                               reach_bits, reach_done, lexeme, new_state)
-                    alive = _intersects(reach, usable[depth, kept])
+                    alive, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
+                                                 pool_parent, scratch_state, scratch_parent, exposed, stack,
+                                                 alloc, reach, usable[depth, kept], known[depth, kept])
+                    if status != OK:
+                        return status
                 if alive:  # a hypothesis that cannot be completed has no completable successor
                     if kept != k:
                         levels[depth, kept] = levels[depth, k]

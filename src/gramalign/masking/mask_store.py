@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..grammar.parser import (LEXEME, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK,
-                              IncrementalParser, ParserTables, feed_terminal, viable_terminals)
+                              IncrementalParser, ParserTables, feed_terminal, usable_meets)
 from .bitmask import bitmask_width
 from .grammar_walk import classify_tokens, walk_trie_grammar
 from .trie import TokenTrie
@@ -229,15 +229,9 @@ class GrammarMaskStore:
                 if found is not _MISSING:
                     return found
         pool.exposed[0] = SCRATCH_BASE
-        cand = self.tables.candidate_bits[state]
-        usable = np.empty_like(cand)
-        while True:
-            status = viable_terminals(*self._args[4:10], *pool.arrays(), node, 0, usable)
-            if status == OK:
-                break
-            pool.grow(status)
-        allowed = np.any(entry.group_reach & usable, axis=1)
-        groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
+        allowed = [self._stack_shifts_one_of(pool, node, reach, memo)
+                   for memo in [self._fresh_memo()] for reach in entry.group_reach]
+        groups = None if all(allowed) else [g for g, ok in enumerate(allowed) if ok]
         words = np.zeros(self.width, dtype=np.uint32)
         subtrie = entry.dependent(self.trie)
         if subtrie is not None:
@@ -250,6 +244,20 @@ class GrammarMaskStore:
                 entry.by_stack.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
                 self._cached_parts += 1
         return part
+
+    def _fresh_memo(self):
+        words = self.tables.lexer.words
+        return np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.uint64)
+
+    def _stack_shifts_one_of(self, pool, node: int, terminals: np.ndarray, memo) -> bool:
+        usable, known = memo
+        t = self.tables
+        while True:
+            answer, status = usable_meets(t.table.action, t.table.goto, t.table.rule_lhs, t.table.rule_len,
+                                          t.term_column, *pool.arrays(), node, 0, terminals, usable, known)
+            if status == OK:
+                return bool(answer)
+            pool.grow(status)
 
     def _lexeme_ended(self, parser: IncrementalParser, hyp: np.ndarray, state: int, cand: np.ndarray):
         """The hypothesis "the current lexeme ends before the next byte", as a 1-row array;
