@@ -186,15 +186,17 @@ class GrammarMaskStore:
 
     def fill(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
         """Write into ``row`` (uint32 words) the non-EOS tokens allowed after ``hyps``."""
-        row[:] = 0
         mark = parser.pool.used
         try:
             for h in range(hyps.shape[0]):
-                self._fill_hypothesis(parser, hyps[h:h + 1], row)
+                self._fill_hypothesis(parser, hyps[h:h + 1], row, overwrite=h == 0)
         finally:
-            parser.truncate(mark)
+            if parser.pool.used != mark:
+                parser.truncate(mark)
 
-    def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray) -> None:
+    def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray,
+                         overwrite: bool = False) -> None:
+        """OR this hypothesis's allowed tokens into ``row`` (or overwrite ``row`` with them)."""
         tables = self.tables
         fields = hyp[0].tolist()
         q = fields[LEXEME]
@@ -202,8 +204,13 @@ class GrammarMaskStore:
         entry = self._context(fields, state, hyp[0])
         groups, words, bits = self._stack_part(parser, hyp, entry, state, fields[STACK])
         if groups is None:
-            np.bitwise_or(row, entry.inside, out=row)
+            if overwrite:
+                np.copyto(row, entry.inside)
+            else:
+                np.bitwise_or(row, entry.inside, out=row)
         else:
+            if overwrite:
+                row[:] = 0
             for g in groups:
                 np.bitwise_or(row, entry.group_masks[g], out=row)
         if words.size:
