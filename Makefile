@@ -34,6 +34,7 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.bench
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/regex_index.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/grammar_masks.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
