@@ -22,7 +22,7 @@ $(VENV)/.demo: $(VENV)/.torch pyproject.toml
 	$(PIP) install --quiet -e ".[demo]"
 	touch $@
 
-$(VENV)/.bench: $(VENV)/.dev
+$(VENV)/.bench: $(VENV)/.dev pyproject.toml
 	$(PIP) install --quiet -e ".[dev,demo,bench]"
 	touch $@
 
