@@ -90,6 +90,9 @@ _SUPPORTED_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.AS
 def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> ByteDFA:
     """Compile a Python regular expression to a trimmed, minimal DFA over UTF-8 bytes.
 
+    Results are cached (the last ``REGEX_CACHE_SIZE`` distinct patterns); the returned DFA
+    is shared, so treat its arrays as read-only.
+
     The DFA accepts ``s.encode("utf-8")`` exactly when ``re.fullmatch(pattern, s, flags)``
     matches (for every ``str`` without lone surrogates); invalid UTF-8 is never accepted.
 
@@ -110,6 +113,14 @@ def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> B
     """
     if not isinstance(pattern, str):
         raise TypeError(f"regex_to_dfa needs a str pattern, not {type(pattern).__name__}")
+    return _cached_regex_to_dfa(pattern, int(flags), int(max_states))
+
+
+REGEX_CACHE_SIZE = 4096
+
+
+@functools.lru_cache(maxsize=REGEX_CACHE_SIZE)
+def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
     flags = int(flags)
     if flags & ~_SUPPORTED_FLAGS:
         raise RegexError(f"unsupported regex flags {re.RegexFlag(flags & ~_SUPPORTED_FLAGS)!r}", pattern)
