@@ -1,0 +1,15 @@
+"""The examples in docstrings run and print what they claim."""
+
+import doctest
+
+import pytest
+
+import gramalign.grammar.grammar
+import gramalign.masking.matcher
+
+
+@pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.masking.matcher])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
