@@ -45,6 +45,30 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Indentation:
+    """Python-style layout: line breaks and indentation become parser terminals.
+
+    The lexer turns the terminal ``newline`` (a lexeme containing a line break) into the
+    parser terminals ``newline``, then ``indent`` when the next line is indented deeper
+    than the innermost open block, or one ``dedent`` per block it closes (a column that
+    matches no open block is a syntax error). Between an ``open_brackets`` terminal and
+    its ``close_brackets`` partner, newline lexemes are ignored. The column of a newline
+    lexeme is the width of the spaces and tabs after its last line break (a tab moves to
+    the next multiple of ``tab_size``). At the end of the text a missing final newline is
+    supplied and every open block is closed. See ``docs/grammars.md``.
+
+    ``indent`` and ``dedent`` have no pattern: in Lark they are ``%declare``-d.
+    """
+
+    newline: str = "_NEWLINE"
+    indent: str = "_INDENT"
+    dedent: str = "_DEDENT"
+    open_brackets: tuple[str, ...] = ("LPAR", "LSQB", "LBRACE")
+    close_brackets: tuple[str, ...] = ("RPAR", "RSQB", "RBRACE")
+    tab_size: int = 8
+
+
+@dataclass(frozen=True)
 class Grammar:
     """A formal language, built with ``Grammar.from_regex``, ``Grammar.from_lark`` or
     ``Grammar.builtin``.
@@ -59,6 +83,7 @@ class Grammar:
     start: str
     ignore: tuple[str, ...] = ()
     source: str = field(default="", compare=False)
+    indentation: Indentation | None = None
 
     @classmethod
     def from_regex(cls, pattern: str, *, flags: int = 0) -> "Grammar":
@@ -79,8 +104,11 @@ class Grammar:
                    source=pattern)
 
     @classmethod
-    def from_lark(cls, text: str, *, start: str = "start") -> "Grammar":
+    def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None) -> "Grammar":
         """A grammar written in Lark's EBNF; errors name the grammar line and column.
+
+        With ``indentation``, the grammar is laid out Python-style (see :class:`Indentation`)
+        and its indent and dedent terminals must be ``%declare``-d.
 
         >>> g = Grammar.from_lark('start: "a" NUMBER\\nNUMBER: /[0-9]+/')
         >>> sorted(t.name for t in g.terminals)
@@ -88,11 +116,11 @@ class Grammar:
         """
         from .lark_frontend import grammar_from_lark
 
-        return grammar_from_lark(text, start=start)
+        return grammar_from_lark(text, start=start, indentation=indentation)
 
     @classmethod
     def builtin(cls, name: str) -> "Grammar":
-        """A grammar shipped with gramalign: ``"json"`` or ``"sql"``.
+        """A grammar shipped with gramalign: ``"json"``, ``"sql"`` or ``"python"``.
 
         >>> Grammar.builtin("json").start
         'value'

@@ -56,6 +56,8 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     """The LALR(1) table of ``grammar`` (its ignored terminals are not parser symbols)."""
     ignored = set(grammar.ignore)
     terminal_names = [t.name for t in grammar.terminals if t.name not in ignored]
+    if grammar.indentation is not None:  # made by the lexer from line breaks, not matched
+        terminal_names += [grammar.indentation.indent, grammar.indentation.dedent]
     terminal_set = set(terminal_names)
     nonterminals = [rule.name for rule in grammar.rules]
     nonterminal_set = set(nonterminals)

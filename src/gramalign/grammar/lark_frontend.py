@@ -3,8 +3,9 @@
 lark expands the EBNF (``?rule`` inlining, ``!rule``, ``[]``, ``*``, ``+``, ranges, templates,
 ``%import``, ``%ignore``, priorities) into BNF rules and named terminals; this module turns
 them into :class:`Grammar` and checks what gramalign needs beyond lark: every terminal is a
-regex our engine supports and matches no empty string, no ``%declare``, and the start
-symbol derives at least one string.
+regex our engine supports and matches no empty string, no ``%declare`` (except the indent
+and dedent terminals of an :class:`Indentation` layout), and the start symbol derives at
+least one string.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lark.exceptions import UnexpectedInput
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
-from .grammar import Grammar, Rule, Terminal
+from .grammar import Grammar, Indentation, Rule, Terminal
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
 
@@ -33,15 +34,18 @@ class LarkGrammarError(GrammarError):
         super().__init__(f"{where}{message}")
 
 
-def grammar_from_lark(text: str, *, start: str = "start") -> Grammar:
+def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None) -> Grammar:
     """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``."""
     if not isinstance(text, str):
         raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
-    declared = _DECLARE.search(text)
-    if declared:
-        line = text.count("\n", 0, declared.start()) + 1
-        raise LarkGrammarError(f"%declare{declared.group(1)} is not supported: declared terminals need "
-                               "an external lexer, and gramalign lexes by itself", line, 1)
+    layout_names = {indentation.indent, indentation.dedent} if indentation is not None else set()
+    for declared in _DECLARE.finditer(text):
+        names = set(declared.group(1).split("//")[0].split())
+        if names - layout_names:
+            line = text.count("\n", 0, declared.start()) + 1
+            raise LarkGrammarError(f"%declare{declared.group(1)} is not supported: declared terminals need "
+                                   "an external lexer, and gramalign lexes by itself (only the indent and "
+                                   "dedent terminals of an Indentation layout may be declared)", line, 1)
     try:
         from lark.load_grammar import load_grammar
 
@@ -77,7 +81,7 @@ def grammar_from_lark(text: str, *, start: str = "start") -> Grammar:
                                    _definition_line(terminal.name, text))
         terminals.append(converted)
     known_terminals = {t.name for t in terminals}
-    missing = used - known_terminals - {t.name for t in lark_terminals}
+    missing = used - known_terminals - {t.name for t in lark_terminals} - layout_names
     if missing:
         raise LarkGrammarError(f"undefined terminal(s): {', '.join(sorted(missing))}")
 
@@ -88,11 +92,29 @@ def grammar_from_lark(text: str, *, start: str = "start") -> Grammar:
         raise LarkGrammarError(f"the start rule {start!r} is not defined")
     rules = tuple(Rule(name, tuple(alts)) for name, alts in alternatives.items())
     _check_productive(rules, known_terminals, start, text)
-    grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text)
+    if indentation is not None:
+        _check_layout(indentation, known_terminals, used, set(ignore))
+    grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text,
+                      indentation=indentation)
     from .parser import build_parser_tables
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
     return grammar
+
+
+def _check_layout(indentation: Indentation, terminals: set[str], used: set[str], ignore: set[str]) -> None:
+    if indentation.newline not in terminals:
+        raise LarkGrammarError(f"the indentation layout needs the newline terminal {indentation.newline!r}, "
+                               "which the grammar does not define or use")
+    if indentation.newline in ignore:
+        raise LarkGrammarError(f"the newline terminal {indentation.newline!r} of an indentation layout "
+                               "cannot be %ignore'd")
+    for name in (indentation.indent, indentation.dedent):
+        if name not in used:
+            raise LarkGrammarError(f"the indentation layout's terminal {name!r} is not used by any rule "
+                                   f"(declare it with %declare {name} and use it in the block rule)")
+    if indentation.tab_size < 1:
+        raise GrammarError(f"Indentation.tab_size must be at least 1, not {indentation.tab_size}")
 
 
 def _check_productive(rules: tuple[Rule, ...], terminals: set[str], start: str, text: str) -> None:

@@ -14,8 +14,13 @@ shadow ever reaches an accepting state its hypothesis dies; when it dies out, it
 dropped.
 
 A hypothesis is a row of ``HYPOTHESIS_FIELDS`` int32 values: the parser stack (a node id),
-the lexer state of the current lexeme, and two shadow slots (lexer state, parser state
-whose candidates apply; -1 when free). Parser stacks are persistent linked lists stored
+the lexer state of the current lexeme, two shadow slots (lexer state, parser state whose
+candidates apply; -1 when free) and, for grammars with an :class:`~.grammar.Indentation`
+layout, the bracket depth, the column of the current newline lexeme (0 in any other
+lexeme) and the stack of open blocks' columns (a node id, -1 for none; block nodes live in
+the same pool as parser nodes, with the column as their state). Where a newline lexeme
+ends outside brackets, the parser is fed the newline terminal and then an indent or the
+dedents its column calls for. Parser stacks are persistent linked lists stored
 in a *pool* of two int32 arrays (state, parent): pushing allocates a node, popping follows
 parents, and nothing is ever overwritten, so a state is just a node id and forking a
 matcher copies nothing but its pool. Kernels that only look ahead allocate their
@@ -38,8 +43,11 @@ from .grammar import Grammar
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lexer import LexerDFA, build_lexer
 
-HYPOTHESIS_FIELDS = 6
-STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER = range(HYPOTHESIS_FIELDS)
+HYPOTHESIS_FIELDS = 9
+STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, BRACKETS, COLUMN, BLOCKS = range(HYPOTHESIS_FIELDS)
+
+# Entries of the ``layout`` array (all -1 for grammars without an Indentation layout).
+NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE = range(5)
 SCRATCH_BASE = 1 << 29
 MAX_HYPOTHESES = 16
 
@@ -66,6 +74,13 @@ class ParserTables:
     reach_bits: np.ndarray  # uint64 [lexer states, candidate sets, words]: lazily filled
     reach_done: np.ndarray  # uint8 [lexer states, candidate sets]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
+    layout: np.ndarray  # int32 [5]: see NEWLINE_TERMINAL etc.
+    bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
+    tracks_column: np.ndarray  # uint8 [lexer states]: inside a newline lexeme
+
+    @property
+    def has_layout(self) -> bool:
+        return bool(self.layout[NEWLINE_TERMINAL] >= 0)
 
     @property
     def end_column(self) -> int:
@@ -77,7 +92,26 @@ class ParserTables:
         lx = self.lexer
         return (lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.initial),
                 t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column,
-                self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done)
+                self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done,
+                self.layout, self.bracket_delta, self.tracks_column)
+
+
+def _check_newline_reaches_every_column(terminal) -> None:
+    """Masks treat a newline lexeme as able to end at any column (so the parser is fed the
+    newline terminal alone to check it, see :func:`usable_meets`). That holds when, from
+    every prefix of the terminal, a line break then any number of spaces completes it."""
+    dfa = terminal.dfa
+    for state in range(dfa.num_states):
+        after = int(dfa.transitions[state, 10])
+        seen = set()
+        while after >= 0 and after not in seen and dfa.accepting[after]:
+            seen.add(after)
+            after = int(dfa.transitions[after, 32])
+        if after < 0 or after not in seen:
+            raise GrammarError(
+                f"the newline terminal {terminal.name} of an indentation layout must accept every one of "
+                "its prefixes followed by a line break and any number of spaces (for example "
+                r"/(\r?\n[\t ]*(#[^\n]*)?)+/)")
 
 
 @functools.lru_cache(maxsize=64)
@@ -97,6 +131,9 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
             usable = table.action[:, column] != 0
             candidate_bits[usable, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
     candidate_bits |= ignore_bits
+    layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
+    if layout[NEWLINE_TERMINAL] >= 0:  # always a candidate, as in lark's post-lexers
+        candidate_bits |= lexer.bits_of([grammar.indentation.newline])
     _, first, inverse = np.unique(candidate_bits, axis=0, return_index=True, return_inverse=True)
     candidate_id = inverse.reshape(-1).astype(np.int32)
     n_sets = len(first)
@@ -109,7 +146,29 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
     reach_done = np.zeros((lexer.num_states, n_sets), dtype=np.uint8)
     accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
     return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
-                        reach_bits, reach_done, accepting)
+                        reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column)
+
+
+def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
+    layout = np.full(5, -1, dtype=np.int32)
+    bracket_delta = np.zeros(len(lexer.terminals), dtype=np.int32)
+    tracks_column = np.zeros(lexer.num_states, dtype=np.uint8)
+    spec = grammar.indentation
+    if spec is None:
+        return layout, bracket_delta, tracks_column
+    newline = lexer.terminal_index(spec.newline)
+    _check_newline_reaches_every_column(lexer.terminals[newline])
+    layout[:] = (newline, table.terminal_id(spec.newline), table.terminal_id(spec.indent),
+                 table.terminal_id(spec.dedent), spec.tab_size)
+    names = [t.name for t in lexer.terminals]
+    for delta, brackets in ((1, spec.open_brackets), (-1, spec.close_brackets)):
+        for name in brackets:
+            if name in names:
+                bracket_delta[names.index(name)] = delta
+    word, bit = newline >> 6, np.uint64(1) << np.uint64(newline & 63)
+    tracks_column[:] = (lexer.alive_bits[:, word] & bit) != 0
+    tracks_column[lexer.initial] = 0
+    return layout, bracket_delta, tracks_column
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,14 +280,20 @@ def _reachable_winners(lx_trans, lx_accept, lx_alive, cand, start, out):
 
 @numba.njit(cache=True, nogil=True)
 def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
-                 scratch_parent, exposed, node, scratch_alloc, wanted, usable, known):
+                 scratch_parent, exposed, node, scratch_alloc, free_terminal, wanted, usable, known):
     """Can the stack ``node`` really shift (or ignore) some terminal of ``wanted``?
 
     ``usable``/``known`` (uint64 bitsets) memoize the per-terminal answers for this stack:
     only terminals not known yet are fed, one at a time, stopping at the first that works,
-    so a look-ahead reads no deeper into the stack than it must. Returns (answer, status).
+    so a look-ahead reads no deeper into the stack than it must. ``free_terminal`` (or -1)
+    is ignored on this hypothesis whatever the stack: a newline inside brackets. A newline
+    is checked by feeding the newline terminal alone: the lexeme can still reach any
+    column, so whatever indent or dedents the stack needs can follow. Returns (answer,
+    status).
     """
     words = wanted.shape[0]
+    if free_terminal >= 0 and (wanted[free_terminal >> 6] >> np.uint64(free_terminal & 63)) & np.uint64(1):
+        return True, OK
     for w in range(words):
         if wanted[w] & usable[w]:
             return True, OK
@@ -269,8 +334,9 @@ def reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_b
 
 @numba.njit(cache=True, nogil=True)
 def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                      term_column, cand_bits, cand_id, reach_bits, reach_done,
-                      pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp, scratch_alloc):
+                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                      tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
+                      scratch_alloc):
     """Can this hypothesis still be completed to a sentence? Returns (viable, status).
 
     Its stack is a viable prefix (LALR never shifts into a dead end), so the question is
@@ -286,7 +352,93 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     usable = np.zeros(cand_bits.shape[1], np.uint64)
     known = np.zeros(cand_bits.shape[1], np.uint64)
     return usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
-                        scratch_parent, exposed, node, scratch_alloc, reach, usable, known)
+                        scratch_parent, exposed, node, scratch_alloc, free_terminal(layout, hyp[BRACKETS]),
+                        reach, usable, known)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def free_terminal(layout, brackets):
+    """The lexer terminal a hypothesis ignores whatever its stack: a newline inside brackets."""
+    return layout[NEWLINE_TERMINAL] if brackets > 0 else -1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def next_column(tracks_column, layout, lexeme, column, byte):
+    """The column of a newline lexeme once ``byte`` took it to lexer state ``lexeme`` (0 in
+    other lexemes): spaces and tabs after the last line break, up to a comment (-1 after
+    one; a comment always runs to a line break, except at the end of the text)."""
+    if not tracks_column[lexeme] or byte == 10:
+        return 0
+    if column < 0:
+        return column
+    if byte == 32:
+        return column + 1
+    if byte == 9:
+        tab = layout[TAB_SIZE]
+        return (column // tab + 1) * tab
+    if byte == 35:
+        return -1
+    return column
+
+
+@numba.njit(cache=True, nogil=True)
+def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+               scratch_state, scratch_parent, exposed, node, winner, brackets, column, blocks, to_scratch, alloc):
+    """Feed the parser what a lexeme won by lexer terminal ``winner`` means.
+
+    Usually that is the terminal itself (nothing for an ignored one). A newline lexeme
+    outside brackets is the newline terminal followed by an indent (pushing ``column`` on
+    the block stack ``blocks``) or by a dedent per block deeper than ``column``, which must
+    then be the column of an open block. Returns ``(node, brackets, blocks, alloc,
+    status)``; the node is -1 when the parser rejects it.
+    """
+    if winner == layout[NEWLINE_TERMINAL]:
+        if brackets > 0:
+            return node, brackets, blocks, alloc, OK
+        if column < 0:
+            return -1, brackets, blocks, alloc, OK
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node,
+                                            layout[NEWLINE_COLUMN], to_scratch, alloc)
+        if status != OK or node < 0:
+            return node, brackets, blocks, alloc, status
+        level = 0 if blocks < 0 else _node_state(pool_state, scratch_state, blocks)
+        if column > level:
+            capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
+            if alloc >= capacity:
+                return -1, brackets, blocks, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
+            if to_scratch:
+                scratch_state[alloc] = column
+                scratch_parent[alloc] = blocks
+                blocks = SCRATCH_BASE + alloc
+            else:
+                pool_state[alloc] = column
+                pool_parent[alloc] = blocks
+                blocks = alloc
+            alloc += 1
+            node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                scratch_state, scratch_parent, exposed, node,
+                                                layout[INDENT_COLUMN], to_scratch, alloc)
+            return node, brackets, blocks, alloc, status
+        while column < level:
+            node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                scratch_state, scratch_parent, exposed, node,
+                                                layout[DEDENT_COLUMN], to_scratch, alloc)
+            if status != OK or node < 0:
+                return node, brackets, blocks, alloc, status
+            blocks = _node_parent(pool_parent, scratch_parent, blocks)
+            level = 0 if blocks < 0 else _node_state(pool_state, scratch_state, blocks)
+        if column != level:
+            return -1, brackets, blocks, alloc, OK
+        return node, brackets, blocks, alloc, OK
+    parser_column = term_column[winner]
+    if parser_column >= 0:
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node, parser_column,
+                                            to_scratch, alloc)
+        if status != OK or node < 0:
+            return node, brackets, blocks, alloc, status
+    return node, brackets + bracket_delta[winner], blocks, alloc, OK
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -307,8 +459,9 @@ def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_sta
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                       term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                       scratch_parent, exposed, hyp, byte, to_scratch, alloc, out, n_out):
+                       term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state,
+                       pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
+                       n_out):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
@@ -328,12 +481,13 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
     if went_on >= 0 and _intersects(lx_alive[went_on], cand):
         if n_out >= out.shape[0]:
             return n_out, alloc, TOO_AMBIGUOUS
-        out[n_out, STACK] = node
+        out[n_out] = hyp
         out[n_out, LEXEME] = went_on
         out[n_out, SHADOW1] = s1
         out[n_out, SHADOW1_PARSER] = hyp[SHADOW1_PARSER] if s1 >= 0 else -1
         out[n_out, SHADOW2] = s2
         out[n_out, SHADOW2_PARSER] = hyp[SHADOW2_PARSER] if s2 >= 0 else -1
+        out[n_out, COLUMN] = next_column(tracks_column, layout, went_on, hyp[COLUMN], byte)
         n_out += 1
     if q == lx_initial:
         return n_out, alloc, OK
@@ -347,15 +501,14 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
             return n_out, alloc, OK  # a longer lexeme matches: longest match forbids ending here
         if _intersects(lx_alive[went_on], cand):
             shadow = went_on
-    column = term_column[winner]
-    new_node = node
-    if column >= 0:
-        new_node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                scratch_state, scratch_parent, exposed, node, column, to_scratch, alloc)
-        if status != OK:
-            return n_out, alloc, status
-        if new_node < 0:
-            return n_out, alloc, OK
+    new_node, brackets, blocks, alloc, status = end_lexeme(
+        action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+        scratch_state, scratch_parent, exposed, node, winner, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
+        to_scratch, alloc)
+    if status != OK:
+        return n_out, alloc, status
+    if new_node < 0:
+        return n_out, alloc, OK
     new_state = _node_state(pool_state, scratch_state, new_node)
     first = lx_trans[lx_initial, byte]
     if first < 0 or not _intersects(lx_alive[first], cand_bits[new_state]):
@@ -364,6 +517,9 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
         return n_out, alloc, TOO_AMBIGUOUS
     out[n_out, STACK] = new_node
     out[n_out, LEXEME] = first
+    out[n_out, BRACKETS] = brackets
+    out[n_out, COLUMN] = next_column(tracks_column, layout, first, 0, byte)
+    out[n_out, BLOCKS] = blocks
     # Up to three shadows (two inherited, one new) must fit in two slots.
     slots = 0
     if s1 >= 0:
@@ -388,7 +544,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
 
 @numba.njit(cache=True, nogil=True)
 def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                  term_column, cand_bits, cand_id, reach_bits, reach_done,
+                  term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column,
                   pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
 
@@ -405,8 +561,8 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
         for h in range(n_current):
             n_next, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
+                term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
+                scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
             if status != OK:
                 return 0, pool_used, status, offset
         if n_next == 0:
@@ -419,8 +575,8 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
     for h in range(n_current):
         viable, status = hypothesis_viable(
             lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len, term_column,
-            cand_bits, cand_id, reach_bits, reach_done, pool_state, pool_parent, scratch_state,
-            scratch_parent, exposed, current[h], 0)
+            cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column, pool_state,
+            pool_parent, scratch_state, scratch_parent, exposed, current[h], 0)
         if status != OK:
             return 0, pool_used, status, data.shape[0]
         if viable:
@@ -430,32 +586,90 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
 
 
 @numba.njit(cache=True, nogil=True)
+def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent, scratch_state,
+                   scratch_parent, exposed, node, blocks, end_column, alloc):
+    """(does the stack accept the end of the text after every open block is closed, alloc, status)."""
+    while blocks >= 0:
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node,
+                                            layout[DEDENT_COLUMN], True, alloc)
+        if status != OK or node < 0:
+            return False, alloc, status
+        blocks = _node_parent(pool_parent, scratch_parent, blocks)
+    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                                       scratch_parent, exposed, node, end_column, True, alloc)
+    return top == -2, alloc, status
+
+
+@numba.njit(cache=True, nogil=True)
 def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                          term_column, cand_bits, cand_id, reach_bits, reach_done,
-                          pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, end_column):
-    """(the text so far is a complete sentence for some hypothesis, status)."""
+                          term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                          tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
+                          end_column):
+    """(the text so far is a complete sentence for some hypothesis, status).
+
+    With an indentation layout, the end of the text closes every open block, after a
+    newline terminal if the text does not end with one already; the column of a final
+    newline lexeme does not matter.
+    """
+    newline = layout[NEWLINE_TERMINAL]
     for h in range(hyps.shape[0]):
         node = hyps[h, STACK]
         q = hyps[h, LEXEME]
+        brackets = hyps[h, BRACKETS]
+        blocks = hyps[h, BLOCKS]
         alloc = 0
+        ends_with_newline = False
         if q != lx_initial:
             state = _node_state(pool_state, scratch_state, node)
             winner = _lowest_common_bit(lx_accept[q], cand_bits[state])
             if winner < 0:
                 continue
-            column = term_column[winner]
-            if column >= 0:
+            if winner == newline and brackets == 0:
                 node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                    scratch_state, scratch_parent, exposed, node, column, True, alloc)
-                if status != OK:
-                    return False, status
-                if node < 0:
-                    continue
-        top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                           scratch_state, scratch_parent, exposed, node, end_column, True, alloc)
+                                                    scratch_state, scratch_parent, exposed, node,
+                                                    layout[NEWLINE_COLUMN], True, alloc)
+                ends_with_newline = True
+            else:
+                node, brackets, blocks, alloc, status = end_lexeme(
+                    action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+                    scratch_state, scratch_parent, exposed, node, winner, brackets, 0, blocks, True, alloc)
+            if status != OK:
+                return False, status
+            if node < 0:
+                continue
+        if newline < 0:
+            top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                               scratch_state, scratch_parent, exposed, node, end_column, True, alloc)
+            if status != OK:
+                return False, status
+            if top == -2:
+                return True, OK
+            continue
+        if brackets != 0:
+            continue
+        accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent,
+                                                 scratch_state, scratch_parent, exposed, node, blocks, end_column,
+                                                 alloc)
         if status != OK:
             return False, status
-        if top == -2:
+        if accepted:
+            return True, OK
+        if ends_with_newline:
+            continue
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node, layout[NEWLINE_COLUMN],
+                                            True, alloc)
+        if status != OK:
+            return False, status
+        if node < 0:
+            continue
+        accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent,
+                                                 scratch_state, scratch_parent, exposed, node, blocks, end_column,
+                                                 alloc)
+        if status != OK:
+            return False, status
+        if accepted:
             return True, OK
     return False, OK
 
@@ -464,7 +678,8 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, got
 
 
 class StackPool:
-    """The committed parser-stack nodes of one matcher: two growable int32 arrays.
+    """The committed parser-stack (and block-stack) nodes of one matcher: two growable
+    int32 arrays.
 
     A parent is always allocated before its children, so node ids fall going down a
     stack. That makes ``exposed`` (the lowest committed node any reduction uncovered
@@ -520,6 +735,14 @@ class StackPool:
                 break
         return tuple(signature)
 
+    def block_columns(self, blocks: int) -> tuple[int, ...]:
+        """The columns of the open blocks of the block stack ``blocks``, innermost first."""
+        columns = []
+        while blocks >= 0:
+            columns.append(int(self.state[blocks]))
+            blocks = int(self.parent[blocks])
+        return tuple(columns)
+
     def depth_of(self, top: int, exposed: int) -> int:
         """How many nodes below ``top`` the committed node ``exposed`` lies (0 if none)."""
         if exposed >= SCRATCH_BASE or exposed > top:
@@ -550,6 +773,8 @@ class IncrementalParser:
         hyp = np.full((1, HYPOTHESIS_FIELDS), -1, dtype=np.int32)
         hyp[0, STACK] = 0
         hyp[0, LEXEME] = self.tables.lexer.initial
+        hyp[0, BRACKETS] = 0
+        hyp[0, COLUMN] = 0
         return hyp
 
     def fork(self) -> "IncrementalParser":

@@ -16,15 +16,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..grammar.parser import (HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1, SHADOW2, STACK,
-                              TOO_AMBIGUOUS, _node_state, _reachable_winners, advance_hypothesis,
-                              reachable_winners, usable_meets)
+from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1,
+                              SHADOW2, STACK, TOO_AMBIGUOUS, _node_state, _reachable_winners, advance_hypothesis,
+                              free_terminal, next_column, reachable_winners, usable_meets)
 
 
 @numba.njit(cache=True, nogil=True)
 def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                      term_column, cand_bits, cand_id, reach_bits, reach_done,
-                      pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
+                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                      tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                       node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, out_words):
     """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
     and still complete. Returns a status code (grow the pools and call again if not OK).
@@ -86,8 +86,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                 if not viable and unknown:
                     viable, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
                                                   pool_parent, scratch_state, scratch_parent, exposed,
-                                                  levels[above, h, STACK], alloc, reach_bits[went_on, cid],
-                                                  usable[above, h], known[above, h])
+                                                  levels[above, h, STACK], alloc,
+                                                  free_terminal(layout, levels[above, h, BRACKETS]),
+                                                  reach_bits[went_on, cid], usable[above, h], known[above, h])
                     if status != OK:
                         return status
                 if not viable:
@@ -97,6 +98,8 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                 for f in range(HYPOTHESIS_FIELDS):
                     levels[depth, n_out, f] = levels[above, h, f]
                 levels[depth, n_out, LEXEME] = went_on
+                levels[depth, n_out, COLUMN] = next_column(tracks_column, layout, went_on,
+                                                           levels[above, h, COLUMN], byte)
                 for w in range(words):
                     usable[depth, n_out, w] = usable[above, h, w]
                     known[depth, n_out, w] = known[above, h, w]
@@ -106,8 +109,8 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
             first_new = n_out
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, pool_state, pool_parent, scratch_state,
-                scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out)
+                term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
+                scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out)
             if status != OK:
                 return status
             kept = first_new
@@ -127,7 +130,8 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                                               reach_bits, reach_done, lexeme, new_state)
                     alive, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
                                                  pool_parent, scratch_state, scratch_parent, exposed, stack,
-                                                 alloc, reach, usable[depth, kept], known[depth, kept])
+                                                 alloc, free_terminal(layout, levels[depth, k, BRACKETS]),
+                                                 reach, usable[depth, kept], known[depth, kept])
                     if status != OK:
                         return status
                 if alive:  # a hypothesis that cannot be completed has no completable successor

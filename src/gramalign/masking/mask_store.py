@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grammar.parser import (LEXEME, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK,
-                              IncrementalParser, ParserTables, feed_terminal, usable_meets)
+from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1,
+                              SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
+                              end_lexeme, usable_meets)
 from .bitmask import bitmask_width
 from .grammar_walk import classify_tokens, walk_trie_grammar
 from .trie import TokenTrie
@@ -44,8 +45,10 @@ class _ContextMasks:
     group_reach: np.ndarray  # uint64 [groups, terminal words]: what each group's lexemes can become
     group_masks: np.ndarray  # uint32 [groups, mask words]: the inside tokens of each group
     dependent_ids: np.ndarray  # int32: the dependent tokens (their sub-trie is built on first use)
-    # Stack-dependent results, by how deep into the stack their computation looked:
-    # {depth: {parser states of the top depth + 1 nodes: (groups, words, bits)}}, where
+    # Stack-dependent results, by layout and by how deep into the stack their computation
+    # looked: {layout key: {depth: {parser states of the top depth + 1 nodes: (groups,
+    # words, bits)}}}, where the layout key is None without an indentation layout, else
+    # (bracket depth, newline column, columns of the open blocks), and
     # groups lists the inside groups the stack allows (None: all of them) and
     # (words, bits) are the allowed dependent tokens as sparse mask words.
     by_stack: dict = field(default_factory=dict)
@@ -86,6 +89,7 @@ class GrammarMaskStore:
         self._accepting_any = tables.accepting
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
         self._candidate_id = tables.candidate_id.tolist()
+        self._newline = int(tables.layout[NEWLINE_TERMINAL])
 
     @property
     def num_contexts(self) -> int:
@@ -98,8 +102,9 @@ class GrammarMaskStore:
                     + t.table.action.nbytes + t.table.goto.nbytes)
         for entry in list(self._contexts.values()):
             total += entry.inside.nbytes + entry.group_masks.nbytes
-            for results in list(entry.by_stack.values()):
-                total += sum(64 + words.nbytes * 2 for _, words, _ in list(results.values()))
+            for by_depth in list(entry.by_stack.values()):
+                for results in list(by_depth.values()):
+                    total += sum(64 + words.nbytes * 2 for _, words, _ in list(results.values()))
             subtrie = entry.lazy.get("trie")
             if subtrie is not None:
                 total += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
@@ -202,7 +207,7 @@ class GrammarMaskStore:
         q = fields[LEXEME]
         state = int(parser.pool.state[fields[STACK]])
         entry = self._context(fields, state, hyp[0])
-        groups, words, bits = self._stack_part(parser, hyp, entry, state, fields[STACK])
+        groups, words, bits = self._stack_part(parser, hyp, entry, fields)
         if groups is None:
             if overwrite:
                 np.copyto(row, entry.inside)
@@ -223,12 +228,17 @@ class GrammarMaskStore:
             else:
                 self.walk(parser, hyp, row)
 
-    def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, state: int,
-                    node: int):
+    def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, fields: list[int]):
         """(inside groups allowed or None for all, word indexes, bits of the dependent tokens
         allowed) on this stack. Cached by the top of the stack the computation looked at."""
         pool = parser.pool
-        by_stack = entry.by_stack
+        node = fields[STACK]
+        layout_key = None
+        free = -1
+        if self._newline >= 0:
+            layout_key = (fields[BRACKETS], fields[COLUMN], pool.block_columns(fields[BLOCKS]))
+            free = self._newline if fields[BRACKETS] > 0 else -1
+        by_stack = entry.by_stack.get(layout_key)
         if by_stack:
             signature = pool.depth_signature(node, max(by_stack))
             for depth, results in list(by_stack.items()):
@@ -236,7 +246,7 @@ class GrammarMaskStore:
                 if found is not _MISSING:
                     return found
         pool.exposed[0] = SCRATCH_BASE
-        allowed = [self._stack_shifts_one_of(pool, node, reach, memo)
+        allowed = [self._stack_shifts_one_of(pool, node, reach, memo, free)
                    for memo in [self._fresh_memo()] for reach in entry.group_reach]
         groups = None if all(allowed) else [g for g, ok in enumerate(allowed) if ok]
         words = np.zeros(self.width, dtype=np.uint32)
@@ -248,7 +258,8 @@ class GrammarMaskStore:
         depth = pool.depth_of(node, int(pool.exposed[0]))
         if self._cached_parts < STACK_CACHE_ENTRIES:
             with self._lock:
-                entry.by_stack.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
+                by_depth = entry.by_stack.setdefault(layout_key, {})
+                by_depth.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
                 self._cached_parts += 1
         return part
 
@@ -256,12 +267,12 @@ class GrammarMaskStore:
         words = self.tables.lexer.words
         return np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.uint64)
 
-    def _stack_shifts_one_of(self, pool, node: int, terminals: np.ndarray, memo) -> bool:
+    def _stack_shifts_one_of(self, pool, node: int, terminals: np.ndarray, memo, free: int) -> bool:
         usable, known = memo
         t = self.tables
         while True:
             answer, status = usable_meets(t.table.action, t.table.goto, t.table.rule_lhs, t.table.rule_len,
-                                          t.term_column, *pool.arrays(), node, 0, terminals, usable, known)
+                                          t.term_column, *pool.arrays(), node, 0, free, terminals, usable, known)
             if status == OK:
                 return bool(answer)
             pool.grow(status)
@@ -276,20 +287,17 @@ class GrammarMaskStore:
         winner = _lowest_bit(common)
         if winner < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
-        node = int(hyp[STACK])
-        column = int(tables.term_column[winner])
-        if column >= 0:
-            pool = parser.pool
-            while True:
-                new_node, alloc, status = feed_terminal(*self._args[4:8], *pool.arrays(), node, column,
-                                                        False, pool.used)
-                if status == OK:
-                    break
-                pool.grow(status)
-            if new_node < 0:
-                return np.empty((0, hyp.shape[0]), dtype=np.int32)
-            pool.used = int(alloc)
-            node = int(new_node)
+        pool = parser.pool
+        while True:
+            node, brackets, blocks, alloc, status = end_lexeme(
+                *self._args[4:9], tables.layout, tables.bracket_delta, *pool.arrays(), int(hyp[STACK]), winner,
+                int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used)
+            if status == OK:
+                break
+            pool.grow(status)
+        if node < 0:
+            return np.empty((0, hyp.shape[0]), dtype=np.int32)
+        pool.used = int(alloc)
         shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
         if self._can_continue[q]:
             shadows.append((q, state))
@@ -299,6 +307,9 @@ class GrammarMaskStore:
         ended = np.full((1, hyp.shape[0]), -1, dtype=np.int32)
         ended[0, STACK] = node
         ended[0, LEXEME] = lexer.initial
+        ended[0, BRACKETS] = brackets
+        ended[0, COLUMN] = 0
+        ended[0, BLOCKS] = blocks
         for k, (s, p) in enumerate(shadows):
             ended[0, SHADOW1 + 2 * k] = s
             ended[0, SHADOW1_PARSER + 2 * k] = p
@@ -355,7 +366,7 @@ def grammar_hash(tables: ParserTables) -> str:
     digest = hashlib.sha256()
     digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal) for t in grammar.terminals],
                         [(r.name, r.alternatives) for r in grammar.rules], grammar.start,
-                        grammar.ignore)).encode("utf-8"))
+                        grammar.ignore, grammar.indentation)).encode("utf-8"))
     return digest.hexdigest()
 
 
