@@ -17,7 +17,7 @@ from __future__ import annotations
 from .errors import (GramalignError, GrammarError, RegexError, StringRejected, TokenRejected,
                      VocabularyError)
 from .grammar.dfa import ByteDFA
-from .grammar.grammar import Grammar
+from .grammar.grammar import Grammar, Indentation
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
 from .masking.compiler import CompiledGrammar, compile
 from .masking.matcher import GrammarMatcher
@@ -46,7 +46,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher",
+    "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
     "RegexError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",

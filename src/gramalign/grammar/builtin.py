@@ -1,9 +1,11 @@
 """The grammars shipped with gramalign (``grammars/*.lark`` beside this module).
 
 ``load_builtin("json")`` is RFC 8259 JSON text (start rule ``value``); ``load_builtin("sql")``
-is a SQLite dialect (start rule ``start``). Each file's opening comment says what it covers
-and what it leaves out. Both are written so that lark's contextual lexer and gramalign's
-longest-match lexing agree on every string, which ``tests/test_builtin_grammars.py`` checks.
+is a SQLite dialect (start rule ``start``); ``load_builtin("python")`` is Python 3 source
+(start rule ``file_input``, with the :class:`Indentation` layout). Each file's opening
+comment says what it covers and what it leaves out. They are written so that lark's
+contextual lexer and gramalign's longest-match lexing agree on every string, which the
+tests check.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from functools import lru_cache
 from importlib import resources
 
 from ..errors import GrammarError
-from .grammar import Grammar
+from .grammar import Grammar, Indentation
 
-__all__ = ["BUILTIN_GRAMMARS", "builtin_grammar_text", "load_builtin"]
+__all__ = ["BUILTIN_GRAMMARS", "BUILTIN_LAYOUTS", "builtin_grammar_text", "load_builtin"]
 
-BUILTIN_GRAMMARS: dict[str, str] = {"json": "value", "sql": "start"}
+BUILTIN_GRAMMARS: dict[str, str] = {"json": "value", "sql": "start", "python": "file_input"}
 """Name of each shipped grammar -> its start rule."""
+
+BUILTIN_LAYOUTS: dict[str, Indentation] = {"python": Indentation()}
+"""Shipped grammars laid out by indentation -> their layout."""
 
 
 def _check_name(name: str) -> None:
@@ -34,7 +39,7 @@ def builtin_grammar_text(name: str) -> str:
 
 
 def load_builtin(name: str) -> Grammar:
-    """A shipped grammar as a :class:`Grammar`: ``"json"`` or ``"sql"``.
+    """A shipped grammar as a :class:`Grammar`: ``"json"``, ``"sql"`` or ``"python"``.
 
     Raises :class:`GrammarError` listing the available names for any other name.
     """
@@ -44,4 +49,5 @@ def load_builtin(name: str) -> Grammar:
 
 @lru_cache(maxsize=None)
 def _load(name: str) -> Grammar:
-    return Grammar.from_lark(builtin_grammar_text(name), start=BUILTIN_GRAMMARS[name])
+    return Grammar.from_lark(builtin_grammar_text(name), start=BUILTIN_GRAMMARS[name],
+                             indentation=BUILTIN_LAYOUTS.get(name))

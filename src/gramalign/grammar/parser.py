@@ -98,20 +98,27 @@ class ParserTables:
 
 def _check_newline_reaches_every_column(terminal) -> None:
     """Masks treat a newline lexeme as able to end at any column (so the parser is fed the
-    newline terminal alone to check it, see :func:`usable_meets`). That holds when, from
-    every prefix of the terminal, a line break then any number of spaces completes it."""
+    newline terminal alone to check it, see :func:`usable_meets`). That holds when every
+    prefix of the terminal can be continued to a point where a line break and then any
+    number of spaces completes it."""
     dfa = terminal.dfa
+    trans = dfa.transitions
+    good = np.zeros(dfa.num_states, dtype=bool)
     for state in range(dfa.num_states):
-        after = int(dfa.transitions[state, 10])
-        seen = set()
+        after, seen = int(trans[state, 10]), set()
         while after >= 0 and after not in seen and dfa.accepting[after]:
             seen.add(after)
-            after = int(dfa.transitions[after, 32])
-        if after < 0 or after not in seen:
-            raise GrammarError(
-                f"the newline terminal {terminal.name} of an indentation layout must accept every one of "
-                "its prefixes followed by a line break and any number of spaces (for example "
-                r"/(\r?\n[\t ]*(#[^\n]*)?)+/)")
+            after = int(trans[after, 32])
+        good[state] = after >= 0 and after in seen
+    while True:  # widen to the states that can reach a good one
+        reaches = good | np.any(good[np.where(trans >= 0, trans, 0)] & (trans >= 0), axis=1)
+        if np.array_equal(reaches, good):
+            break
+        good = reaches
+    if not good.all():
+        raise GrammarError(
+            f"the newline terminal {terminal.name} of an indentation layout must allow, after any of its "
+            r"prefixes, a line break followed by any number of spaces (for example /(\r?\n[\t ]*(#[^\n]*)?)+/)")
 
 
 @functools.lru_cache(maxsize=64)
