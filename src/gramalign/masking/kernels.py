@@ -60,3 +60,10 @@ def advance_dfa(transitions, state, data):
             return state
         state = transitions[state, data[k]]
     return state
+
+
+@numba.njit(cache=True, nogil=True)
+def or_sparse_words(row, words, bits):
+    """``row[words] |= bits`` without numpy's fancy-indexing overhead."""
+    for k in range(words.shape[0]):
+        row[words[k]] |= bits[k]

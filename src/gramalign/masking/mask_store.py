@@ -35,6 +35,7 @@ from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
 from .grammar_walk import classify_tokens, walk_trie_grammar
+from .kernels import or_sparse_words
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
 
@@ -72,6 +73,9 @@ MAX_INSIDE_GROUPS = 16
 STACK_CACHE_ENTRIES = 50_000
 """Cached stack-dependent walk results per compiled grammar (more are computed, not kept)."""
 
+WHOLE_ROW_BYTES = 32 << 20
+"""Memory per compiled grammar for finished mask rows of cached stack-dependent results."""
+
 
 class GrammarMaskStore:
     """Exact token masks for the states of an :class:`IncrementalParser`."""
@@ -90,6 +94,7 @@ class GrammarMaskStore:
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
         self._candidate_id = tables.candidate_id.tolist()
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
+        self._whole_rows_left = WHOLE_ROW_BYTES // (4 * self.width)
 
     @property
     def num_contexts(self) -> int:
@@ -104,7 +109,8 @@ class GrammarMaskStore:
             total += entry.inside.nbytes + entry.group_masks.nbytes
             for by_depth in list(entry.by_stack.values()):
                 for results in list(by_depth.values()):
-                    total += sum(64 + words.nbytes * 2 for _, words, _ in list(results.values()))
+                    total += sum(64 + words.nbytes * 2 + (whole.nbytes if whole is not None else 0)
+                                 for _, words, _, whole in list(results.values()))
             subtrie = entry.lazy.get("trie")
             if subtrie is not None:
                 total += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
@@ -207,19 +213,25 @@ class GrammarMaskStore:
         q = fields[LEXEME]
         state = int(parser.pool.state[fields[STACK]])
         entry = self._context(fields, state, hyp[0])
-        groups, words, bits = self._stack_part(parser, hyp, entry, fields)
-        if groups is None:
+        groups, words, bits, whole = self._stack_part(parser, hyp, entry, fields)
+        if whole is not None:
             if overwrite:
-                np.copyto(row, entry.inside)
+                np.copyto(row, whole)
             else:
-                np.bitwise_or(row, entry.inside, out=row)
+                np.bitwise_or(row, whole, out=row)
         else:
-            if overwrite:
-                row[:] = 0
-            for g in groups:
-                np.bitwise_or(row, entry.group_masks[g], out=row)
-        if words.size:
-            row[words] |= bits
+            if groups is None:
+                if overwrite:
+                    np.copyto(row, entry.inside)
+                else:
+                    np.bitwise_or(row, entry.inside, out=row)
+            else:
+                if overwrite:
+                    row[:] = 0
+                for g in groups:
+                    np.bitwise_or(row, entry.group_masks[g], out=row)
+            if words.size:
+                or_sparse_words(row, words, bits)
         if q != tables.lexer.initial and self._accepting_any[q]:
             ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
             if ended is not None:
@@ -229,8 +241,9 @@ class GrammarMaskStore:
                 self.walk(parser, hyp, row)
 
     def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, fields: list[int]):
-        """(inside groups allowed or None for all, word indexes, bits of the dependent tokens
-        allowed) on this stack. Cached by the top of the stack the computation looked at."""
+        """(inside groups allowed or None for all, word indexes and bits of the dependent
+        tokens allowed, and the whole row or None) on this stack. Cached by the top of the
+        stack the computation looked at."""
         pool = parser.pool
         node = fields[STACK]
         layout_key = None
@@ -254,7 +267,17 @@ class GrammarMaskStore:
         if subtrie is not None:
             self.walk(parser, hyp, words, subtrie)
         nonzero = np.flatnonzero(words)
-        part = (groups, nonzero, words[nonzero])
+        bits = words[nonzero]
+        whole = None
+        if nonzero.size and self._whole_rows_left > 0 and self._cached_parts < STACK_CACHE_ENTRIES:
+            self._whole_rows_left -= 1  # one copy beats assembling the row each time
+            whole = words
+            if groups is None:
+                whole |= entry.inside
+            else:
+                for g in groups:
+                    whole |= entry.group_masks[g]
+        part = (groups, nonzero, bits, whole)
         depth = pool.depth_of(node, int(pool.exposed[0]))
         if self._cached_parts < STACK_CACHE_ENTRIES:
             with self._lock:

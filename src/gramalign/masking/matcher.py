@@ -134,8 +134,11 @@ class GrammarMatcher:
         ``[batch, ceil(vocab_size/32)]`` (see :func:`gramalign.allocate_token_bitmask`).
         After termination only EOS is allowed, so finished rows of a batch stay finished.
         """
-        array = as_numpy_bitmask(bitmask)
         compiled = self.compiled
+        if type(bitmask) is np.ndarray and bitmask.dtype == np.int32 and bitmask.ndim == 2:
+            array = bitmask  # the common case, checked cheaply
+        else:
+            array = as_numpy_bitmask(bitmask)
         if array.shape[1] != compiled.bitmask_width:
             raise ValueError(
                 f"bitmask rows have {array.shape[1]} words but the vocabulary of size "
