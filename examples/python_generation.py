@@ -14,10 +14,13 @@ import torch
 import gramalign as ga
 from gramalign.integrations.smollm2 import load_smollm2
 
+SYSTEM = "You are a Python programmer. Reply with Python code only: no prose, no Markdown."
+# (task, the start of the answer: written into the prompt, and the grammar constrains the rest)
 TASKS = [
-    "Write a Python function is_even(n) that returns True when n is even. Only code, no explanation.",
-    "Write a Python function that returns the largest number in a list. Only code, no explanation.",
-    "Write a Python class Counter with methods increment() and value(). Only code, no explanation.",
+    ("Write a function is_even(n) that returns True when n is even.", "def is_even(n):"),
+    ("Write a function largest(numbers) that returns the largest number in a list, using a loop.",
+     "def largest(numbers):"),
+    ("Write a class Counter with methods increment() and value().", "class Counter:"),
 ]
 
 
@@ -29,19 +32,19 @@ def main() -> None:
     compiled = ga.compile(ga.Grammar.builtin("python"), vocab)
     print(f"Python grammar compiled in {(time.perf_counter() - start) * 1000:.0f} ms\n")
     ok = True
-    for task in TASKS:
-        messages = [{"role": "user", "content": task}]
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                               return_dict=True)
+    for task, header in TASKS:
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + header
+        prompt = tokenizer(text, return_tensors="pt")
         start = time.perf_counter()
-        output = model.generate(**prompt, max_new_tokens=120, do_sample=False,
-                                logits_processor=[ga.GrammarLogitsProcessor(compiled)])
+        output = model.generate(**prompt, max_new_tokens=100, do_sample=False,
+                                logits_processor=[ga.GrammarLogitsProcessor(compiled, prefix=header)])
         seconds = time.perf_counter() - start
         new_tokens = output[0, prompt["input_ids"].shape[1]:].tolist()
         finished = bool(new_tokens) and new_tokens[-1] in vocab.eos_token_ids
         if finished:
             new_tokens = new_tokens[:-1]
-        code = b"".join(vocab.token_to_bytes(t) for t in new_tokens).decode("utf-8")
+        code = header + b"".join(vocab.token_to_bytes(t) for t in new_tokens).decode("utf-8")
         try:
             ast.parse(code)
             verdict = "parses with ast.parse"

@@ -115,3 +115,21 @@ def test_batched_sampling_follows_a_context_free_grammar(tiny_model):
             else:
                 assert IncrementalParser(compiled.store.tables).is_prefix(text), text
     assert ended >= 1
+
+
+def test_prefix_written_in_the_prompt_is_part_of_the_match(tiny_model):
+    """With ``prefix``, the grammar constrains what follows text the prompt already ends with."""
+    tokenizer = gpt2_hf_fast()
+    vocab = ga.vocabulary_for_model(tokenizer, tiny_model)
+    pattern = r"id=\d{3}-[a-z]{2}"
+    compiled = ga.compile(ga.Grammar.from_regex(pattern), vocab)
+    prompt = torch.tensor([tokenizer.encode("Code: id=")] * 3)
+    torch.manual_seed(1)
+    output = tiny_model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=True,
+                                 max_new_tokens=10, pad_token_id=50256,
+                                 logits_processor=[ga.GrammarLogitsProcessor(compiled, prefix="id=")])
+    for row in output[:, prompt.shape[1]:].tolist():
+        text = tokenizer.decode([t for t in row if t != 50256])
+        assert re.fullmatch(pattern, "id=" + text), text
+    with pytest.raises(ga.StringRejected):
+        ga.GrammarLogitsProcessor(compiled, prefix="x")(prompt, torch.zeros(3, PADDED_WIDTH))

@@ -40,12 +40,17 @@ class GrammarLogitsProcessor(LogitsProcessor):
     is allowed. A new generation (a prompt of another length) restarts the matchers; beam
     search is not supported because it reorders rows.
 
+    ``prefix`` is text the output already starts with: put it at the end of the prompt
+    (after the chat template's generation prompt) to steer the model, and the grammar
+    constrains what follows it (e.g. ``prefix="def is_even(n):"`` with the Python grammar).
+
     >>> processor = GrammarLogitsProcessor(compiled)                 # doctest: +SKIP
     >>> model.generate(ids, logits_processor=[processor], ...)       # doctest: +SKIP
     """
 
-    def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]"):
+    def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]", *, prefix: "str | bytes" = ""):
         self._compiled = compiled
+        self._prefix = prefix
         self.matchers: list[GrammarMatcher] = []
         self._expected_length: int | None = None
         self._bitmask: torch.Tensor | None = None
@@ -62,6 +67,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
         elif len(compiled) != batch_size:
             raise ValueError(f"got {len(compiled)} compiled grammars for a batch of {batch_size} rows")
         self.matchers = [c.matcher() for c in compiled]
+        if self._prefix:
+            for matcher in self.matchers:
+                matcher.accept_string(self._prefix)  # StringRejected if the grammar cannot start so
         widths = {c.bitmask_width for c in compiled}
         if len(widths) != 1:
             raise ValueError("all rows' grammars must be compiled for vocabularies of one size")
