@@ -156,3 +156,47 @@ def test_sampled_sentences_parse_with_lark(name):
             lark_parser(name).parse(text.decode("utf-8"))
             finished += 1
     assert finished >= 2
+
+
+@pytest.mark.parametrize("name", ["json", "sql", "python"])
+def test_masks_after_rollback_and_fork_equal_a_fresh_replay(name):
+    """Per-matcher caches keyed by stack nodes survive rollback (node ids are reused) and
+    fork: masks always equal those of a fresh matcher fed the same tokens."""
+    compiled = ga.compile(ga.Grammar.builtin(name), gpt2_vocabulary())
+    vocab = compiled.vocabulary
+    rng = np.random.default_rng(3)
+    eos = set(vocab.eos_token_ids)
+    matcher = compiled.matcher()
+    tokens: list[int] = []
+    for step in range(120):
+        allowed = [t for t in matcher.allowed_token_ids().tolist() if t not in eos]
+        if tokens and (not allowed or rng.random() < 0.25):
+            k = int(rng.integers(1, min(4, len(tokens)) + 1))
+            matcher.rollback(k)
+            del tokens[-k:]
+        elif allowed:
+            token = int(rng.choice(allowed[:200] if rng.random() < 0.5 else allowed))
+            matcher.accept_token(token)
+            tokens.append(token)
+        if step % 10 == 5:
+            matcher = matcher.fork()
+        replay = compiled.matcher()
+        for token in tokens:
+            replay.accept_token(token)
+        assert np.array_equal(matcher.allowed_token_ids(), replay.allowed_token_ids()), (step, tokens)
+
+
+def test_rollback_then_another_stack_at_the_same_node_id():
+    """After a rollback a new stack reuses the node ids of the undone one; a mask
+    remembered for the old stack must not be served for the new one."""
+    compiled = compiled_grammar("json", "gpt2")
+    matcher = compiled.matcher()
+    for first, second in (('["ab', '{"ab'), ('{"ab', '["ab'), ('[[1, "x', '{"k": "x')):
+        matcher.accept_string(first)
+        matcher.allowed_token_ids()
+        matcher.rollback(1)
+        matcher.accept_string(second)
+        replay = compiled.matcher()
+        replay.accept_string(second)
+        assert np.array_equal(matcher.allowed_token_ids(), replay.allowed_token_ids()), second
+        matcher.rollback(1)

@@ -694,7 +694,7 @@ class StackPool:
     and so of which stacks it would behave the same on.
     """
 
-    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent", "exposed")
+    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent", "exposed", "memo", "memo_top")
 
     def __init__(self, initial_state: int, capacity: int = 1024):
         self.state = np.empty(capacity, dtype=np.int32)
@@ -705,6 +705,13 @@ class StackPool:
         self.scratch_state = np.empty(4096, dtype=np.int32)
         self.scratch_parent = np.empty(4096, dtype=np.int32)
         self.exposed = np.full(1, SCRATCH_BASE, dtype=np.int64)
+        self.forget()
+
+    def forget(self) -> None:
+        """Empty ``memo``: results that callers keyed by the (immutable) nodes of this pool.
+        ``memo_top`` is the highest node id among its keys; a truncation below it empties it."""
+        self.memo: dict = {}
+        self.memo_top = -1
 
     def copy(self) -> "StackPool":
         twin = StackPool.__new__(StackPool)
@@ -714,6 +721,7 @@ class StackPool:
         twin.scratch_state = np.empty_like(self.scratch_state)
         twin.scratch_parent = np.empty_like(self.scratch_parent)
         twin.exposed = np.full(1, SCRATCH_BASE, dtype=np.int64)
+        twin.forget()
         return twin
 
     def grow(self, status: int) -> None:
@@ -806,7 +814,10 @@ class IncrementalParser:
 
     def truncate(self, used: int) -> None:
         """Forget pool nodes from ``used`` on (they belong to rolled-back states only)."""
-        self.pool.used = used
+        pool = self.pool
+        pool.used = used
+        if used <= pool.memo_top:
+            pool.forget()  # node ids from ``used`` on will be reused for other stacks
 
     def can_end(self, hyps: np.ndarray) -> bool:
         """Is the text so far a complete sentence?"""

@@ -73,6 +73,9 @@ MAX_INSIDE_GROUPS = 16
 STACK_CACHE_ENTRIES = 50_000
 """Cached stack-dependent walk results per compiled grammar (more are computed, not kept)."""
 
+MEMO_ENTRIES = 4096
+"""Rows remembered per parser (matcher) by exact hypothesis, see ``StackPool.memo``."""
+
 WHOLE_ROW_BYTES = 32 << 20
 """Memory per compiled grammar for finished mask rows of cached stack-dependent results."""
 
@@ -95,6 +98,9 @@ class GrammarMaskStore:
         self._candidate_id = tables.candidate_id.tolist()
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._whole_rows_left = WHOLE_ROW_BYTES // (4 * self.width)
+        # (top parser state, lexer state, shadows) -> (context, part) for parts computed
+        # from the top of the stack alone: the fast path of fill().
+        self._by_top: dict[tuple[int, ...], tuple[_ContextMasks, tuple]] = {}
 
     @property
     def num_contexts(self) -> int:
@@ -197,6 +203,17 @@ class GrammarMaskStore:
 
     def fill(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
         """Write into ``row`` (uint32 words) the non-EOS tokens allowed after ``hyps``."""
+        if hyps.shape[0] == 1:
+            # The common case: one hypothesis whose lexeme cannot end here, seen before by
+            # this parser (stack nodes are immutable, so the whole row is its key), or whose
+            # stack-dependent part depended on the top of the stack only.
+            fields = tuple(hyps.tolist()[0])
+            hit = parser.pool.memo.get(fields)
+            if hit is None and self._newline < 0 and not self._accepting_any[fields[LEXEME]]:
+                hit = self._by_top.get((int(parser.pool.state[fields[STACK]]),) + fields[LEXEME:SHADOW2_PARSER + 1])
+            if hit is not None:
+                self._write(hit[0], hit[1], row, True)
+                return
         mark = parser.pool.used
         try:
             for h in range(hyps.shape[0]):
@@ -213,7 +230,28 @@ class GrammarMaskStore:
         q = fields[LEXEME]
         state = int(parser.pool.state[fields[STACK]])
         entry = self._context(fields, state, hyp[0])
-        groups, words, bits, whole = self._stack_part(parser, hyp, entry, fields)
+        part, depth = self._stack_part(parser, hyp, entry, fields)
+        self._write(entry, part, row, overwrite)
+        accepting = q != tables.lexer.initial and self._accepting_any[q]
+        if not accepting:
+            if depth == 0 and self._newline < 0 and len(self._by_top) < STACK_CACHE_ENTRIES:
+                self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (entry, part)
+            pool = parser.pool
+            node = max(fields[STACK], fields[BLOCKS])
+            if overwrite and node < pool.used and len(pool.memo) < MEMO_ENTRIES:
+                pool.memo[tuple(fields)] = (entry, part)
+                pool.memo_top = max(pool.memo_top, node)
+        if accepting:
+            ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
+            if ended is not None:
+                if ended.shape[0]:
+                    self._fill_hypothesis(parser, ended, row)
+            else:
+                self.walk(parser, hyp, row)
+
+    @staticmethod
+    def _write(entry: _ContextMasks, part, row: np.ndarray, overwrite: bool) -> None:
+        groups, words, bits, whole = part
         if whole is not None:
             if overwrite:
                 np.copyto(row, whole)
@@ -232,18 +270,11 @@ class GrammarMaskStore:
                     np.bitwise_or(row, entry.group_masks[g], out=row)
             if words.size:
                 or_sparse_words(row, words, bits)
-        if q != tables.lexer.initial and self._accepting_any[q]:
-            ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
-            if ended is not None:
-                if ended.shape[0]:
-                    self._fill_hypothesis(parser, ended, row)
-            else:
-                self.walk(parser, hyp, row)
 
     def _stack_part(self, parser: IncrementalParser, hyp: np.ndarray, entry: _ContextMasks, fields: list[int]):
-        """(inside groups allowed or None for all, word indexes and bits of the dependent
-        tokens allowed, and the whole row or None) on this stack. Cached by the top of the
-        stack the computation looked at."""
+        """((inside groups allowed or None for all, word indexes and bits of the dependent
+        tokens allowed, the whole row or None), depth) on this stack. Cached by the top of
+        the stack the computation looked at: ``depth + 1`` nodes of it."""
         pool = parser.pool
         node = fields[STACK]
         layout_key = None
@@ -257,7 +288,7 @@ class GrammarMaskStore:
             for depth, results in list(by_stack.items()):
                 found = results.get(signature[:depth + 1], _MISSING)
                 if found is not _MISSING:
-                    return found
+                    return found, depth
         pool.exposed[0] = SCRATCH_BASE
         allowed = [self._stack_shifts_one_of(pool, node, reach, memo, free)
                    for memo in [self._fresh_memo()] for reach in entry.group_reach]
@@ -284,7 +315,7 @@ class GrammarMaskStore:
                 by_depth = entry.by_stack.setdefault(layout_key, {})
                 by_depth.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
                 self._cached_parts += 1
-        return part
+        return part, depth
 
     def _fresh_memo(self):
         words = self.tables.lexer.words
