@@ -16,13 +16,17 @@ from importlib import resources
 from ..errors import GrammarError
 from .grammar import Grammar, Indentation
 
-__all__ = ["BUILTIN_GRAMMARS", "BUILTIN_LAYOUTS", "builtin_grammar_text", "load_builtin"]
+__all__ = ["BUILTIN_ALWAYS_LEXED", "BUILTIN_GRAMMARS", "BUILTIN_LAYOUTS", "builtin_grammar_text", "load_builtin"]
 
 BUILTIN_GRAMMARS: dict[str, str] = {"json": "value", "sql": "start", "python": "file_input"}
 """Name of each shipped grammar -> its start rule."""
 
 BUILTIN_LAYOUTS: dict[str, Indentation] = {"python": Indentation()}
 """Shipped grammars laid out by indentation -> their layout."""
+
+BUILTIN_ALWAYS_LEXED: dict[str, tuple[str, ...]] = {"python": ("NAME",)}
+"""Terminals a shipped grammar's lexer tries in every state (so Python keywords end at word
+boundaries, as in Python's tokenizer)."""
 
 
 def _check_name(name: str) -> None:
@@ -50,4 +54,4 @@ def load_builtin(name: str) -> Grammar:
 @lru_cache(maxsize=None)
 def _load(name: str) -> Grammar:
     return Grammar.from_lark(builtin_grammar_text(name), start=BUILTIN_GRAMMARS[name],
-                             indentation=BUILTIN_LAYOUTS.get(name))
+                             indentation=BUILTIN_LAYOUTS.get(name), always_lexed=BUILTIN_ALWAYS_LEXED.get(name, ()))

@@ -84,6 +84,10 @@ class Grammar:
     ignore: tuple[str, ...] = ()
     source: str = field(default="", compare=False)
     indentation: Indentation | None = None
+    always_lexed: tuple[str, ...] = ()
+    """Terminals that are lexing candidates in every parser state (lark's post-lexer
+    ``always_accept``). With a word terminal here, a keyword must end at a word boundary
+    even where no word could follow it (``b orc`` is not ``b or c``)."""
 
     @classmethod
     def from_regex(cls, pattern: str, *, flags: int = 0) -> "Grammar":
@@ -104,11 +108,13 @@ class Grammar:
                    source=pattern)
 
     @classmethod
-    def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None) -> "Grammar":
+    def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None,
+                  always_lexed: tuple[str, ...] = ()) -> "Grammar":
         """A grammar written in Lark's EBNF; errors name the grammar line and column.
 
         With ``indentation``, the grammar is laid out Python-style (see :class:`Indentation`)
-        and its indent and dedent terminals must be ``%declare``-d.
+        and its indent and dedent terminals must be ``%declare``-d. ``always_lexed`` names
+        terminals the lexer tries in every parser state (see :attr:`Grammar.always_lexed`).
 
         >>> g = Grammar.from_lark('start: "a" NUMBER\\nNUMBER: /[0-9]+/')
         >>> sorted(t.name for t in g.terminals)
@@ -116,7 +122,7 @@ class Grammar:
         """
         from .lark_frontend import grammar_from_lark
 
-        return grammar_from_lark(text, start=start, indentation=indentation)
+        return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=tuple(always_lexed))
 
     @classmethod
     def builtin(cls, name: str) -> "Grammar":

@@ -34,7 +34,8 @@ class LarkGrammarError(GrammarError):
         super().__init__(f"{where}{message}")
 
 
-def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None) -> Grammar:
+def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None,
+                      always_lexed: tuple[str, ...] = ()) -> Grammar:
     """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``."""
     if not isinstance(text, str):
         raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
@@ -94,8 +95,11 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     _check_productive(rules, known_terminals, start, text)
     if indentation is not None:
         _check_layout(indentation, known_terminals, used, set(ignore))
+    unknown = [name for name in always_lexed if name not in known_terminals]
+    if unknown:
+        raise LarkGrammarError(f"always_lexed names terminal(s) the grammar does not use: {', '.join(unknown)}")
     grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text,
-                      indentation=indentation)
+                      indentation=indentation, always_lexed=tuple(always_lexed))
     from .parser import build_parser_tables
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()

@@ -141,6 +141,8 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
     layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
     if layout[NEWLINE_TERMINAL] >= 0:  # always a candidate, as in lark's post-lexers
         candidate_bits |= lexer.bits_of([grammar.indentation.newline])
+    if grammar.always_lexed:
+        candidate_bits |= lexer.bits_of(grammar.always_lexed)
     _, first, inverse = np.unique(candidate_bits, axis=0, return_index=True, return_inverse=True)
     candidate_id = inverse.reshape(-1).astype(np.int32)
     n_sets = len(first)
