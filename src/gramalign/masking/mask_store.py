@@ -48,10 +48,10 @@ class _ContextMasks:
     dependent_ids: np.ndarray  # int32: the dependent tokens (their sub-trie is built on first use)
     # Stack-dependent results, by layout and by how deep into the stack their computation
     # looked: {layout key: {depth: {parser states of the top depth + 1 nodes: (groups,
-    # words, bits)}}}, where the layout key is None without an indentation layout, else
-    # (bracket depth, newline column, columns of the open blocks), and
-    # groups lists the inside groups the stack allows (None: all of them) and
-    # (words, bits) are the allowed dependent tokens as sparse mask words.
+    # words, bits, whole)}}}, where the layout key is None without an indentation layout,
+    # else (bracket depth, newline column, columns of the open blocks), groups lists the
+    # inside groups the stack allows (None: all of them), (words, bits) are the allowed
+    # dependent tokens as sparse mask words and whole is the finished row (or None).
     by_stack: dict = field(default_factory=dict)
     lazy: dict = field(default_factory=dict)
 
