@@ -1,0 +1,170 @@
+"""Boolean and sequential operations on byte DFAs: the algebra JSON Schema needs.
+
+``allOf`` is an intersection, ``not`` a complement (relative to the JSON values, the
+*universe*), ``oneOf`` a union of differences, and object or array bodies are
+concatenations and repetitions of member automata. Every result is a trimmed, minimal
+:class:`ByteDFA`; every operation takes ``max_states`` and raises
+:class:`StateLimitError` instead of running away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, nfa_to_byte_dfa
+
+__all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union"]
+
+MAX_STATES = 50_000
+"""Default bound on the states of any automaton these operations build."""
+
+_INTERSECT, _UNION, _DIFFERENCE = range(3)
+
+
+def intersect(a: ByteDFA, b: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings in both ``a`` and ``b``."""
+    return _product(a, b, _INTERSECT, max_states)
+
+
+def union(a: ByteDFA, b: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings in ``a`` or ``b``."""
+    return _product(a, b, _UNION, max_states)
+
+
+def difference(a: ByteDFA, b: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings in ``a`` but not in ``b``."""
+    return _product(a, b, _DIFFERENCE, max_states)
+
+
+def complement(a: ByteDFA, universe: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings of ``universe`` not in ``a`` (a complement must say relative to what)."""
+    return _product(universe, a, _DIFFERENCE, max_states)
+
+
+def _product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
+    """Breadth-first product of two DFAs; a missing side is the (implicit) dead state."""
+    if a.initial == DEAD and b.initial == DEAD:
+        return empty_byte_dfa()
+    ta, tb = a.transitions, b.transitions
+    ids: dict[int, int] = {}
+    pairs: list[tuple[int, int]] = []
+
+    def pair_id(sa: int, sb: int) -> int:
+        key = (sa + 1) * (b.num_states + 1) + (sb + 1)
+        found = ids.get(key)
+        if found is None:
+            if len(pairs) >= max_states:
+                raise StateLimitError(f"the automaton needs more than {max_states} states")
+            found = ids[key] = len(pairs)
+            pairs.append((sa, sb))
+        return found
+
+    pair_id(a.initial, b.initial)
+    rows: list[np.ndarray] = []
+    dead_row = np.full(256, DEAD, dtype=np.int64)
+    k = 0
+    while k < len(pairs):
+        sa, sb = pairs[k]
+        next_a = ta[sa].astype(np.int64) if sa != DEAD else dead_row
+        next_b = tb[sb].astype(np.int64) if sb != DEAD else dead_row
+        keys = (next_a + 1) * (b.num_states + 1) + (next_b + 1)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        targets = np.empty(len(distinct), dtype=np.int64)
+        for j, key in enumerate(distinct.tolist()):
+            ta_next, tb_next = divmod(key, b.num_states + 1)
+            ta_next, tb_next = ta_next - 1, tb_next - 1
+            if (mode == _INTERSECT and (ta_next == DEAD or tb_next == DEAD)) or \
+                    (mode != _INTERSECT and ta_next == DEAD and (mode == _DIFFERENCE or tb_next == DEAD)):
+                targets[j] = DEAD  # no completion can be accepted from here
+            else:
+                targets[j] = pair_id(ta_next, tb_next)
+        rows.append(targets[inverse.reshape(-1)])
+        k += 1
+    accept_a = [bool(a.accepting[sa]) if sa != DEAD else False for sa, _ in pairs]
+    accept_b = [bool(b.accepting[sb]) if sb != DEAD else False for _, sb in pairs]
+    if mode == _INTERSECT:
+        accepting = [x and y for x, y in zip(accept_a, accept_b)]
+    elif mode == _UNION:
+        accepting = [x or y for x, y in zip(accept_a, accept_b)]
+    else:
+        accepting = [x and not y for x, y in zip(accept_a, accept_b)]
+    return dfa_from_table(np.array(rows, dtype=np.int32), 0, np.array(accepting, dtype=bool))
+
+
+def _embed(nfa: NFA, dfa: ByteDFA) -> tuple[int, list[int]]:
+    """Copy ``dfa`` into ``nfa``; returns (its initial state, its accepting states)."""
+    base = nfa.num_states
+    for _ in range(dfa.num_states):
+        nfa.add_state()
+    for state in range(dfa.num_states):
+        row = dfa.transitions[state]
+        targets = np.unique(row[row != DEAD]).tolist()
+        for target in targets:
+            symbols = np.flatnonzero(row == target)
+            runs = np.split(symbols, np.flatnonzero(np.diff(symbols) != 1) + 1)
+            nfa.add_edge(base + state, [(int(r[0]), int(r[-1])) for r in runs], base + target)
+    return base + dfa.initial, [base + s for s in np.flatnonzero(dfa.accepting).tolist()]
+
+
+def concatenate(parts: Sequence[ByteDFA], *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings ``x1 x2 ... xn`` with each ``xi`` in ``parts[i]`` (the empty string for no parts)."""
+    if any(p.initial == DEAD for p in parts):
+        return empty_byte_dfa()
+    nfa = NFA()
+    current = [nfa.initial]
+    for part in parts:
+        start, accepting = _embed(nfa, part)
+        for state in current:
+            nfa.add_epsilon(state, start)
+        current = accepting
+    nfa.accepting.update(current)
+    return nfa_to_byte_dfa(nfa, max_states=max_states)
+
+
+def star(part: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Zero or more repetitions of ``part``."""
+    nfa = NFA()
+    nfa.accepting.add(nfa.initial)
+    if part.initial != DEAD:
+        start, accepting = _embed(nfa, part)
+        nfa.add_epsilon(nfa.initial, start)
+        for state in accepting:
+            nfa.add_epsilon(state, nfa.initial)
+    return nfa_to_byte_dfa(nfa, max_states=max_states)
+
+
+def optional(part: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """``part`` or the empty string."""
+    nfa = NFA()
+    nfa.accepting.add(nfa.initial)
+    if part.initial != DEAD:
+        start, accepting = _embed(nfa, part)
+        nfa.add_epsilon(nfa.initial, start)
+        nfa.accepting.update(accepting)
+    return nfa_to_byte_dfa(nfa, max_states=max_states)
+
+
+def repeat(part: ByteDFA, minimum: int, maximum: int | None, *, separator: ByteDFA | None = None,
+           max_states: int = MAX_STATES) -> ByteDFA:
+    """Between ``minimum`` and ``maximum`` (None: unbounded) copies of ``part``, with
+    ``separator`` between consecutive copies (e.g. ``,`` in an array)."""
+    if minimum < 0 or (maximum is not None and maximum < minimum):
+        raise ValueError(f"bad repetition bounds {minimum}..{maximum}")
+    glue = separator if separator is not None else None
+    item_after_first = concatenate([glue, part], max_states=max_states) if glue is not None else part
+    if maximum == 0:
+        return concatenate([], max_states=max_states)
+    pieces: list[ByteDFA] = []
+    if minimum > 0:
+        pieces.append(part)
+        pieces.extend([item_after_first] * (minimum - 1))
+        if maximum is None:
+            pieces.append(star(item_after_first, max_states=max_states))
+        else:
+            pieces.extend([optional(item_after_first, max_states=max_states)] * (maximum - minimum))
+        return concatenate(pieces, max_states=max_states)
+    # minimum == 0: nothing, or a first copy followed by up to maximum - 1 more.
+    rest = repeat(part, 1, maximum, separator=separator, max_states=max_states)
+    return optional(rest, max_states=max_states)
