@@ -11,7 +11,7 @@ import pytest
 from gramalign.errors import GrammarError
 from gramalign.grammar.automata import complement, concatenate, difference, intersect, optional, repeat, star, union
 from gramalign.grammar.dfa import StateLimitError
-from gramalign.grammar.json_numbers import integer_range_regex
+from gramalign.grammar.json_numbers import integer_range_dfa, integer_range_regex
 from gramalign.grammar.regex import regex_to_dfa
 
 ALPHABET = "ab,"
@@ -87,12 +87,14 @@ BOUNDS = [(0, 0), (-5, 12), (7, 7), (1, 99), (10, 1000), (-1000, -10), (None, 0)
 @pytest.mark.parametrize("low, high", BOUNDS)
 def test_integer_ranges_exact(low, high):
     pattern = re.compile(integer_range_regex(low, high))
+    dfa = integer_range_dfa(low, high)
     rng = random.Random(f"{low}-{high}")
     centres = [b for b in (low, high) if b is not None]
     for s in integer_strings(rng, centres):
         canonical = re.fullmatch(r"-?(0|[1-9][0-9]*)", s) is not None
         expected = canonical and (low is None or int(s) >= low) and (high is None or int(s) <= high)
         assert (pattern.fullmatch(s) is not None) == expected, (s, low, high)
+        assert dfa.matches(s.encode()) == expected, (s, low, high, "dfa")
 
 
 def test_integer_range_regex_stays_small_for_huge_bounds():
@@ -101,6 +103,18 @@ def test_integer_range_regex_stays_small_for_huge_bounds():
     assert re.fullmatch(pattern, str(10**300 - 5)) and not re.fullmatch(pattern, str(10**300 - 4))
 
 
+def test_integer_range_dfa_is_linear_in_the_digits():
+    low, high = -(10**300) + 17, 10**300 - 5
+    dfa = integer_range_dfa(low, high)
+    assert dfa.num_states < 3_000
+    rng = random.Random(9)
+    for value in [high, high + 1, low, low - 1, 0, 10**299, -(10**300) + 16] + [
+            rng.randrange(-(10**301), 10**301) for _ in range(200)]:
+        assert dfa.matches(str(value).encode()) == (low <= value <= high), value
+
+
 def test_empty_integer_range_is_an_error():
     with pytest.raises(GrammarError, match="empty"):
         integer_range_regex(3, 2)
+    with pytest.raises(GrammarError, match="empty"):
+        integer_range_dfa(3, 2)

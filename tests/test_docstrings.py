@@ -5,10 +5,12 @@ import doctest
 import pytest
 
 import gramalign.grammar.grammar
+import gramalign.grammar.json_numbers
 import gramalign.masking.matcher
 
 
-@pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.masking.matcher])
+@pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.grammar.json_numbers,
+                                    gramalign.masking.matcher])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
