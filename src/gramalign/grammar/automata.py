@@ -125,24 +125,26 @@ def concatenate(parts: Sequence[ByteDFA], *, max_states: int = MAX_STATES) -> By
 
 def star(part: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
     """Zero or more repetitions of ``part``."""
+    return _empty_or(part, loop=True, max_states=max_states)
+
+
+def optional(part: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """``part`` or the empty string."""
+    return _empty_or(part, loop=False, max_states=max_states)
+
+
+def _empty_or(part: ByteDFA, *, loop: bool, max_states: int) -> ByteDFA:
+    """The empty string or ``part`` (repeated when ``loop``)."""
     nfa = NFA()
     nfa.accepting.add(nfa.initial)
     if part.initial != DEAD:
         start, accepting = _embed(nfa, part)
         nfa.add_epsilon(nfa.initial, start)
         for state in accepting:
-            nfa.add_epsilon(state, nfa.initial)
-    return nfa_to_byte_dfa(nfa, max_states=max_states)
-
-
-def optional(part: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
-    """``part`` or the empty string."""
-    nfa = NFA()
-    nfa.accepting.add(nfa.initial)
-    if part.initial != DEAD:
-        start, accepting = _embed(nfa, part)
-        nfa.add_epsilon(nfa.initial, start)
-        nfa.accepting.update(accepting)
+            if loop:
+                nfa.add_epsilon(state, nfa.initial)
+            else:
+                nfa.accepting.add(state)
     return nfa_to_byte_dfa(nfa, max_states=max_states)
 
 

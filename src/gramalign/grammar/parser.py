@@ -647,39 +647,27 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, got
                 return False, status
             if node < 0:
                 continue
-        if newline < 0:
-            top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                               scratch_state, scratch_parent, exposed, node, end_column, True, alloc)
+        if brackets != 0:
+            continue  # (always 0 without a layout)
+        # Without a layout there are no blocks, and closing them is just the end.
+        for supply_newline in range(2):
+            if supply_newline:
+                if newline < 0 or ends_with_newline:
+                    break
+                node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                    scratch_state, scratch_parent, exposed, node,
+                                                    layout[NEWLINE_COLUMN], True, alloc)
+                if status != OK:
+                    return False, status
+                if node < 0:
+                    break
+            accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state,
+                                                     pool_parent, scratch_state, scratch_parent, exposed, node,
+                                                     blocks, end_column, alloc)
             if status != OK:
                 return False, status
-            if top == -2:
+            if accepted:
                 return True, OK
-            continue
-        if brackets != 0:
-            continue
-        accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent,
-                                                 scratch_state, scratch_parent, exposed, node, blocks, end_column,
-                                                 alloc)
-        if status != OK:
-            return False, status
-        if accepted:
-            return True, OK
-        if ends_with_newline:
-            continue
-        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                            scratch_state, scratch_parent, exposed, node, layout[NEWLINE_COLUMN],
-                                            True, alloc)
-        if status != OK:
-            return False, status
-        if node < 0:
-            continue
-        accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent,
-                                                 scratch_state, scratch_parent, exposed, node, blocks, end_column,
-                                                 alloc)
-        if status != OK:
-            return False, status
-        if accepted:
-            return True, OK
     return False, OK
 
 

@@ -241,7 +241,7 @@ class GrammarMaskStore:
             if overwrite and node < pool.used and len(pool.memo) < MEMO_ENTRIES:
                 pool.memo[tuple(fields)] = (entry, part)
                 pool.memo_top = max(pool.memo_top, node)
-        if accepting:
+        else:
             ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
             if ended is not None:
                 if ended.shape[0]:

@@ -59,6 +59,23 @@ class TokenTrie:
 
 
 @numba.njit(cache=True, nogil=True)
+def _fill_subtree_ends(node_depth, n_nodes, subtree_end):
+    """In a pre-order trie, the subtree of node i ends at the next node whose depth is not
+    greater than i's (or at ``n_nodes``)."""
+    stack = np.empty(n_nodes + 1, np.int32)
+    top = 0
+    for i in range(n_nodes):
+        while top > 0 and node_depth[stack[top - 1]] >= node_depth[i]:
+            subtree_end[stack[top - 1]] = i
+            top -= 1
+        stack[top] = i
+        top += 1
+    while top > 0:
+        subtree_end[stack[top - 1]] = n_nodes
+        top -= 1
+
+
+@numba.njit(cache=True, nogil=True)
 def _subset_preorder(node_byte, node_depth, token_start, token_ids, keep):
     """Pre-order arrays of the sub-trie of kept tokens (nodes with a kept token below them)."""
     n = node_byte.shape[0]
@@ -110,17 +127,7 @@ def _subset_preorder(node_byte, node_depth, token_start, token_ids, keep):
             if keep[token_ids[k]]:
                 out_ids[t] = token_ids[k]
                 t += 1
-    # Subtree ends: the next kept node whose depth is not greater.
-    top = 0
-    for j in range(m):
-        while top > 0 and out_depth[stack[top - 1]] >= out_depth[j]:
-            out_end[stack[top - 1]] = j
-            top -= 1
-        stack[top] = j
-        top += 1
-    while top > 0:
-        out_end[stack[top - 1]] = m
-        top -= 1
+    _fill_subtree_ends(out_depth, m, out_end)
     return out_byte, out_depth, out_end, out_start, out_ids
 
 
@@ -153,18 +160,7 @@ def _build_preorder(flat, offsets, sorted_ids):
         node_of_token[k] = path[length]
         previous_start = start
         previous_length = length
-    # The subtree of node i ends at the next node whose depth is not greater than i's.
-    stack = np.empty(capacity + 1, np.int32)
-    top = 0
-    for i in range(n_nodes):
-        while top > 0 and node_depth[stack[top - 1]] >= node_depth[i]:
-            subtree_end[stack[top - 1]] = i
-            top -= 1
-        stack[top] = i
-        top += 1
-    while top > 0:
-        subtree_end[stack[top - 1]] = n_nodes
-        top -= 1
+    _fill_subtree_ends(node_depth, n_nodes, subtree_end)
     # Tokens are already grouped by node (equal bytes sort together, nodes are pre-order).
     token_start = np.zeros(n_nodes + 1, np.int32)
     for k in range(n_tokens):
