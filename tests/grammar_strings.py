@@ -132,16 +132,37 @@ class _Terminal:
     regexp: str  # Python regex (flags inline) of the terminal
 
 
+def bnf_alternatives(parser: lark.Lark) -> dict[str, list[tuple[tuple[str, bool], ...]]]:
+    """Rule name -> its alternatives as (symbol, is_terminal) tuples, from the BNF lark built;
+    sorted, because lark's rule order is not guaranteed across processes."""
+    alternatives: dict[str, set] = {}
+    for rule in parser.rules:
+        alt = tuple((str(sym.name), bool(sym.is_term)) for sym in rule.expansion)
+        alternatives.setdefault(str(rule.origin.name), set()).add(alt)
+    return {name: sorted(alts) for name, alts in sorted(alternatives.items())}
+
+
+def min_heights(alternatives: dict[str, list]) -> dict[str, int]:
+    """Rule name -> the fewest levels of rules a derivation from it needs (10**9: none ends)."""
+    infinity = 10**9
+    depth = {name: infinity for name in alternatives}
+    changed = True
+    while changed:
+        changed = False
+        for name, alts in alternatives.items():
+            for alt in alts:
+                height = 1 + max((depth.get(s, infinity) for s, is_term in alt if not is_term), default=0)
+                if height < depth[name]:
+                    depth[name] = height
+                    changed = True
+    return depth
+
+
 class _Generator:
     def __init__(self, grammar_text: str, start: str):
         self.parser = lark.Lark(grammar_text, parser="lalr", start=start)
         self.start = start
-        alternatives: dict[str, list[tuple[tuple[str, bool], ...]]] = {}
-        for rule in self.parser.rules:
-            alt = tuple((str(sym.name), bool(sym.is_term)) for sym in rule.expansion)
-            alternatives.setdefault(str(rule.origin.name), []).append(alt)
-        # lark's rule order is not guaranteed across processes: sort for determinism.
-        self.alternatives = {name: sorted(set(alts)) for name, alts in sorted(alternatives.items())}
+        self.alternatives = bnf_alternatives(self.parser)
         if start not in self.alternatives:
             raise ValueError(f"no rule named {start!r} in the grammar")
         self.terminals: dict[str, _Terminal] = {}
@@ -157,23 +178,9 @@ class _Generator:
         self.newline_ok = any(re.fullmatch(self.terminals[n].regexp, "\n") for n in self.spacey)
         self.literal_res = [re.compile(t.regexp) for t in self.terminals.values() if t.literal is not None]
         self._walkers: dict[str, _DFAWalker] = {}
-        self.min_depth = self._min_depths()
+        self.min_depth = min_heights(self.alternatives)
         if self.min_depth[start] >= 10**9:
             raise ValueError(f"rule {start!r} derives no finite string")
-
-    def _min_depths(self) -> dict[str, int]:
-        infinity = 10**9
-        depth = {name: infinity for name in self.alternatives}
-        changed = True
-        while changed:
-            changed = False
-            for name, alts in self.alternatives.items():
-                for alt in alts:
-                    height = 1 + max((depth.get(s, infinity) for s, is_term in alt if not is_term), default=0)
-                    if height < depth[name]:
-                        depth[name] = height
-                        changed = True
-        return depth
 
     def _height(self, alt) -> int:
         return 1 + max((self.min_depth[s] for s, is_term in alt if not is_term), default=0)

@@ -31,6 +31,8 @@ from lark.indenter import DedentError, Indenter
 
 from gramalign.grammar.builtin import builtin_grammar_text
 
+from grammar_strings import bnf_alternatives, min_heights
+
 __all__ = ["GramalignIndenter", "grammar_text", "oracle_accepts", "python_lark_parser", "python_random_strings",
            "stdlib_candidate_files", "stdlib_python_files", "newline_column"]
 
@@ -221,12 +223,7 @@ class _ProgramGenerator:
 
     def __init__(self):
         parser = python_lark_parser()
-        alternatives: dict[str, set] = {}
-        for rule in parser.rules:
-            alt = tuple((str(s.name), bool(s.is_term)) for s in rule.expansion)
-            alternatives.setdefault(str(rule.origin.name), set()).add(alt)
-        # lark's rule order is not stable across processes: sort for determinism.
-        self.alternatives = {name: sorted(alts) for name, alts in sorted(alternatives.items())}
+        self.alternatives = bnf_alternatives(parser)
         self.literals = {t.name: t.pattern.value for t in parser.terminals
                          if isinstance(t.pattern, lark.lexer.PatternStr)}
         missing = {t.name for t in parser.terminals} - set(self.literals) - set(_SPELLINGS) - {"COMMENT", "_NEWLINE"}
@@ -234,16 +231,7 @@ class _ProgramGenerator:
             raise ValueError(f"no spellings for terminals {sorted(missing)}")
         # Rules below `test`: kept short by derive()'s `plain` pressure.
         self.expression_rules = self._reachable("test")
-        infinity = 10**9
-        self.height = {name: infinity for name in self.alternatives}
-        changed = True
-        while changed:
-            changed = False
-            for name, alts in self.alternatives.items():
-                for alt in alts:
-                    h = self._alt_height(alt)
-                    if h < self.height[name]:
-                        self.height[name], changed = h, True
+        self.height = min_heights(self.alternatives)
 
     def _reachable(self, start: str) -> set[str]:
         seen, todo = {start}, [start]

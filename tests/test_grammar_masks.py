@@ -73,6 +73,47 @@ def brute_force_allowed(compiled: ga.CompiledGrammar, prefix: bytes) -> np.ndarr
     return allowed
 
 
+def assert_mask_equals_brute_force(compiled: ga.CompiledGrammar, prefix: bytes) -> bool:
+    """Check the matcher's mask after ``prefix`` against :func:`brute_force_allowed`; False
+    (nothing checked) when ``prefix`` cuts a UTF-8 character that no token sequence can make."""
+    matcher = compiled.matcher()
+    try:
+        matcher.accept_string(prefix)
+    except ga.StringRejected:
+        return False
+    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+    matcher.fill_next_token_bitmask(mask, 0)
+    got = unpack_bitmask_row(mask[0], compiled.vocabulary.size)
+    expected = brute_force_allowed(compiled, prefix)
+    wrong = np.flatnonzero(got != expected)
+    assert wrong.size == 0, (prefix, [(int(t), compiled.vocabulary.token_bytes[t], bool(expected[t]))
+                                      for t in wrong[:10]])
+    return True
+
+
+def random_mask_walk(compiled: ga.CompiledGrammar, rng: np.random.Generator, *, steps: int, end_after: int,
+                     end_chance: float, pick=None):
+    """(matcher, text): tokens drawn from the mask until EOS (taken with ``end_chance``, or
+    always after ``end_after`` steps) or ``steps`` tokens. ``pick(choices, rng)`` chooses a
+    non-EOS token (default: uniformly)."""
+    vocab = compiled.vocabulary
+    eos = set(vocab.eos_token_ids)
+    matcher = compiled.matcher()
+    text = b""
+    for step in range(steps):
+        allowed = matcher.allowed_token_ids()
+        assert allowed.size, text
+        ends = [t for t in allowed if t in eos]
+        if ends and (step > end_after or rng.random() < end_chance):
+            matcher.accept_token(ends[0])
+            break
+        choices = [t for t in allowed if t not in eos]
+        token = pick(choices, rng) if pick is not None else int(rng.choice(choices))
+        matcher.accept_token(token)
+        text += vocab.token_bytes[token]
+    return matcher, text
+
+
 def sample_texts(name: str) -> list[str]:
     texts = random_strings(builtin_grammar_text(name), START[name], 6, seed=7)
     if name == "json":
@@ -99,19 +140,7 @@ def test_mask_equals_brute_force(name, vocab_name):
     checked = 0
     for text in sample_texts(name):
         for prefix in prefixes(text, rng, 3):
-            matcher = compiled.matcher()
-            try:
-                matcher.accept_string(prefix)
-            except ga.StringRejected:
-                continue  # a cut inside a UTF-8 character that no token sequence can make
-            mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
-            matcher.fill_next_token_bitmask(mask, 0)
-            got = unpack_bitmask_row(mask[0], compiled.vocabulary.size)
-            expected = brute_force_allowed(compiled, prefix)
-            wrong = np.flatnonzero(got != expected)
-            assert wrong.size == 0, (prefix, [(int(t), compiled.vocabulary.token_bytes[t], bool(expected[t]))
-                                              for t in wrong[:10]])
-            checked += 1
+            checked += assert_mask_equals_brute_force(compiled, prefix)
     assert checked >= 20
 
 
@@ -134,24 +163,10 @@ def test_lark_strings_are_accepted_token_by_token(name):
 def test_sampled_sentences_parse_with_lark(name):
     """Random walks through the masks end in strings that lark parses."""
     compiled = compiled_grammar(name, "gpt2")
-    vocab = compiled.vocabulary
     rng = np.random.default_rng(5)
-    eos = set(vocab.eos_token_ids)
     finished = 0
     for _ in range(8):
-        matcher = compiled.matcher()
-        text = b""
-        for step in range(60):
-            allowed = matcher.allowed_token_ids()
-            assert allowed.size, text
-            ends = [t for t in allowed if t in eos]
-            if ends and (step > 30 or rng.random() < 0.2):
-                matcher.accept_token(ends[0])
-                break
-            choices = [t for t in allowed if t not in eos]
-            token = int(rng.choice(choices))
-            matcher.accept_token(token)
-            text += vocab.token_bytes[token]
+        matcher, text = random_mask_walk(compiled, rng, steps=60, end_after=30, end_chance=0.2)
         if matcher.is_terminated():
             lark_parser(name).parse(text.decode("utf-8"))
             finished += 1

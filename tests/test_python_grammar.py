@@ -14,10 +14,10 @@ import pytest
 
 import gramalign as ga
 from gramalign.grammar.parser import IncrementalParser, build_parser_tables
-from gramalign.masking.bitmask import unpack_bitmask_row
 
 from python_oracle import oracle_accepts, python_random_strings, stdlib_python_files
-from test_grammar_masks import brute_force_allowed, gpt2_vocabulary, llama_sample_vocabulary
+from test_grammar_masks import (assert_mask_equals_brute_force, gpt2_vocabulary, llama_sample_vocabulary,
+                                random_mask_walk)
 from tokenizer_zoo import gpt2_hf_fast
 
 MUTATIONS = ("(", ")", "[", "]", ":", " ", "  ", "\t", "\n", "\n    ", "#", "x", "'", '"', "\\\n", "=", ",", "if ")
@@ -121,20 +121,7 @@ def test_mask_equals_brute_force(vocab_name):
         cuts = rng.sample(range(len(data) + 1), 2) + rng.sample(breaks, min(1, len(breaks)))
         cuts += [k + 4 for k in breaks[:1] if k + 4 <= len(data)]
         for cut in sorted(set(cuts)):
-            prefix = data[:cut]
-            matcher = compiled.matcher()
-            try:
-                matcher.accept_string(prefix)
-            except ga.StringRejected:
-                continue  # a cut inside a UTF-8 character
-            mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
-            matcher.fill_next_token_bitmask(mask, 0)
-            got = unpack_bitmask_row(mask[0], compiled.vocabulary.size)
-            expected = brute_force_allowed(compiled, prefix)
-            wrong = np.flatnonzero(got != expected)
-            assert wrong.size == 0, (prefix, [(int(t), compiled.vocabulary.token_bytes[t], bool(expected[t]))
-                                              for t in wrong[:10]])
-            checked += 1
+            checked += assert_mask_equals_brute_force(compiled, data[:cut])
     assert checked >= 25
 
 
@@ -156,25 +143,15 @@ def test_sampled_programs_parse_with_lark():
     compiled = compiled_python("gpt2")
     vocab = compiled.vocabulary
     rng = np.random.default_rng(7)
-    eos = set(vocab.eos_token_ids)
+
+    def favour_layout(choices, rng):  # tokens with line breaks or colons, so blocks open and close
+        layout = [t for t in choices if any(b in vocab.token_bytes[t] for b in b"\n:")]
+        return int(rng.choice(layout if layout and rng.random() < 0.3 else choices))
+
     finished = 0
     for _ in range(8):
-        matcher = compiled.matcher()
-        text = b""
-        for step in range(80):
-            allowed = matcher.allowed_token_ids()
-            assert allowed.size, text
-            ends = [t for t in allowed if t in eos]
-            if ends and (step > 40 or rng.random() < 0.1):
-                matcher.accept_token(ends[0])
-                break
-            # Favour short tokens containing layout bytes, so blocks open and close.
-            choices = [t for t in allowed if t not in eos]
-            layout = [t for t in choices if any(b in vocab.token_bytes[t] for b in b"\n:")]
-            pool = layout if layout and rng.random() < 0.3 else choices
-            token = int(rng.choice(pool))
-            matcher.accept_token(token)
-            text += vocab.token_bytes[token]
+        matcher, text = random_mask_walk(compiled, rng, steps=80, end_after=40, end_chance=0.1,
+                                         pick=favour_layout)
         if matcher.is_terminated():
             assert oracle_accepts(text.decode("utf-8")), text
             finished += 1
