@@ -34,6 +34,21 @@ class RegexError(GrammarError):
         super().__init__(f"{message}{where} in regex {pattern!r}{pointer}")
 
 
+class SchemaCompileError(GrammarError):
+    """A JSON Schema cannot be compiled exactly (or is invalid).
+
+    ``pointer`` is the JSON pointer of the schema location at fault (``""`` for the root)
+    and ``keyword`` the keyword there, or None when the problem is the location as a whole.
+    """
+
+    def __init__(self, message: str, pointer: str = "", keyword: "str | None" = None):
+        self.message = message
+        self.pointer = pointer
+        self.keyword = keyword
+        where = f"#{pointer}/{keyword}" if keyword else f"#{pointer}"
+        super().__init__(f"{message} (at {where})")
+
+
 class VocabularyError(GramalignError, ValueError):
     """A tokenizer cannot be turned into a Vocabulary (unknown kind, bad sizes, ...)."""
 

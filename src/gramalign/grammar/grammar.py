@@ -9,6 +9,7 @@ this one structure.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,9 +31,22 @@ class Terminal:
     flags: int = 0
     priority: int = 0
     literal: bool = False
+    automaton: ByteDFA | None = field(default=None, compare=False, repr=False)
+    """The terminal's DFA when it was built directly rather than from ``pattern``."""
+
+    @classmethod
+    def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0) -> "Terminal":
+        """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton,
+        so equal automata make equal terminals (and share mask caches)."""
+        digest = hashlib.blake2b(dfa.transitions.tobytes(), digest_size=12)
+        digest.update(dfa.accepting.tobytes())
+        digest.update(str(dfa.initial).encode())
+        return cls(name, f"(?#dfa:{dfa.num_states}:{digest.hexdigest()})", priority=priority, automaton=dfa)
 
     @cached_property
     def dfa(self) -> ByteDFA:
+        if self.automaton is not None:
+            return self.automaton
         return regex_to_dfa(self.pattern, flags=self.flags)
 
 

@@ -1,0 +1,213 @@
+"""Number languages for JSON Schema: exact bounds, multipleOf and literals over decimal spellings.
+
+A number with any numeric constraint (``minimum``, ``multipleOf``, ``enum``, ``type:
+integer`` ...) is written without an exponent: ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?``. Within
+that syntax every constraint is an exact regular language (bounds compare digit strings,
+``multipleOf`` is a remainder automaton), whereas with exponents a bound compares a digit
+count against an exponent's value, which no finite automaton can do. An unconstrained
+``number`` keeps JSON's full syntax. Values are :class:`decimal.Decimal`, so ``0.1`` means
+one tenth, not the nearest binary float.
+"""
+
+from __future__ import annotations
+
+import functools
+from decimal import Decimal
+
+from ..automata import MAX_STATES, concatenate, intersect, union
+from ..dfa import NFA, ByteDFA, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa
+from ..json_numbers import integer_range_dfa
+from ..regex import regex_to_dfa
+
+__all__ = ["MAX_MULTIPLE_STATES", "all_numbers", "bounded", "decimals", "integers", "multiple_of", "number_literal"]
+
+MAX_MULTIPLE_STATES = 200_000
+"""Largest remainder automaton ``multipleOf`` may need (numerator times fraction digits)."""
+
+_UNSIGNED_DECIMAL = r"(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"
+
+
+@functools.lru_cache(maxsize=None)
+def all_numbers() -> ByteDFA:
+    """JSON's whole number syntax, exponents included."""
+    return regex_to_dfa(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+@functools.lru_cache(maxsize=None)
+def decimals() -> ByteDFA:
+    """Every number written without an exponent."""
+    return regex_to_dfa("-?" + _UNSIGNED_DECIMAL)
+
+
+@functools.lru_cache(maxsize=None)
+def integers(zero_fraction: bool) -> ByteDFA:
+    """Integers without an exponent; with ``zero_fraction`` also ``1.0``, ``-3.000`` (draft 6 on)."""
+    return regex_to_dfa(r"-?(?:0|[1-9][0-9]*)" + (r"(?:\.0+)?" if zero_fraction else ""))
+
+
+def bounded(lower: Decimal | None, lower_exclusive: bool, upper: Decimal | None, upper_exclusive: bool,
+            *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Exponent-free numbers within the bounds (None: unbounded on that side)."""
+    result = decimals()
+    if lower is not None:
+        result = intersect(result, _at_least(lower, lower_exclusive), max_states=max_states)
+    if upper is not None:
+        result = intersect(result, _at_most(upper, upper_exclusive), max_states=max_states)
+    return result
+
+
+def _at_least(bound: Decimal, strict: bool) -> ByteDFA:
+    """x >= bound (x > bound when strict); a magnitude test on each sign."""
+    parts = []
+    if bound >= 0:
+        parts.append(_magnitude(bound, above=True, strict=strict))
+    else:
+        parts.append(regex_to_dfa(_UNSIGNED_DECIMAL))
+    if bound < 0 or (bound == 0 and not strict):
+        parts.append(_negative(_magnitude(-bound, above=False, strict=strict)))
+    return _union_all(parts)
+
+
+def _at_most(bound: Decimal, strict: bool) -> ByteDFA:
+    """x <= bound (x < bound when strict)."""
+    parts = []
+    if bound > 0 or (bound == 0 and not strict):
+        parts.append(_magnitude(bound, above=False, strict=strict))
+    if bound <= 0:
+        parts.append(_negative(_magnitude(-bound, above=True, strict=strict)))
+    else:
+        parts.append(_negative(regex_to_dfa(_UNSIGNED_DECIMAL)))
+    return _union_all(parts)
+
+
+def _union_all(parts: list[ByteDFA]) -> ByteDFA:
+    result = empty_byte_dfa()
+    for part in parts:
+        result = union(result, part)
+    return result
+
+
+def _negative(magnitudes: ByteDFA) -> ByteDFA:
+    return concatenate([literal_dfa([b"-"]), magnitudes])
+
+
+def _magnitude(bound: Decimal, *, above: bool, strict: bool) -> ByteDFA:
+    """Unsigned exponent-free spellings whose value is >= bound (``above``) or <= bound; strict
+    excludes the bound itself."""
+    whole, fraction = _split(bound)
+    equal_whole = literal_dfa([str(whole).encode()])
+    beyond_whole = integer_range_dfa(whole + 1, None) if above else (
+        integer_range_dfa(0, whole - 1) if whole > 0 else empty_byte_dfa())
+    beyond_whole = intersect(beyond_whole, regex_to_dfa("[0-9]+"))  # integer_range_dfa spells -0 too
+    parts = [concatenate([beyond_whole, regex_to_dfa(r"(?:\.[0-9]+)?")])]
+    beyond_fraction = _fraction_regex(fraction, above)
+    if beyond_fraction is not None:
+        parts.append(concatenate([equal_whole, regex_to_dfa(beyond_fraction)]))
+    if not strict:
+        parts.append(concatenate([equal_whole, regex_to_dfa(_fraction_equal_regex(fraction))]))
+    return _union_all(parts)
+
+
+def _split(value: Decimal) -> tuple[int, str]:
+    """(integer part, fraction digits without trailing zeros) of a non-negative decimal."""
+    text = format(value, "f")
+    whole, _, fraction = text.partition(".")
+    return int(whole), fraction.rstrip("0")
+
+
+def _fraction_equal_regex(fraction: str) -> str:
+    """Optional ``.digits`` equal to 0.fraction (trailing zeros allowed)."""
+    if not fraction:
+        return r"(?:\.0+)?"
+    return r"\." + fraction + "0*"
+
+
+def _fraction_regex(fraction: str, above: bool) -> str | None:
+    """Optional ``.digits`` strictly above (or below) 0.fraction, compared digit by digit."""
+    alternatives = []
+    for i, digit in enumerate(fraction):
+        d = int(digit)
+        prefix = fraction[:i]
+        if above and d < 9:
+            alternatives.append(rf"\.{prefix}[{d + 1}-9][0-9]*")
+        if not above and d > 0:
+            alternatives.append(rf"\.{prefix}[0-{d - 1}][0-9]*")
+        if not above and i > 0:
+            alternatives.append(rf"\.{prefix}")  # stops early: the rest of the bound is not all zeros
+    if above:
+        alternatives.append(rf"\.{fraction}0*[1-9][0-9]*")
+    elif fraction:
+        alternatives.append("")  # no fraction at all: below a bound with a non-zero fraction
+    return "(?:" + "|".join(alternatives) + ")" if alternatives else None
+
+
+def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> ByteDFA:
+    """Exponent-free numbers that are integer multiples of ``divisor`` (> 0).
+
+    With ``divisor = a / 10**d`` (a an integer), x is a multiple when ``x * 10**d`` is an
+    integer divisible by a: at most d significant fraction digits, and a remainder automaton
+    over the digits. Raises StateLimitError when a times (d + 2) exceeds ``max_states``.
+    """
+    sign, digits, exponent = divisor.normalize().as_tuple()
+    numerator = int("".join(map(str, digits)))
+    places = -exponent if exponent < 0 else 0
+    if exponent > 0:
+        numerator *= 10 ** exponent
+    from ..dfa import StateLimitError
+
+    if numerator * (places + 2) > max_states:
+        raise StateLimitError(f"multipleOf {divisor} needs a {numerator}-state remainder automaton "
+                              f"for each of {places + 1} fraction positions")
+    nfa = NFA()
+    accept = nfa.add_state(accepting=True)
+    start = nfa.add_state()
+    nfa.add_epsilon(nfa.initial, start)
+    nfa.add_edge(nfa.initial, [(45, 45)], start)
+    whole = [nfa.add_state() for _ in range(numerator)]  # remainders of the integer part
+    zero = nfa.add_state()  # integer part "0": no more digits
+    nfa.add_edge(start, [(48, 48)], zero)
+    for d in range(1, 10):
+        nfa.add_edge(start, [(48 + d, 48 + d)], whole[d % numerator])
+    for r in range(numerator):
+        for d in range(10):
+            nfa.add_edge(whole[r], [(48 + d, 48 + d)], whole[(10 * r + d) % numerator])
+    # fraction[j][r]: j fraction digits read (1..places), remainder r; tail: only zeros may follow
+    fraction = [[nfa.add_state() for _ in range(numerator)] for _ in range(places + 1)]
+    dot = [nfa.add_state() for _ in range(numerator)]
+    zero_tail = nfa.add_state()  # after the last significant place: zeros only, value complete
+    for r in range(numerator):
+        entry = whole[r]
+        nfa.add_edge(entry, [(46, 46)], dot[r])
+        if (r * 10 ** places) % numerator == 0:
+            nfa.add_epsilon(entry, accept)
+        for d in range(10):
+            target = fraction[1][(10 * r + d) % numerator] if places else None
+            if places:
+                nfa.add_edge(dot[r], [(48 + d, 48 + d)], target)
+            elif d == 0 and r == 0:
+                nfa.add_edge(dot[r], [(48, 48)], zero_tail)
+        for j in range(1, places + 1):
+            state = fraction[j][r]
+            if (r * 10 ** (places - j)) % numerator == 0:
+                nfa.add_epsilon(state, accept)
+            if j < places:
+                for d in range(10):
+                    nfa.add_edge(state, [(48 + d, 48 + d)], fraction[j + 1][(10 * r + d) % numerator])
+            elif r == 0:
+                nfa.add_edge(state, [(48, 48)], zero_tail)
+    # integer part "0" behaves as remainder 0
+    nfa.add_epsilon(zero, accept)
+    nfa.add_edge(zero, [(46, 46)], dot[0])
+    nfa.add_edge(zero_tail, [(48, 48)], zero_tail)
+    nfa.add_epsilon(zero_tail, accept)
+    return nfa_to_byte_dfa(nfa, max_states=max_states)
+
+
+def number_literal(value: Decimal) -> ByteDFA:
+    """Every exponent-free spelling of ``value``: ``1``, ``1.0``, ``1.00``; ``-0`` for zero too."""
+    magnitude = abs(value)
+    whole, fraction = _split(magnitude)
+    body = str(whole) + (r"\." + fraction + "0*" if fraction else r"(?:\.0+)?")
+    if value == 0:
+        return regex_to_dfa("-?" + body)
+    return regex_to_dfa(("-" if value < 0 else "") + body)

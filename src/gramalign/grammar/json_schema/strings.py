@@ -1,0 +1,240 @@
+"""String languages for JSON Schema: from code points to JSON string literals.
+
+Schema keywords constrain a string's *contents* (its code points): ``pattern``, ``format``,
+``minLength``, ``enum``. Those are built as UTF-8 DFAs over the contents; :func:`json_string_dfa`
+then turns a contents language into the language of every JSON literal that denotes one of
+its strings — raw characters where JSON allows them, and every escape (``\\n``, ``\\u00e9``
+in either case of hex digit, surrogate pairs for astral code points). So ``"\\u0061"`` is
+the key ``a`` exactly as a JSON parser sees it, and a language minus ``a`` excludes it too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..automata import MAX_STATES, intersect
+from ..dfa import DEAD, NFA, UNICODE_SCALARS, ByteDFA, nfa_to_byte_dfa, nfa_to_utf8_dfa
+
+__all__ = ["any_string_contents", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
+
+_SHORT_ESCAPES = {ord('"'): ord('"'), ord("\\"): ord("\\"), ord("/"): ord("/"), 0x08: ord("b"),
+                  0x0C: ord("f"), 0x0A: ord("n"), 0x0D: ord("r"), 0x09: ord("t")}
+_HEX_DIGIT_BYTES = [((48 + d, 48 + d),) if d < 10 else ((65 + d - 10, 65 + d - 10), (97 + d - 10, 97 + d - 10))
+                    for d in range(16)]
+
+
+@functools.lru_cache(maxsize=None)
+def any_string_contents() -> ByteDFA:
+    """Every string (of Unicode scalar values)."""
+    nfa = NFA()
+    nfa.accepting.add(nfa.initial)
+    nfa.add_edge(nfa.initial, UNICODE_SCALARS, nfa.initial)
+    return nfa_to_utf8_dfa(nfa)
+
+
+def literal_contents_dfa(strings) -> ByteDFA:
+    """Exactly the given strings."""
+    from ..dfa import literal_dfa
+
+    return literal_dfa(s.encode("utf-8") for s in strings)
+
+
+@functools.lru_cache(maxsize=256)
+def length_dfa(minimum: int, maximum: int | None, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings of ``minimum`` to ``maximum`` code points (no upper bound when None)."""
+    nfa = NFA(max_states=max_states)
+    top = minimum if maximum is None else maximum
+    states = [nfa.initial] + [nfa.add_state() for _ in range(top)]
+    nfa.accepting.update(states[minimum:])
+    for k in range(top):
+        nfa.add_edge(states[k], UNICODE_SCALARS, states[k + 1])
+    if maximum is None:
+        nfa.add_edge(states[top], UNICODE_SCALARS, states[top])
+    return nfa_to_utf8_dfa(nfa, max_states=max_states)
+
+
+def with_length(contents: ByteDFA, minimum: int, maximum: int | None, *, max_states: int = MAX_STATES) -> ByteDFA:
+    if minimum == 0 and maximum is None:
+        return contents
+    return intersect(contents, length_dfa(minimum, maximum, max_states=max_states), max_states=max_states)
+
+
+def json_string_dfa(contents: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Every JSON string literal (quotes included) whose decoded value is in ``contents``.
+
+    ``contents`` must read UTF-8 (as the DFAs of this package do). Raises StateLimitError
+    beyond ``max_states``.
+    """
+    nfa = NFA(max_states=max_states * 4)
+    if contents.initial == DEAD:
+        return nfa_to_byte_dfa(nfa)
+    table = contents.transitions
+    n = contents.num_states
+    boundary = _boundary_states(contents)
+    node = [nfa.add_state() for _ in range(n)]
+    start = nfa.initial
+    final = nfa.add_state(accepting=True)
+    nfa.add_edge(start, ((34, 34),), node[contents.initial])
+    for q in range(n):
+        raw_only = boundary[q]
+        row = table[q].copy()
+        if raw_only:  # these characters can only be written escaped
+            row[:0x20] = DEAD
+            row[34] = row[92] = DEAD
+        for target in set(row.tolist()) - {DEAD}:
+            bytes_to_target = np.flatnonzero(row == target).tolist()
+            nfa.add_edge(node[q], [(b, b) for b in bytes_to_target], node[target])
+        if raw_only:
+            if contents.accepting[q]:
+                nfa.add_edge(node[q], ((34, 34),), final)
+            _add_escapes(nfa, node, q, _code_point_pieces(table, q))
+    return nfa_to_byte_dfa(nfa, max_states=max_states)
+
+
+def _boundary_states(dfa: ByteDFA) -> list[bool]:
+    """Which states lie between two code points (the others are inside a UTF-8 sequence)."""
+    boundary = [False] * dfa.num_states
+    stack = [dfa.initial]
+    boundary[dfa.initial] = True
+    while stack:
+        q = stack.pop()
+        for lo, hi, target in _code_point_pieces(dfa.transitions, q):
+            if not boundary[target]:
+                boundary[target] = True
+                stack.append(target)
+    return boundary
+
+
+def _code_point_pieces(table, q: int) -> list[tuple[int, int, int]]:
+    """Sorted ``(lo, hi, target)``: reading any code point in lo..hi from ``q`` leads to ``target``."""
+    pieces: list[tuple[int, int, int]] = []
+    row = table[q]
+    for byte in range(256):
+        target = int(row[byte])
+        if target == DEAD:
+            continue
+        if byte < 0x80:
+            _append_piece(pieces, byte, byte, target)
+        elif 0xC2 <= byte <= 0xF4:
+            continuations = 1 if byte < 0xE0 else 2 if byte < 0xF0 else 3
+            lead_bits = byte & (0x1F if continuations == 1 else 0x0F if continuations == 2 else 0x07)
+            base = lead_bits << (6 * continuations)
+            for lo, hi, end in _continuation_pieces(table, target, continuations):
+                _append_piece(pieces, base + lo, base + hi, end)
+    return pieces
+
+
+def _append_piece(pieces, lo: int, hi: int, target: int) -> None:
+    if pieces and pieces[-1][2] == target and pieces[-1][1] + 1 == lo:
+        pieces[-1] = (pieces[-1][0], hi, target)
+    else:
+        pieces.append((lo, hi, target))
+
+
+def _continuation_pieces(table, q: int, remaining: int) -> list[tuple[int, int, int]]:
+    """Pieces of the low ``6 * remaining`` bits read as continuation bytes from ``q``."""
+    memo: dict = {}
+    return _continuation_pieces_memo(memo, table, q, remaining)
+
+
+def _continuation_pieces_memo(memo, table, q, remaining):
+    found = memo.get((q, remaining))
+    if found is not None:
+        return found
+    pieces: list[tuple[int, int, int]] = []
+    row = table[q]
+    for byte in range(0x80, 0xC0):
+        target = int(row[byte])
+        if target == DEAD:
+            continue
+        offset = (byte & 0x3F) << (6 * (remaining - 1))
+        if remaining == 1:
+            _append_piece(pieces, offset, offset, target)
+        else:
+            for lo, hi, end in _continuation_pieces_memo(memo, table, target, remaining - 1):
+                _append_piece(pieces, offset + lo, offset + hi, end)
+    memo[(q, remaining)] = pieces
+    return pieces
+
+
+def _add_escapes(nfa: NFA, node: list[int], q: int, pieces) -> None:
+    backslash = nfa.add_state()
+    nfa.add_edge(node[q], ((92, 92),), backslash)
+    after_u = nfa.add_state()
+    nfa.add_edge(backslash, ((117, 117),), after_u)
+    for lo, hi, target in pieces:
+        for code_point, letter in _SHORT_ESCAPES.items():
+            if lo <= code_point <= hi:
+                nfa.add_edge(backslash, ((letter, letter),), node[target])
+        bmp_lo, bmp_hi = lo, min(hi, 0xFFFF)
+        for a, b in ((bmp_lo, min(bmp_hi, 0xD7FF)), (max(bmp_lo, 0xE000), bmp_hi)):
+            if a <= b:
+                _add_hex_range(nfa, after_u, node[target], a, b, 4)
+        if hi >= 0x10000:
+            _add_surrogate_pairs(nfa, after_u, node[target], max(lo, 0x10000), hi)
+
+
+def _add_surrogate_pairs(nfa: NFA, after_u: int, target: int, lo: int, hi: int) -> None:
+    """``HHHH\\uLLLL`` (after the first ``\\u``) for the astral code points lo..hi."""
+    lo, hi = lo - 0x10000, hi - 0x10000
+    first_high, last_high = lo >> 10, hi >> 10
+    groups = []  # (high lo, high hi, low lo, low hi)
+    if first_high == last_high:
+        groups.append((first_high, first_high, lo & 0x3FF, hi & 0x3FF))
+    else:
+        start, end = first_high, last_high
+        if lo & 0x3FF:
+            groups.append((first_high, first_high, lo & 0x3FF, 0x3FF))
+            start += 1
+        if (hi & 0x3FF) != 0x3FF:
+            groups.append((last_high, last_high, 0, hi & 0x3FF))
+            end -= 1
+        if start <= end:
+            groups.append((start, end, 0, 0x3FF))
+    for high_lo, high_hi, low_lo, low_hi in groups:
+        middle = nfa.add_state()
+        _add_hex_range(nfa, after_u, middle, 0xD800 + high_lo, 0xD800 + high_hi, 4)
+        second_backslash = nfa.add_state()
+        second_u = nfa.add_state()
+        nfa.add_edge(middle, ((92, 92),), second_backslash)
+        nfa.add_edge(second_backslash, ((117, 117),), second_u)
+        _add_hex_range(nfa, second_u, target, 0xDC00 + low_lo, 0xDC00 + low_hi, 4)
+
+
+def _add_hex_range(nfa: NFA, source: int, target: int, lo: int, hi: int, width: int) -> None:
+    """Paths spelling every number lo..hi as exactly ``width`` hex digits (either case)."""
+    if width == 0:
+        nfa.add_epsilon(source, target)
+        return
+    unit = 16 ** (width - 1)
+    top_lo, top_hi = lo // unit, hi // unit
+    if top_lo == top_hi:
+        middle = nfa.add_state()
+        nfa.add_edge(source, _HEX_DIGIT_BYTES[top_lo], middle)
+        _add_hex_range(nfa, middle, target, lo % unit, hi % unit, width - 1)
+        return
+    if lo % unit:
+        _add_hex_range(nfa, source, target, lo, (top_lo + 1) * unit - 1, width)
+        top_lo += 1
+    if hi % unit != unit - 1:
+        _add_hex_range(nfa, source, target, top_hi * unit, hi, width)
+        top_hi -= 1
+    if top_lo <= top_hi:
+        labels = tuple(interval for d in range(top_lo, top_hi + 1) for interval in _HEX_DIGIT_BYTES[d])
+        middle = nfa.add_state()
+        nfa.add_edge(source, labels, middle)
+        _add_any_hex(nfa, middle, target, width - 1)
+
+
+def _add_any_hex(nfa: NFA, source: int, target: int, width: int) -> None:
+    every_digit = tuple(interval for d in range(16) for interval in _HEX_DIGIT_BYTES[d])
+    for _ in range(width - 1):
+        middle = nfa.add_state()
+        nfa.add_edge(source, every_digit, middle)
+        source = middle
+    if width:
+        nfa.add_edge(source, every_digit, target)
+    else:
+        nfa.add_epsilon(source, target)
