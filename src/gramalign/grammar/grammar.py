@@ -102,6 +102,9 @@ class Grammar:
     """Terminals that are lexing candidates in every parser state (lark's post-lexer
     ``always_accept``). With a word terminal here, a keyword must end at a word boundary
     even where no word could follow it (``b orc`` is not ``b or c``)."""
+    strict: bool = False
+    """Shift/reduce conflicts are errors rather than resolved as shift (grammars generated
+    from JSON Schemas are strict: a conflict there would silently change the language)."""
 
     @classmethod
     def from_regex(cls, pattern: str, *, flags: int = 0) -> "Grammar":
@@ -137,6 +140,25 @@ class Grammar:
         from .lark_frontend import grammar_from_lark
 
         return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=tuple(always_lexed))
+
+    @classmethod
+    def from_json_schema(cls, schema, **options) -> "Grammar":
+        """The language of JSON texts that ``schema`` (a dict, bool or JSON string) validates.
+
+        Options (see ``docs/json_schema.md``): ``whitespace`` ("compact", the default, or
+        "flexible"), ``max_whitespace`` (longest whitespace run on each side of a
+        punctuation mark when flexible, default 8), ``approximate`` (keywords the compiler
+        may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``.
+        Raises :class:`gramalign.SchemaCompileError` naming the keyword and JSON pointer
+        when the schema cannot be compiled exactly.
+
+        >>> g = Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}})
+        >>> g.start
+        'start'
+        """
+        from .json_schema import compile_json_schema
+
+        return compile_json_schema(schema, **options)
 
     @classmethod
     def builtin(cls, name: str) -> "Grammar":

@@ -78,7 +78,7 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     if grammar.start not in nonterminal_set:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined")
     try:
-        analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=False)
+        analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=grammar.strict)
         analyzer.compute_lalr()
     except _LarkError as exc:
         message = str(exc).strip()

@@ -1,0 +1,397 @@
+"""From shapes to a grammar: one rule per value reference, deterministic by construction.
+
+Every parser state of the emitted grammar expects terminals with disjoint languages (keys
+are disjoint atoms, values of different types start differently), so longest-match lexing
+never has to guess and the LALR(1) table has no conflicts. An object is a chain of rules,
+one per property position in schema order (optional properties may be skipped, extra keys
+come last); a union of several object (or array) shapes is determinised member by member:
+after a key, the value decides which alternatives go on, which is possible when the
+alternatives' values for that key are pairwise equal, disjoint, or differ in JSON type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import SchemaCompileError
+from ..automata import MAX_STATES, difference, intersect
+from ..dfa import ByteDFA, literal_dfa
+from ..grammar import Grammar, Rule, Terminal
+from .evaluate import Evaluator
+from .numbers import all_numbers
+from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
+from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
+
+MAX_RULES = 200_000
+"""Rules one schema may compile to."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Whitespace between tokens: None for compact JSON, else the longest run on each side."""
+
+    max_whitespace: int | None = None
+
+
+class Emitter:
+    def __init__(self, evaluator: Evaluator, layout: Layout, root: Ref, *, max_states: int = MAX_STATES):
+        self.evaluator = evaluator
+        self.layout = layout
+        self.max_states = max_states
+        self.rules: dict[str, list[tuple[str, ...]]] = {}
+        self.terminals: dict[str, Terminal] = {}
+        self._terminal_names: dict[str, str] = {}
+        self._value_rules: dict = {}
+        self._memo: dict = {}
+        self._pending: list = []  # (rule name, function giving its alternatives): no deep recursion
+        self.start = self._start_rule(root)
+        while self._pending:
+            name, alternatives = self._pending.pop()
+            self._rule(name, alternatives())
+
+    # ------------------------------------------------------------------ terminals
+
+    def _punctuation(self, name: str, char: str) -> str:
+        if name not in self.terminals:
+            ws = self.layout.max_whitespace
+            if ws is None:
+                pattern = "\\" + char
+            elif char in "{[":
+                pattern = f"\\{char}[ \\t\\n\\r]{{0,{ws}}}"
+            elif char in "}]":
+                pattern = f"[ \\t\\n\\r]{{0,{ws}}}\\{char}"
+            else:
+                pattern = f"[ \\t\\n\\r]{{0,{ws}}}\\{char}[ \\t\\n\\r]{{0,{ws}}}"
+            self.terminals[name] = Terminal(name, pattern, literal=ws is None)
+        return name
+
+    def _terminal(self, kind: str, dfa: ByteDFA) -> str:
+        terminal = Terminal.from_dfa("X", dfa)
+        name = self._terminal_names.get(terminal.pattern)
+        if name is None:
+            name = f"{kind}{len(self._terminal_names)}"
+            self._terminal_names[terminal.pattern] = name
+            self.terminals[name] = Terminal.from_dfa(name, dfa)
+        return name
+
+    def _key_terminal(self, contents: ByteDFA) -> str:
+        return self._terminal("KEY", json_string_dfa(contents, max_states=self.max_states))
+
+    def _rule(self, name: str, alternatives: list[tuple[str, ...]]) -> str:
+        self.rules[name] = alternatives
+        if len(self.rules) > MAX_RULES:
+            raise SchemaCompileError(f"the schema needs more than {MAX_RULES} grammar rules")
+        return name
+
+    def _fresh(self, prefix: str) -> str:
+        return f"{prefix}_{len(self.rules)}"
+
+    def _later(self, prefix: str, alternatives) -> str:
+        """A new rule whose alternatives are computed after the current one."""
+        name = self._fresh(prefix)
+        self.rules[name] = []
+        self._pending.append((name, alternatives))
+        return name
+
+    # ------------------------------------------------------------------ values
+
+    def _start_rule(self, root: Ref) -> str:
+        value = self.value_rule(root)
+        if self.layout.max_whitespace is None:
+            return self._rule("start", [(value,)])
+        ws = f"[ \\t\\n\\r]{{1,{self.layout.max_whitespace}}}"
+        self.terminals["WS"] = Terminal("WS", ws)
+        return self._rule("start", [(value,), ("WS", value), (value, "WS"), ("WS", value, "WS")])
+
+    def value_rule(self, ref: Ref) -> str:
+        name = self._value_rules.get(ref)
+        if name is not None:
+            return name
+        name = self._later("value", lambda: self._value_alternatives(self.evaluator.shape(ref)))
+        self._value_rules[ref] = name
+        return name
+
+    def _value_alternatives(self, shape: Shape) -> list[tuple[str, ...]]:
+        alternatives: list[tuple[str, ...]] = []
+        if shape.null:
+            alternatives.append((self._literal_terminal("NULL", "null"),))
+        if shape.true:
+            alternatives.append((self._literal_terminal("TRUE", "true"),))
+        if shape.false:
+            alternatives.append((self._literal_terminal("FALSE", "false"),))
+        if shape.number is not None:
+            dfa = all_numbers() if shape.number == ALL_NUMBERS else shape.number
+            alternatives.append((self._terminal("NUMBER", dfa),))
+        if shape.string is not None:
+            alternatives.append((self._terminal("STRING", json_string_dfa(shape.string, max_states=self.max_states)),))
+        if shape.objects:
+            alternatives.append((self.objects_rule(shape.objects),))
+        if shape.arrays:
+            alternatives.append((self.arrays_rule(shape.arrays),))
+        return alternatives
+
+    def _literal_terminal(self, name: str, text: str) -> str:
+        if name not in self.terminals:
+            self.terminals[name] = Terminal(name, text, literal=True)
+        return name
+
+    # ------------------------------------------------------------------ objects
+
+    def objects_rule(self, shapes: tuple[ObjectShape, ...]) -> str:
+        key = ("objects", shapes)
+        if key in self._memo:
+            return self._memo[key]
+        lbrace = self._punctuation("LBRACE", "{")
+        name = self._later("object", lambda: [(lbrace, self._object_chain(shapes[0]) if len(shapes) == 1
+                                                else self._object_union(shapes))])
+        self._memo[key] = name
+        return name
+
+    def _object_chain(self, shape: ObjectShape) -> str:
+        """Members in schema order: each property may appear at its position (optional ones
+        may be skipped), then any number of extra keys, then ``}``."""
+        comma, colon, rbrace = (self._punctuation("COMMA", ","), self._punctuation("COLON", ":"),
+                                self._punctuation("RBRACE", "}"))
+        counting = shape.min_properties > 0 or shape.max_properties is not None
+        cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
+        n = len(shape.names)
+        keys = [self._key_terminal(literal_contents_dfa([name])) for name in shape.names]
+        extras = [(self._key_terminal(contents), value) for contents, value in shape.extras]
+        names: dict = {}
+
+        def next_count(count: int) -> int | None:
+            if not counting:
+                return 0
+            if shape.max_properties is not None:
+                return count + 1 if count < shape.max_properties else None
+            return min(count + 1, cap)
+
+        def chain(position: int, first: bool, count: int) -> str:
+            key = (position, first, count)
+            if key not in names:
+                names[key] = self._later("members", lambda: chain_alternatives(position, first, count))
+            return names[key]
+
+        def chain_alternatives(position: int, first: bool, count: int) -> list:
+            lead = () if first else (comma,)
+            alternatives = []
+            following = next_count(count)
+            if position < n:
+                value = shape.values[position]
+                if value is not None and following is not None:
+                    alternatives.append(lead + (keys[position], colon, self.value_rule(value),
+                                                chain(position + 1, False, following)))
+                if shape.names[position] not in shape.required:
+                    alternatives.append((chain(position + 1, first, count),))
+            else:
+                if following is not None:
+                    for key_terminal, value in extras:
+                        alternatives.append(lead + (key_terminal, colon, self.value_rule(value),
+                                                    chain(n, False, following)))
+                if count >= shape.min_properties:
+                    alternatives.append((rbrace,))
+            return alternatives
+
+        return chain(0, True, 0)
+
+    def _object_union(self, shapes: tuple[ObjectShape, ...]) -> str:
+        """Several object alternatives, determinised over (key, value class) members."""
+        comma, colon, rbrace = (self._punctuation("COMMA", ","), self._punctuation("COLON", ":"),
+                                self._punctuation("RBRACE", "}"))
+        all_names = []
+        for shape in shapes:
+            all_names += [n for n in shape.names if n not in all_names]
+        atoms = self._key_atoms(shapes, all_names)
+        symbols = [(self._key_terminal(literal_contents_dfa([n])), ("name", n)) for n in all_names]
+        symbols += [(self._key_terminal(contents), ("atom", owners)) for contents, owners in atoms]
+        names: dict = {}
+
+        def counted(shape: ObjectShape, count: int) -> int:
+            cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
+            return min(count + 1, cap)
+
+        def step(element, symbol):
+            x, position, count = element
+            shape = shapes[x]
+            n = len(shape.names)
+            if shape.max_properties is not None and count >= shape.max_properties:
+                return None
+            kind, payload = symbol
+            if kind == "name" and payload in shape.names:
+                j = shape.names.index(payload)
+                if j < position or shape.values[j] is None:
+                    return None
+                if any(shape.names[k] in shape.required for k in range(position, j)):
+                    return None
+                return shape.values[j], (x, j + 1, counted(shape, count))
+            if any(shape.names[k] in shape.required for k in range(position, n)):
+                return None
+            if kind == "name":
+                value = None
+                for contents, extra in shape.extras:
+                    if contents.matches(payload.encode("utf-8")):
+                        value = extra
+                if value is None:
+                    return None
+            else:
+                index = payload[x]
+                if index is None:
+                    return None
+                value = shape.extras[index][1]
+            return value, (x, n, counted(shape, count))
+
+        def accepting(element) -> bool:
+            x, position, count = element
+            shape = shapes[x]
+            return count >= shape.min_properties and not any(
+                shape.names[k] in shape.required for k in range(position, len(shape.names)))
+
+        def state(elements: frozenset, first: bool) -> str:
+            key = (elements, first)
+            if key not in names:
+                names[key] = self._later("members", lambda: state_alternatives(elements, first))
+            return names[key]
+
+        def state_alternatives(elements: frozenset, first: bool) -> list:
+            lead = () if first else (comma,)
+            alternatives = []
+            if any(accepting(e) for e in elements):
+                alternatives.append((rbrace,))
+            for terminal, symbol in symbols:
+                moves = [m for e in elements if (m := step(e, symbol)) is not None]
+                for value_rule, successors in self._split_values(moves):
+                    alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
+            return alternatives
+
+        return state(frozenset((x, 0, 0) for x in range(len(shapes))), True)
+
+    def _key_atoms(self, shapes, all_names):
+        """Disjoint key languages for keys no shape names: each with, per shape, the index of
+        its extras entry covering it (None: forbidden there)."""
+        rest = any_string_contents()
+        if all_names:
+            rest = difference(rest, literal_contents_dfa(all_names), max_states=self.max_states)
+        atoms = [(rest, ())]
+        for shape in shapes:
+            refined = []
+            for contents, owners in atoms:
+                remaining = contents
+                for index, (keys, _) in enumerate(shape.extras):
+                    part = intersect(contents, keys, max_states=self.max_states)
+                    if not is_empty_dfa(part):
+                        refined.append((part, owners + (index,)))
+                        remaining = difference(remaining, keys, max_states=self.max_states)
+                if not is_empty_dfa(remaining):
+                    refined.append((remaining, owners + (None,)))
+            atoms = refined
+            if len(atoms) > 64:
+                raise SchemaCompileError("the keys of these object alternatives split into too many classes")
+        return [(contents, owners) for contents, owners in atoms if any(o is not None for o in owners)]
+
+    def _split_values(self, moves):
+        """Group member moves by value class: [(value rule, successor elements)]."""
+        if not moves:
+            return []
+        by_ref: dict = {}
+        for ref, successor in moves:
+            by_ref.setdefault(ref, set()).add(successor)
+        if len(by_ref) == 1:
+            ref, successors = next(iter(by_ref.items()))
+            return [(self.value_rule(ref), frozenset(successors))]
+        refs = list(by_ref)
+        if len(refs) > 6:
+            raise SchemaCompileError("more than 6 different value schemas compete for one key in these "
+                                     "anyOf/oneOf alternatives")
+        classes = []
+        for mask in range(1, 1 << len(refs)):
+            literals = set()
+            for i, ref in enumerate(refs):
+                literals |= ref if mask >> i & 1 else {("not", ref, "")}
+            class_ref = frozenset(literals)
+            shape = self.evaluator.shape(class_ref)
+            if shape.is_empty:
+                continue
+            successors = frozenset(s for i, ref in enumerate(refs) if mask >> i & 1 for s in by_ref[ref])
+            classes.append((class_ref, shape, successors))
+        if sum(1 for _, s, _ in classes if s.objects) > 1 or sum(1 for _, s, _ in classes if s.arrays) > 1:
+            raise SchemaCompileError("anyOf/oneOf alternatives give one key object- or array-valued schemas that "
+                                     "overlap; the grammar cannot tell them apart at the first token")
+        return [(self.value_rule(ref), successors) for ref, _, successors in classes]
+
+    # ------------------------------------------------------------------ arrays
+
+    def arrays_rule(self, shapes: tuple[ArrayShape, ...]) -> str:
+        key = ("arrays", shapes)
+        if key in self._memo:
+            return self._memo[key]
+        lsqb = self._punctuation("LSQB", "[")
+        comma, rsqb = self._punctuation("COMMA", ","), self._punctuation("RSQB", "]")
+        caps = [s.max_items if s.max_items is not None else max(len(s.prefix), s.min_items) for s in shapes]
+        names: dict = {}
+
+        def state(elements: frozenset, first: bool) -> str:
+            key = (elements, first)
+            if key not in names:
+                names[key] = self._later("items", lambda: state_alternatives(elements, first))
+            return names[key]
+
+        def state_alternatives(elements: frozenset, first: bool) -> list:
+            alternatives = []
+            if any(i >= shapes[x].min_items for x, i in elements):
+                alternatives.append((rsqb,))
+            moves = []
+            for x, i in elements:
+                shape = shapes[x]
+                if shape.max_items is not None and i >= shape.max_items:
+                    continue
+                ref = shape.item(i)
+                if ref is not None:
+                    moves.append((ref, (x, i + 1 if shape.max_items is not None else min(i + 1, caps[x]))))
+            lead = () if first else (comma,)
+            for value_rule, successors in self._split_values(moves):
+                alternatives.append(lead + (value_rule, state(successors, False)))
+            return alternatives
+
+        name = self._later("array", lambda: [(lsqb, state(frozenset((x, 0) for x in range(len(shapes))), True))])
+        self._memo[key] = name
+        return name
+
+    # ------------------------------------------------------------------ the grammar
+
+    def grammar(self, source: str) -> Grammar:
+        rules = _productive_rules(self.rules)
+        if self.start not in rules:
+            raise SchemaCompileError("the schema accepts no JSON value at all")
+        rules = _reachable_rules(rules, self.start)
+        used = {symbol for alternatives in rules.values() for alt in alternatives for symbol in alt}
+        terminals = tuple(t for name, t in self.terminals.items() if name in used)
+        return Grammar(terminals=terminals, rules=tuple(Rule(name, tuple(alts)) for name, alts in rules.items()),
+                       start=self.start, source=source)
+
+
+def _productive_rules(rules: dict) -> dict:
+    """Drop alternatives that can never derive a string (empty value sets, forbidden keys)."""
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, alternatives in rules.items():
+            if name in productive:
+                continue
+            if any(all(s in productive or s not in rules for s in alt) for alt in alternatives):
+                productive.add(name)
+                changed = True
+    return {name: [alt for alt in alternatives if all(s in productive or s not in rules for s in alt)]
+            for name, alternatives in rules.items() if name in productive}
+
+
+def _reachable_rules(rules: dict, start: str) -> dict:
+    seen = {start}
+    stack = [start]
+    while stack:
+        for alt in rules[stack.pop()]:
+            for symbol in alt:
+                if symbol in rules and symbol not in seen:
+                    seen.add(symbol)
+                    stack.append(symbol)
+    return {name: alts for name, alts in rules.items() if name in seen}

@@ -1,0 +1,609 @@
+"""From schema keywords to :class:`~.shapes.Shape`: what each location of a schema accepts.
+
+:class:`Evaluator` turns a reference (a conjunction of schema locations, constants and
+negations) into a shape, keyword by keyword, with the semantics of the document's draft.
+Combinators are exact: ``allOf`` meets, ``anyOf`` joins, ``oneOf`` keeps the values of
+exactly one branch, ``not`` complements, ``if``/``then``/``else`` is
+``(if and then) or (not if and else)``. Whatever cannot be expressed exactly raises
+:class:`~gramalign.errors.SchemaCompileError` with the pointer and keyword.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+
+from ...errors import GrammarError, RegexError, SchemaCompileError
+from ..automata import MAX_STATES, difference, intersect
+from ..dfa import StateLimitError
+from . import numbers as num
+from .resolve import SchemaIndex, escape_pointer
+from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, ObjectShape,
+                     Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa, join,
+                     meet, only)
+from .strings import any_string_contents, literal_contents_dfa, with_length
+
+_NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
+                    "minProperties", "maxProperties")
+_ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems")
+_REFUSED = {
+    "contains": "contains", "dependentRequired": "dependentRequired", "dependentSchemas": "dependentSchemas",
+    "dependencies": "dependencies", "$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef",
+}
+
+
+def _decimal(value) -> Decimal:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"non-finite number {value}")
+        return Decimal(repr(value))
+    return Decimal(value)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+
+class Evaluator:
+    """Evaluates references of one schema document; results are memoised."""
+
+    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset()):
+        self.index = index
+        self.draft = index.draft
+        self.max_states = max_states
+        self.approximate = approximate
+        self._shapes: dict[Ref, Shape] = {}
+        self._in_progress: set = set()
+
+    # ------------------------------------------------------------------ references
+
+    def shape(self, ref: Ref) -> Shape:
+        found = self._shapes.get(ref)
+        if found is not None:
+            return found
+        if ref in self._in_progress:
+            raise SchemaCompileError("this reference cycle never reaches a value (a schema that is its own "
+                                     "allOf/$ref/not without an object or array in between)",
+                                     _first_pointer(ref))
+        self._in_progress.add(ref)
+        try:
+            result = ANY_SHAPE
+            for literal in sorted(ref, key=repr):
+                result = meet(result, self._literal(literal), self.max_states)
+                if result.is_empty:
+                    break
+        finally:
+            self._in_progress.discard(ref)
+        self._shapes[ref] = result
+        return result
+
+    def _literal(self, literal) -> Shape:
+        if isinstance(literal, str):
+            return self.shape_at(literal)
+        kind = literal[0]
+        if kind == "const":
+            return self.const_shape(json.loads(literal[1], parse_float=Decimal))
+        if kind == "not":
+            return self.complement(self.shape(literal[1]), literal[2])
+        if kind == "keys":  # a synthesized object shape (see complement)
+            return literal[1]
+        raise AssertionError(literal)
+
+    # ------------------------------------------------------------------ locations
+
+    def shape_at(self, pointer: str) -> Shape:
+        node = self.index.node(pointer)
+        if node is True or node == {}:
+            return ANY_SHAPE
+        if node is False:
+            return EMPTY_SHAPE
+        if not isinstance(node, dict):
+            raise SchemaCompileError(f"a schema must be an object or a boolean, not {json.dumps(node)[:40]}", pointer)
+        try:
+            return self._shape_of_keywords(node, pointer)
+        except TooManyAlternatives as exc:
+            raise SchemaCompileError(f"{exc}: the anyOf/oneOf/allOf combinations here multiply out", pointer) from None
+        except StateLimitError as exc:
+            raise SchemaCompileError(f"an automaton for this schema is too large: {exc}", pointer) from None
+
+    def _shape_of_keywords(self, node: dict, pointer: str) -> Shape:
+        if "$ref" in node and self.draft < 2019:
+            return self.shape(frozenset([self.index.resolve(node["$ref"], pointer)]))
+        for keyword, name in _REFUSED.items():
+            if keyword in node and keyword not in self.approximate:
+                raise SchemaCompileError(f"{name} is not supported yet", pointer, keyword)
+        for keyword in ("unevaluatedProperties", "unevaluatedItems"):
+            if keyword in node and node[keyword] is not True and node[keyword] != {}:
+                raise SchemaCompileError(f"{keyword} is not supported yet", pointer, keyword)
+        if node.get("uniqueItems") is True and "uniqueItems" not in self.approximate:
+            if not (isinstance(node.get("maxItems"), int) and node["maxItems"] <= 1):
+                raise SchemaCompileError("uniqueItems cannot be expressed by a grammar (it compares items with "
+                                         "each other); pass approximate={'uniqueItems'} to ignore it",
+                                         pointer, "uniqueItems")
+        result = ANY_SHAPE
+        parts = []
+        if "type" in node:
+            parts.append(self._type_shape(node["type"], pointer))
+        if "enum" in node:
+            values = node["enum"]
+            if not isinstance(values, list):
+                raise SchemaCompileError("enum must be an array", pointer, "enum")
+            shape = EMPTY_SHAPE
+            for value in values:
+                shape = join(shape, self.const_shape(value), self.max_states)
+            parts.append(shape)
+        if "const" in node:
+            parts.append(self.const_shape(node["const"]))
+        if any(k in node for k in _NUMBER_KEYWORDS):
+            parts.append(only(number=self._number_constraint(node, pointer)))
+        if any(k in node for k in _STRING_KEYWORDS):
+            parts.append(only(string=self._string_constraint(node, pointer)))
+        if any(k in node for k in _OBJECT_KEYWORDS):
+            parts.append(only(objects=self._object_constraint(node, pointer)))
+        if any(k in node for k in _ARRAY_KEYWORDS):
+            parts.append(only(arrays=self._array_constraint(node, pointer)))
+        if "$ref" in node:
+            parts.append(self.shape(frozenset([self.index.resolve(node["$ref"], pointer)])))
+        for i, _ in enumerate(self._schema_list(node, "allOf", pointer) if "allOf" in node else ()):
+            parts.append(self.shape(frozenset([f"{pointer}/allOf/{i}"])))
+        if "anyOf" in node:
+            shape = EMPTY_SHAPE
+            for i, _ in enumerate(self._schema_list(node, "anyOf", pointer)):
+                shape = join(shape, self.shape(frozenset([f"{pointer}/anyOf/{i}"])), self.max_states)
+            parts.append(shape)
+        if "oneOf" in node:
+            branches = [self.shape(frozenset([f"{pointer}/oneOf/{i}"]))
+                        for i, _ in enumerate(self._schema_list(node, "oneOf", pointer))]
+            parts.append(self._exactly_one(branches, pointer))
+        if "not" in node:
+            parts.append(self.complement(self.shape(frozenset([f"{pointer}/not"])), f"{pointer}/not"))
+        if "if" in node:
+            condition = self.shape(frozenset([f"{pointer}/if"]))
+            then = self.shape(frozenset([f"{pointer}/then"])) if "then" in node else ANY_SHAPE
+            otherwise = self.shape(frozenset([f"{pointer}/else"])) if "else" in node else ANY_SHAPE
+            if "then" in node or "else" in node:
+                negated = self.complement(condition, f"{pointer}/if")
+                parts.append(join(meet(condition, then, self.max_states), meet(negated, otherwise, self.max_states),
+                                  self.max_states))
+        for part in parts:
+            result = meet(result, part, self.max_states)
+            if result.is_empty:
+                break
+        return result
+
+    def _schema_list(self, node: dict, keyword: str, pointer: str) -> list:
+        value = node.get(keyword, [])
+        if not isinstance(value, list) or not value:
+            raise SchemaCompileError(f"{keyword} must be a non-empty array of schemas", pointer, keyword)
+        return value
+
+    # ------------------------------------------------------------------ types and constants
+
+    def _type_shape(self, types, pointer: str) -> Shape:
+        names = [types] if isinstance(types, str) else types
+        if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
+            raise SchemaCompileError("type must be a string or an array of strings", pointer, "type")
+        shape = EMPTY_SHAPE
+        for name in names:
+            if name == "null":
+                part = Shape(null=True)
+            elif name == "boolean":
+                part = Shape(true=True, false=True)
+            elif name == "number":
+                part = Shape(number=ALL_NUMBERS)
+            elif name == "integer":
+                part = Shape(number=num.integers(self.draft >= 6))
+            elif name == "string":
+                part = Shape(string=any_string_contents())
+            elif name == "object":
+                part = Shape(objects=(ANY_OBJECT,))
+            elif name == "array":
+                part = Shape(arrays=(ANY_ARRAY,))
+            elif name == "any" and self.draft <= 4:
+                part = ANY_SHAPE
+            else:
+                raise SchemaCompileError(f"unknown type {name!r}", pointer, "type")
+            shape = join(shape, part, self.max_states)
+        return shape
+
+    def const_shape(self, value) -> Shape:
+        """The values equal to ``value`` (numbers by value: 1 and 1.0 are equal)."""
+        if value is None:
+            return Shape(null=True)
+        if value is True:
+            return Shape(true=True)
+        if value is False:
+            return Shape(false=True)
+        if _is_number(value):
+            return Shape(number=num.number_literal(_decimal(value)))
+        if isinstance(value, str):
+            return Shape(string=literal_contents_dfa([value]))
+        if isinstance(value, list):
+            prefix = tuple(_const_ref(item) for item in value)
+            return Shape(arrays=(ArrayShape(prefix, None, len(value), len(value)),))
+        if isinstance(value, dict):
+            names = tuple(value)
+            return Shape(objects=(ObjectShape(names, tuple(_const_ref(value[n]) for n in names), frozenset(names)),))
+        raise SchemaCompileError(f"not a JSON value: {value!r}")
+
+    # ------------------------------------------------------------------ numbers and strings
+
+    def _number_constraint(self, node: dict, pointer: str):
+        lower = upper = None
+        lower_exclusive = upper_exclusive = False
+
+        def bound(keyword):
+            value = node[keyword]
+            if not _is_number(value):
+                raise SchemaCompileError(f"{keyword} must be a number", pointer, keyword)
+            try:
+                return _decimal(value)
+            except ValueError as exc:
+                raise SchemaCompileError(str(exc), pointer, keyword) from None
+
+        if "minimum" in node:
+            lower = bound("minimum")
+            lower_exclusive = self.draft <= 4 and node.get("exclusiveMinimum") is True
+        if "maximum" in node:
+            upper = bound("maximum")
+            upper_exclusive = self.draft <= 4 and node.get("exclusiveMaximum") is True
+        if self.draft >= 6:
+            if "exclusiveMinimum" in node:
+                value = bound("exclusiveMinimum")
+                if lower is None or value >= lower:
+                    lower, lower_exclusive = value, True
+            if "exclusiveMaximum" in node:
+                value = bound("exclusiveMaximum")
+                if upper is None or value <= upper:
+                    upper, upper_exclusive = value, True
+        result = ALL_NUMBERS
+        try:
+            if lower is not None or upper is not None:
+                result = num.bounded(lower, lower_exclusive, upper, upper_exclusive, max_states=self.max_states)
+            if "multipleOf" in node:
+                divisor = bound("multipleOf")
+                if divisor <= 0:
+                    raise SchemaCompileError("multipleOf must be greater than 0", pointer, "multipleOf")
+                multiples = num.multiple_of(divisor)
+                result = multiples if result == ALL_NUMBERS else intersect(result, multiples,
+                                                                           max_states=self.max_states)
+        except StateLimitError as exc:
+            raise SchemaCompileError(f"the numbers allowed here need too large an automaton: {exc}",
+                                     pointer, "multipleOf" if "multipleOf" in node else "minimum") from None
+        return None if result != ALL_NUMBERS and is_empty_dfa(result) else result
+
+    def _string_constraint(self, node: dict, pointer: str):
+        contents = any_string_contents()
+        for keyword in ("minLength", "maxLength"):
+            if keyword in node and not (isinstance(node[keyword], int) and not isinstance(node[keyword], bool)
+                                        and node[keyword] >= 0):
+                if not (isinstance(node[keyword], float) and node[keyword].is_integer() and node[keyword] >= 0):
+                    raise SchemaCompileError(f"{keyword} must be a non-negative integer", pointer, keyword)
+        if "pattern" in node:
+            contents = self._pattern(node["pattern"], pointer, "pattern")
+        if "format" in node and isinstance(node["format"], str):
+            contents = self._format(node["format"], contents, pointer)
+        minimum = int(node.get("minLength", 0))
+        maximum = int(node["maxLength"]) if "maxLength" in node else None
+        if maximum is not None and maximum < minimum:
+            return None
+        try:
+            contents = with_length(contents, minimum, maximum, max_states=self.max_states)
+        except StateLimitError:
+            raise SchemaCompileError(f"string lengths {minimum}..{maximum} together with the other string "
+                                     f"constraints need more than {self.max_states} automaton states",
+                                     pointer, "maxLength" if maximum is not None else "minLength") from None
+        return None if is_empty_dfa(contents) else contents
+
+    def _pattern(self, pattern, pointer: str, keyword: str):
+        if not isinstance(pattern, str):
+            raise SchemaCompileError("a pattern must be a string", pointer, keyword)
+        from .ecma_regex import ecma_pattern_dfa
+
+        try:
+            return ecma_pattern_dfa(pattern, max_states=self.max_states)
+        except RegexError as exc:
+            raise SchemaCompileError(f"pattern {pattern!r}: {exc.message}", pointer, keyword) from None
+
+    def _format(self, name: str, contents, pointer: str):
+        from .formats import UNSUPPORTED_FORMATS, format_dfa
+
+        if name in UNSUPPORTED_FORMATS and "format" not in self.approximate:
+            raise SchemaCompileError(f"format {name!r} is not supported; pass approximate={{'format'}} to "
+                                     "ignore it", pointer, "format")
+        dfa = format_dfa(name)
+        if dfa is None:
+            return contents  # unknown formats are annotations
+        if contents is any_string_contents():
+            return dfa
+        return intersect(contents, dfa, max_states=self.max_states)
+
+    # ------------------------------------------------------------------ objects and arrays
+
+    def _object_constraint(self, node: dict, pointer: str) -> tuple[ObjectShape, ...]:
+        properties = node.get("properties", {})
+        patterns = node.get("patternProperties", {})
+        if not isinstance(properties, dict) or not isinstance(patterns, dict):
+            raise SchemaCompileError("properties and patternProperties must be objects", pointer)
+        required = node.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise SchemaCompileError("required must be an array of strings", pointer, "required")
+        pattern_dfas = [(self._pattern(p, pointer, "patternProperties"), f"{pointer}/patternProperties/"
+                         f"{escape_pointer(p)}") for p in patterns]
+        additional = node.get("additionalProperties", True)
+        additional_ref = None if additional is False else (
+            ANY if additional is True or additional == {} else frozenset([f"{pointer}/additionalProperties"]))
+        key_filter = None
+        if "propertyNames" in node:
+            key_shape = self.shape(frozenset([f"{pointer}/propertyNames"]))
+            key_filter = key_shape.string if key_shape.string is not None else literal_contents_dfa([])
+        names = list(properties) + [r for r in required if r not in properties]
+        values = []
+        for name in names:
+            encoded = name.encode("utf-8")
+            matched = [ref for dfa, ref in pattern_dfas if dfa.matches(encoded)]
+            if key_filter is None and name not in properties and not matched:
+                value = additional_ref
+            else:
+                literals = set(matched)
+                if name in properties:
+                    literals.add(f"{pointer}/properties/{escape_pointer(name)}")
+                elif not matched:
+                    literals = None if additional_ref is None else set(additional_ref)
+                value = None if literals is None else frozenset(literals)
+            if value is not None and key_filter is not None and not key_filter.matches(encoded):
+                value = None
+            values.append(value)
+        others = any_string_contents()
+        if names:
+            others = difference(others, literal_contents_dfa(names), max_states=self.max_states)
+        if key_filter is not None:
+            others = intersect(others, key_filter, max_states=self.max_states)
+        extras = []
+        for mask in range(1 << len(pattern_dfas)):
+            keys = others
+            refs = set()
+            for i, (dfa, ref) in enumerate(pattern_dfas):
+                if mask >> i & 1:
+                    keys = intersect(keys, dfa, max_states=self.max_states)
+                    refs.add(ref)
+                else:
+                    keys = difference(keys, dfa, max_states=self.max_states)
+                if is_empty_dfa(keys):
+                    break
+            if is_empty_dfa(keys):
+                continue
+            if not refs:
+                if additional_ref is None:
+                    continue
+                refs = set(additional_ref)
+            extras.append((keys, frozenset(refs)))
+            if len(pattern_dfas) > 6:
+                raise SchemaCompileError("more than 6 patternProperties", pointer, "patternProperties")
+        if len(extras) == 1 and extras[0][1] == ANY and extras[0][0] is not any_string_contents() and not is_empty_dfa(
+                extras[0][0]) and others is any_string_contents():
+            extras = [(any_string_contents(), ANY)]
+        minimum = node.get("minProperties", 0)
+        maximum = node.get("maxProperties")
+        shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
+                            int(maximum) if maximum is not None else None)
+        return () if shape.is_empty else (shape,)
+
+    def _array_constraint(self, node: dict, pointer: str) -> tuple[ArrayShape, ...]:
+        prefix: tuple = ()
+        rest: Ref | None = ANY
+        items = node.get("items")
+        if self.draft >= 2020:
+            if "prefixItems" in node:
+                prefix = tuple(_schema_ref(f"{pointer}/prefixItems/{i}", s) for i, s in enumerate(node["prefixItems"]))
+            if "items" in node:
+                rest = _schema_ref(f"{pointer}/items", items)
+        elif isinstance(items, list):
+            prefix = tuple(_schema_ref(f"{pointer}/items/{i}", s) for i, s in enumerate(items))
+            if "additionalItems" in node:
+                rest = _schema_ref(f"{pointer}/additionalItems", node["additionalItems"])
+        elif "items" in node:
+            rest = _schema_ref(f"{pointer}/items", items)
+        minimum = int(node.get("minItems", 0))
+        maximum = int(node["maxItems"]) if "maxItems" in node else None
+        shape = ArrayShape(prefix, rest, minimum, maximum).normalized()
+        return () if shape.is_empty else (shape,)
+
+    # ------------------------------------------------------------------ complements
+
+    def complement(self, shape: Shape, pointer: str) -> Shape:
+        """Every JSON value not in ``shape`` (objects and arrays only where that is a finite union)."""
+        try:
+            return Shape(not shape.null, not shape.true, not shape.false,
+                         complement_numbers(shape.number, self.max_states),
+                         complement_strings(shape.string, self.max_states),
+                         self._complement_objects(shape.objects, pointer),
+                         self._complement_arrays(shape.arrays, pointer))
+        except StateLimitError as exc:
+            raise SchemaCompileError(f"the complement needs too large an automaton: {exc}", pointer) from None
+
+    def _complement_objects(self, objects, pointer: str) -> tuple[ObjectShape, ...]:
+        if not objects:
+            return (ANY_OBJECT,)
+        if any(o.is_unconstrained for o in objects):
+            return ()
+        result: tuple[ObjectShape, ...] = (ANY_OBJECT,)
+        for shape in objects:  # not (A or B) = not A and not B
+            witnesses = self._object_witnesses(shape, pointer)
+            result = tuple(m for x in result for y in witnesses
+                           if (m := _meet_object(x, y, self.max_states)) is not None)
+            if len(result) > 64:
+                raise SchemaCompileError("the complement of these object constraints has too many cases", pointer,
+                                         "not")
+        return result
+
+    def _object_witnesses(self, shape: ObjectShape, pointer: str) -> list[ObjectShape]:
+        """Objects outside ``shape``, as a union: one reason to fail per alternative."""
+        if not (len(shape.extras) == 1 and shape.extras[0][1] == ANY and all(
+                shape.extras[0][0].matches(n.encode()) is False for n in shape.names)):
+            other_keys = any_string_contents()
+            if shape.names:
+                other_keys = difference(other_keys, literal_contents_dfa(shape.names), max_states=self.max_states)
+            covered = shape.extras[0][0] if len(shape.extras) == 1 else None
+            if covered is None or shape.extras[0][1] != ANY or not _same_language(covered, other_keys):
+                raise SchemaCompileError("the complement of an object schema with additionalProperties, "
+                                         "patternProperties or propertyNames is not supported", pointer, "not")
+        witnesses = []
+        for name in shape.required:
+            witnesses.append(_object_with(name, None, required=False))
+        for name, value in zip(shape.names, shape.values):
+            if value is None:
+                witnesses.append(_object_with(name, ANY, required=True))
+            elif value != ANY:
+                witnesses.append(_object_with(name, frozenset([("not", value, pointer)]), required=True))
+        if shape.min_properties > 0:
+            witnesses.append(ObjectShape(extras=((any_string_contents(), ANY),), max_properties=shape.min_properties - 1))
+        if shape.max_properties is not None:
+            witnesses.append(ObjectShape(extras=((any_string_contents(), ANY),), min_properties=shape.max_properties + 1))
+        return witnesses
+
+    def _complement_arrays(self, arrays, pointer: str) -> tuple[ArrayShape, ...]:
+        if not arrays:
+            return (ANY_ARRAY,)
+        if any(a.is_unconstrained for a in arrays):
+            return ()
+        if len(arrays) == 1 and not arrays[0].prefix and arrays[0].rest == ANY:
+            shape = arrays[0]
+            result = []
+            if shape.min_items > 0:
+                result.append(ArrayShape(max_items=shape.min_items - 1))
+            if shape.max_items is not None:
+                result.append(ArrayShape(min_items=shape.max_items + 1))
+            return tuple(result)
+        raise SchemaCompileError("the complement of an array schema with items constraints is not supported",
+                                 pointer, "not")
+
+    def _exactly_one(self, branches: list[Shape], pointer: str) -> Shape:
+        """oneOf: values in exactly one branch."""
+        result = EMPTY_SHAPE
+        for i, branch in enumerate(branches):
+            others = [b for j, b in enumerate(branches) if j != i]
+            leaves = branch
+            for other in others:
+                leaves = Shape(leaves.null and not other.null, leaves.true and not other.true,
+                               leaves.false and not other.false,
+                               _minus_numbers(leaves.number, other.number, self.max_states),
+                               _minus_strings(leaves.string, other.string, self.max_states),
+                               leaves.objects, leaves.arrays)
+            result = join(result, Shape(leaves.null, leaves.true, leaves.false, leaves.number, leaves.string), self.max_states)
+        objects = self._exclusive([b.objects for b in branches], pointer, self._objects_disjoint)
+        arrays = self._exclusive([b.arrays for b in branches], pointer, self._arrays_disjoint)
+        return Shape(result.null, result.true, result.false, result.number, result.string, objects, arrays)
+
+    def _exclusive(self, parts: list[tuple], pointer: str, disjoint) -> tuple:
+        present = [p for p in parts if p]
+        if len(present) <= 1:
+            return present[0] if present else ()
+        for i, a in enumerate(present):
+            for b in present[i + 1:]:
+                if not all(disjoint(x, y) for x in a for y in b):
+                    raise SchemaCompileError("oneOf branches whose objects or arrays may overlap are not supported "
+                                             "(the grammar would have to reject values matching two branches)",
+                                             pointer, "oneOf")
+        return tuple(x for p in present for x in p)
+
+    def _objects_disjoint(self, a: ObjectShape, b: ObjectShape, depth: int = 0) -> bool:
+        if (a.max_properties is not None and b.min_properties > a.max_properties) or (
+                b.max_properties is not None and a.min_properties > b.max_properties):
+            return True
+        for name in a.required | b.required:
+            va, vb = a.value_of(name), b.value_of(name)
+            if va is None or vb is None:
+                return True
+            if depth < 3 and self.refs_disjoint(va, vb, depth + 1):
+                return True
+        return False
+
+    def _arrays_disjoint(self, a: ArrayShape, b: ArrayShape, depth: int = 0) -> bool:
+        if (a.max_items is not None and b.min_items > a.max_items) or (
+                b.max_items is not None and a.min_items > b.max_items):
+            return True
+        for i in range(min(max(len(a.prefix), len(b.prefix)), max(a.min_items, b.min_items))):
+            va, vb = a.item(i), b.item(i)
+            if va is None or vb is None or (depth < 3 and self.refs_disjoint(va, vb, depth + 1)):
+                return True
+        return False
+
+    def refs_disjoint(self, a: Ref, b: Ref, depth: int = 0) -> bool:
+        """True only when no value satisfies both (False when unsure)."""
+        try:
+            x, y = self.shape(a), self.shape(b)
+        except SchemaCompileError:
+            return False
+        return self.shapes_disjoint(x, y, depth)
+
+    def shapes_disjoint(self, x: Shape, y: Shape, depth: int = 0) -> bool:
+        if (x.null and y.null) or (x.true and y.true) or (x.false and y.false):
+            return False
+        if x.number is not None and y.number is not None:
+            if x.number == ALL_NUMBERS or y.number == ALL_NUMBERS or not is_empty_dfa(
+                    intersect(x.number, y.number, max_states=self.max_states)):
+                return False
+        if x.string is not None and y.string is not None and not is_empty_dfa(
+                intersect(x.string, y.string, max_states=self.max_states)):
+            return False
+        if not all(self._objects_disjoint(a, b, depth) for a in x.objects for b in y.objects):
+            return False
+        return all(self._arrays_disjoint(a, b, depth) for a in x.arrays for b in y.arrays)
+
+
+def _meet_object(a: ObjectShape, b: ObjectShape, max_states: int):
+    from .shapes import meet_objects
+
+    return meet_objects(a, b, max_states)
+
+
+def _object_with(name: str, value: Ref | None, *, required: bool) -> ObjectShape:
+    others = difference(any_string_contents(), literal_contents_dfa([name]))
+    return ObjectShape((name,), (value,), frozenset([name]) if required else frozenset(), ((others, ANY),))
+
+
+def _same_language(a, b) -> bool:
+    return is_empty_dfa(difference(a, b)) and is_empty_dfa(difference(b, a))
+
+
+def _minus_numbers(a, b, max_states):
+    if a is None or b is None:
+        return a
+    if b == ALL_NUMBERS:
+        return None
+    if a == ALL_NUMBERS:
+        return complement_numbers(b, max_states)
+    result = difference(a, b, max_states=max_states)
+    return None if is_empty_dfa(result) else result
+
+
+def _minus_strings(a, b, max_states):
+    if a is None or b is None:
+        return a
+    result = difference(a, b, max_states=max_states)
+    return None if is_empty_dfa(result) else result
+
+
+def _const_ref(value) -> Ref:
+    return frozenset([("const", json.dumps(value))])
+
+
+def _schema_ref(pointer: str, schema) -> Ref | None:
+    if schema is False:
+        return None
+    if schema is True or schema == {}:
+        return ANY
+    return frozenset([pointer])
+
+
+def _first_pointer(ref: Ref) -> str:
+    for literal in ref:
+        if isinstance(literal, str):
+            return literal
+    return ""

@@ -1,0 +1,157 @@
+"""Where a JSON Schema's subschemas are, and what each ``$ref`` points to.
+
+Every subschema is identified by its JSON pointer from the document root (``""`` for the
+root, ``"/properties/a"``...). :class:`SchemaIndex` walks the document once, tracking base
+URIs (``$id``; ``id`` in draft 4), and records every pointer, every resource URI and every
+anchor (``$anchor``, and plain-name ``$id: "#foo"`` before 2019-09), so that resolving a
+reference is a dictionary lookup. Only references inside the document are supported.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import unquote, urldefrag, urljoin
+
+from ...errors import SchemaCompileError
+
+__all__ = ["DRAFTS", "SchemaIndex", "draft_of", "escape_pointer"]
+
+DRAFTS = {
+    "http://json-schema.org/draft-04/schema": 4,
+    "http://json-schema.org/draft-06/schema": 6,
+    "http://json-schema.org/draft-07/schema": 7,
+    "https://json-schema.org/draft/2019-09/schema": 2019,
+    "https://json-schema.org/draft/2020-12/schema": 2020,
+}
+DEFAULT_BASE = "https://gramalign.invalid/schema.json"  # urljoin does not resolve against urn: bases
+
+# Keywords whose value is a subschema, a list of subschemas, or a map of subschemas.
+_SCHEMA_VALUED = {"additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
+                  "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+_SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+
+
+def draft_of(schema) -> int:
+    """The draft a document declares with ``$schema`` (2020-12 when it says nothing)."""
+    if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
+        uri = schema["$schema"].rstrip("#")
+        if uri in DRAFTS:
+            return DRAFTS[uri]
+        if uri.replace("https://", "http://") in {u.replace("https://", "http://") for u in DRAFTS}:
+            return next(v for u, v in DRAFTS.items() if u.replace("https://", "http://") == uri.replace(
+                "https://", "http://"))
+        raise SchemaCompileError(f"unknown $schema {schema['$schema']!r}", "", "$schema")
+    return 2020
+
+
+def escape_pointer(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+@dataclass
+class _Location:
+    node: object
+    base: str
+
+
+class SchemaIndex:
+    """Every subschema of one document, by pointer, plus URI and anchor lookups."""
+
+    def __init__(self, root, draft: int):
+        self.root = root
+        self.draft = draft
+        self.locations: dict[str, _Location] = {}
+        self.uris: dict[str, str] = {}  # absolute URI (with fragment for anchors) -> pointer
+        self._walk(root, "", DEFAULT_BASE)
+
+    def node(self, pointer: str):
+        return self.locations[pointer].node
+
+    def base(self, pointer: str) -> str:
+        return self.locations[pointer].base
+
+    def _walk(self, node, pointer: str, base: str) -> None:
+        if not isinstance(node, (dict, bool)):
+            return
+        if isinstance(node, dict):
+            identifier = node.get("id" if self.draft == 4 else "$id")
+            if isinstance(identifier, str) and not (self.draft >= 7 and "$ref" in node and self.draft < 2019):
+                resolved = urljoin(base, identifier)
+                uri, fragment = urldefrag(resolved)
+                if fragment and self.draft < 2019:
+                    self.uris[resolved] = pointer  # plain-name fragment: an anchor
+                else:
+                    base = uri
+                    self.uris.setdefault(uri, pointer)
+            anchor = node.get("$anchor")
+            if isinstance(anchor, str):
+                self.uris[f"{base}#{anchor}"] = pointer
+            dynamic_anchor = node.get("$dynamicAnchor")
+            if isinstance(dynamic_anchor, str):
+                self.uris.setdefault(f"{base}#{dynamic_anchor}", pointer)
+        self.locations[pointer] = _Location(node, base)
+        if pointer == "":
+            self.uris.setdefault(base, "")
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            child = f"{pointer}/{escape_pointer(key)}"
+            if key in ("enum", "const", "examples", "default"):
+                continue
+            if key in _SCHEMA_VALUED or (key == "items" and isinstance(value, (dict, bool))):
+                self._walk(value, child, base)
+            elif key in _SCHEMA_LISTS or (key == "items" and isinstance(value, list)):
+                if isinstance(value, list):
+                    for i, item in enumerate(value):
+                        self._walk(item, f"{child}/{i}", base)
+            elif key in _SCHEMA_MAPS or (key == "dependencies" and isinstance(value, dict)):
+                if isinstance(value, dict):
+                    for name, item in value.items():
+                        self._walk(item, f"{child}/{escape_pointer(name)}", base)
+            elif isinstance(value, dict) and key not in ("properties",):
+                # unknown keywords may still hold schemas that a $ref points into
+                self._walk_unknown(value, child, base)
+
+    def _walk_unknown(self, node, pointer: str, base: str) -> None:
+        if pointer in self.locations:
+            return
+        self.locations[pointer] = _Location(node, base)
+        for key, value in node.items():
+            if isinstance(value, dict):
+                self._walk_unknown(value, f"{pointer}/{escape_pointer(key)}", base)
+
+    def resolve(self, ref: str, pointer: str) -> str:
+        """The pointer a ``$ref`` found at ``pointer`` refers to."""
+        base = self.base(pointer)
+        target = urljoin(base, ref)
+        uri, fragment = urldefrag(target)
+        if target in self.uris:
+            return self.uris[target]
+        if uri not in self.uris:
+            raise SchemaCompileError(f"$ref {ref!r} points outside this document ({uri}); only references "
+                                     "within the schema are supported", pointer, "$ref")
+        resource = self.uris[uri]
+        if not fragment:
+            return resource
+        if not fragment.startswith("/"):
+            raise SchemaCompileError(f"$ref {ref!r}: no anchor {fragment!r} in this document", pointer, "$ref")
+        return self._follow_pointer(resource, unquote(fragment), ref, pointer)
+
+    def _follow_pointer(self, resource: str, fragment: str, ref: str, pointer: str) -> str:
+        node = self.node(resource)
+        path = resource
+        for token in fragment.split("/")[1:]:
+            name = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and name in node:
+                node = node[name]
+            elif isinstance(node, list) and name.isdigit() and int(name) < len(node):
+                node = node[int(name)]
+            else:
+                raise SchemaCompileError(f"$ref {ref!r} does not resolve: no {name!r} in "
+                                         f"{json.dumps(node)[:60]}", pointer, "$ref")
+            path = f"{path}/{escape_pointer(name)}"
+        if path not in self.locations:
+            self._walk(node, path, self.base(resource))
+        return path

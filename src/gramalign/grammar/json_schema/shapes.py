@@ -1,0 +1,296 @@
+"""Sets of JSON values, split by type: the algebra the schema compiler evaluates into.
+
+A :class:`Shape` is a union over JSON types: whether ``null``/``true``/``false`` are in,
+the numbers (an automaton over their spellings), the strings (an automaton over their
+contents), and lists of :class:`ObjectShape` and :class:`ArrayShape` alternatives. Object
+members and array items are not shapes but *references* (:data:`Ref`): a frozenset of
+literals whose conjunction is the value set — a schema location (its JSON pointer), a
+constant (``("const", json)``) or a negation (``("not", ref)``). References keep recursion
+lazy: a property whose schema is ``{"$ref": "#"}`` is just the literal ``""``.
+
+Intersection (``allOf``) is :func:`meet`, union (``anyOf``) :func:`join`; complements live
+in the compiler, which can evaluate references.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+from ..automata import MAX_STATES, difference, intersect, union
+from ..dfa import DEAD, ByteDFA
+from .numbers import decimals
+from .strings import any_string_contents
+
+Literal = Union[str, tuple]
+Ref = frozenset  # of literals; the empty frozenset is "any value"
+ANY: Ref = frozenset()
+ALL_NUMBERS = "all"  # Shape.number: every JSON number, exponents included
+
+
+def meet_refs(a: Ref | None, b: Ref | None) -> Ref | None:
+    """Conjunction of two references (None means "no value allowed")."""
+    if a is None or b is None:
+        return None
+    return a | b
+
+
+def is_empty_dfa(dfa: ByteDFA | None) -> bool:
+    return dfa is None or dfa.initial == DEAD
+
+
+@dataclass(frozen=True, eq=False)
+class ObjectShape:
+    """Objects: named properties (schema order), their values (None: the name may not
+    appear), required names, and ``extras`` — disjoint key-contents languages for the
+    other keys, each with the value its members must have (keys in no extra are forbidden).
+    """
+
+    names: tuple[str, ...] = ()
+    values: tuple[Ref | None, ...] = ()
+    required: frozenset[str] = frozenset()
+    extras: tuple[tuple[ByteDFA, Ref], ...] = ()
+    min_properties: int = 0
+    max_properties: int | None = None
+
+    def value_of(self, name: str) -> Ref | None:
+        """The value constraint on key ``name`` (None: the key is forbidden)."""
+        if name in self.names:
+            return self.values[self.names.index(name)]
+        encoded = name.encode("utf-8")
+        for keys, value in self.extras:
+            if keys.matches(encoded):
+                return value
+        return None
+
+    @property
+    def is_unconstrained(self) -> bool:
+        return (not self.names and not self.required and self.min_properties == 0 and self.max_properties is None
+                and len(self.extras) == 1 and self.extras[0][1] == ANY
+                and self.extras[0][0] is any_string_contents())
+
+    @property
+    def is_empty(self) -> bool:
+        if self.max_properties is not None and self.min_properties > self.max_properties:
+            return True
+        if self.max_properties is not None and len(self.required) > self.max_properties:
+            return True
+        return any(self.value_of(name) is None for name in self.required)
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayShape:
+    """Arrays: a value per leading position, ``rest`` for the others (None: forbidden), and
+    length bounds."""
+
+    prefix: tuple[Ref | None, ...] = ()
+    rest: Ref | None = ANY
+    min_items: int = 0
+    max_items: int | None = None
+
+    def item(self, position: int) -> Ref | None:
+        return self.prefix[position] if position < len(self.prefix) else self.rest
+
+    def normalized(self) -> "ArrayShape":
+        """Forbidden positions become a length bound; the prefix is cut to what can occur."""
+        max_items = self.max_items
+        for i, ref in enumerate(self.prefix):
+            if ref is None:
+                max_items = i if max_items is None else min(max_items, i)
+                break
+        if self.rest is None:
+            max_items = len(self.prefix) if max_items is None else min(max_items, len(self.prefix))
+        prefix = self.prefix if max_items is None else self.prefix[:max_items]
+        return replace(self, prefix=prefix, max_items=max_items)
+
+    @property
+    def is_unconstrained(self) -> bool:
+        return not self.prefix and self.rest == ANY and self.min_items == 0 and self.max_items is None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.max_items is not None and self.min_items > self.max_items
+
+
+ANY_OBJECT = ObjectShape(extras=((any_string_contents(), ANY),))
+ANY_ARRAY = ArrayShape()
+
+
+@dataclass(frozen=True, eq=False)
+class Shape:
+    null: bool = False
+    true: bool = False
+    false: bool = False
+    number: ByteDFA | str | None = None  # None, ALL_NUMBERS, or exponent-free spellings
+    string: ByteDFA | None = None  # contents
+    objects: tuple[ObjectShape, ...] = ()
+    arrays: tuple[ArrayShape, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.null or self.true or self.false or self.number is not None or self.string is not None
+                    or self.objects or self.arrays)
+
+    @property
+    def is_any(self) -> bool:
+        return (self.null and self.true and self.false and self.number == ALL_NUMBERS
+                and self.string is any_string_contents() and len(self.objects) == 1
+                and self.objects[0].is_unconstrained and len(self.arrays) == 1 and self.arrays[0].is_unconstrained)
+
+
+ANY_SHAPE = Shape(True, True, True, ALL_NUMBERS, any_string_contents(), (ANY_OBJECT,), (ANY_ARRAY,))
+EMPTY_SHAPE = Shape()
+
+
+def only(*, null=True, booleans=True, number=ALL_NUMBERS, string=None, objects=None, arrays=None) -> Shape:
+    """A shape that constrains some types and lets every value of the others through."""
+    return Shape(null, booleans, booleans, number, any_string_contents() if string is None else string,
+                 (ANY_OBJECT,) if objects is None else objects, (ANY_ARRAY,) if arrays is None else arrays)
+
+
+def _clean_dfa(dfa: ByteDFA | None) -> ByteDFA | None:
+    return None if is_empty_dfa(dfa) else dfa
+
+
+def meet_numbers(a, b, max_states: int = MAX_STATES):
+    if a is None or b is None:
+        return None
+    if a == ALL_NUMBERS:
+        return b
+    if b == ALL_NUMBERS or a is b:
+        return a
+    return _clean_dfa(intersect(a, b, max_states=max_states))
+
+
+def join_numbers(a, b, max_states: int = MAX_STATES):
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    if a == ALL_NUMBERS or b == ALL_NUMBERS:
+        return ALL_NUMBERS
+    return union(a, b, max_states=max_states)
+
+
+def complement_numbers(a, max_states: int = MAX_STATES):
+    if a is None:
+        return ALL_NUMBERS
+    if a == ALL_NUMBERS:
+        return None
+    # Relative to exponent-free spellings: an exponent spelling of a value outside ``a``
+    # is rejected, never a value inside ``a`` accepted.
+    return _clean_dfa(difference(decimals(), a, max_states=max_states))
+
+
+def meet_strings(a, b, max_states: int = MAX_STATES):
+    if a is None or b is None:
+        return None
+    if a is any_string_contents() or a is b:
+        return b
+    if b is any_string_contents():
+        return a
+    return _clean_dfa(intersect(a, b, max_states=max_states))
+
+
+def join_strings(a, b, max_states: int = MAX_STATES):
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    if a is any_string_contents() or b is any_string_contents():
+        return any_string_contents()
+    return union(a, b, max_states=max_states)
+
+
+def complement_strings(a, max_states: int = MAX_STATES):
+    if a is None:
+        return any_string_contents()
+    if a is any_string_contents():
+        return None
+    return _clean_dfa(difference(any_string_contents(), a, max_states=max_states))
+
+
+def meet_objects(a: ObjectShape, b: ObjectShape, max_states: int = MAX_STATES) -> ObjectShape | None:
+    if a.is_unconstrained:
+        return b
+    if b.is_unconstrained:
+        return a
+    names = a.names + tuple(n for n in b.names if n not in a.names)
+    values = tuple(meet_refs(a.value_of(n), b.value_of(n)) for n in names)
+    extras = []
+    for keys_a, value_a in a.extras:
+        for keys_b, value_b in b.extras:
+            keys = keys_a if keys_a is keys_b else intersect(keys_a, keys_b, max_states=max_states)
+            if names:
+                from .strings import literal_contents_dfa
+
+                keys = difference(keys, literal_contents_dfa(names), max_states=max_states)
+            if not is_empty_dfa(keys):
+                extras.append((keys, value_a | value_b))
+    maxima = [m for m in (a.max_properties, b.max_properties) if m is not None]
+    shape = ObjectShape(names, values, a.required | b.required, tuple(extras),
+                        max(a.min_properties, b.min_properties), min(maxima) if maxima else None)
+    return None if shape.is_empty else shape
+
+
+def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
+    if a.is_unconstrained:
+        return b
+    if b.is_unconstrained:
+        return a
+    length = max(len(a.prefix), len(b.prefix))
+    prefix = tuple(meet_refs(a.item(i), b.item(i)) for i in range(length))
+    maxima = [m for m in (a.max_items, b.max_items) if m is not None]
+    shape = ArrayShape(prefix, meet_refs(a.rest, b.rest), max(a.min_items, b.min_items),
+                       min(maxima) if maxima else None).normalized()
+    return None if shape.is_empty else shape
+
+
+MAX_ALTERNATIVES = 64
+"""Object (or array) alternatives one value may have after anyOf/allOf expansion."""
+
+
+def meet(a: Shape, b: Shape, max_states: int = MAX_STATES) -> Shape:
+    """Values in both ``a`` and ``b``."""
+    if a.is_any:
+        return b
+    if b.is_any:
+        return a
+    objects = tuple(o for x in a.objects for y in b.objects if (o := meet_objects(x, y, max_states)) is not None)
+    arrays = tuple(r for x in a.arrays for y in b.arrays if (r := meet_arrays(x, y)) is not None)
+    _check_alternatives(objects, arrays)
+    return Shape(a.null and b.null, a.true and b.true, a.false and b.false,
+                 meet_numbers(a.number, b.number, max_states), meet_strings(a.string, b.string, max_states),
+                 objects, arrays)
+
+
+def join(a: Shape, b: Shape, max_states: int = MAX_STATES) -> Shape:
+    """Values in ``a`` or ``b``."""
+    if a.is_empty or b.is_any:
+        return b
+    if b.is_empty or a.is_any:
+        return a
+    objects = _join_alternatives(a.objects, b.objects)
+    arrays = _join_alternatives(a.arrays, b.arrays)
+    _check_alternatives(objects, arrays)
+    return Shape(a.null or b.null, a.true or b.true, a.false or b.false,
+                 join_numbers(a.number, b.number, max_states), join_strings(a.string, b.string, max_states),
+                 objects, arrays)
+
+
+def _join_alternatives(a: tuple, b: tuple) -> tuple:
+    if any(x.is_unconstrained for x in a):
+        return a
+    if any(x.is_unconstrained for x in b):
+        return b
+    return a + tuple(x for x in b if x not in a)
+
+
+class TooManyAlternatives(Exception):
+    pass
+
+
+def _check_alternatives(objects, arrays) -> None:
+    if len(objects) > MAX_ALTERNATIVES or len(arrays) > MAX_ALTERNATIVES:
+        raise TooManyAlternatives(f"more than {MAX_ALTERNATIVES} object or array alternatives")
