@@ -12,6 +12,7 @@ import json
 
 from ...errors import SchemaCompileError
 from ..automata import MAX_STATES
+from ..dfa import StateLimitError
 from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
@@ -43,7 +44,11 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
     index = SchemaIndex(schema, draft_of(schema))
     evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
     layout = Layout(max_whitespace if whitespace == "flexible" else None)
-    emitter = Emitter(evaluator, layout, frozenset([""]), max_states=max_states)
     source = json.dumps(schema, sort_keys=True)
-    grammar = emitter.grammar(source)
+    try:
+        grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
+    except StateLimitError as exc:
+        raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
+    except RecursionError:
+        raise SchemaCompileError("the schema nests too deeply") from None
     return Grammar(grammar.terminals, grammar.rules, grammar.start, source=source, strict=True)

@@ -29,10 +29,7 @@ _STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
                     "minProperties", "maxProperties")
 _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems")
-_REFUSED = {
-    "contains": "contains", "dependentRequired": "dependentRequired", "dependentSchemas": "dependentSchemas",
-    "dependencies": "dependencies", "$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef",
-}
+_REFUSED = {"contains": "contains", "$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef"}
 
 
 def _decimal(value) -> Decimal:
@@ -149,6 +146,7 @@ class Evaluator:
             parts.append(only(arrays=self._array_constraint(node, pointer)))
         if "$ref" in node:
             parts.append(self.shape(frozenset([self.index.resolve(node["$ref"], pointer)])))
+        parts += self._dependencies(node, pointer)
         for i, _ in enumerate(self._schema_list(node, "allOf", pointer) if "allOf" in node else ()):
             parts.append(self.shape(frozenset([f"{pointer}/allOf/{i}"])))
         if "anyOf" in node:
@@ -414,6 +412,37 @@ class Evaluator:
         shape = ArrayShape(prefix, rest, minimum, maximum).normalized()
         return () if shape.is_empty else (shape,)
 
+    def _dependencies(self, node: dict, pointer: str) -> list[Shape]:
+        """``dependentRequired``/``dependentSchemas`` (``dependencies`` before 2019-09): for each
+        trigger name, objects without it, or with it and what it asks for."""
+        triggers = []
+        for keyword in ("dependentRequired", "dependentSchemas", "dependencies"):
+            value = node.get(keyword)
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise SchemaCompileError(f"{keyword} must be an object", pointer, keyword)
+            for name, requirement in value.items():
+                triggers.append((keyword, name, requirement))
+        parts = []
+        for keyword, name, requirement in triggers:
+            present = _object_with(name, ANY, required=True)
+            absent = Shape(objects=(_object_with(name, None, required=False),))
+            if isinstance(requirement, list):
+                if not all(isinstance(r, str) for r in requirement):
+                    raise SchemaCompileError(f"{keyword}/{name} must list property names", pointer, keyword)
+                others = difference(any_string_contents(), literal_contents_dfa(requirement)) if requirement else \
+                    any_string_contents()
+                required = ObjectShape(tuple(requirement), (ANY,) * len(requirement), frozenset(requirement),
+                                       ((others, ANY),))
+                both = _meet_object(present, required, self.max_states)
+                needed = Shape(objects=(both,) if both is not None else ())
+            else:
+                needed = meet(Shape(objects=(present,)),
+                              self.shape(frozenset([f"{pointer}/{keyword}/{escape_pointer(name)}"])), self.max_states)
+            parts.append(only(objects=join(absent, needed, self.max_states).objects))
+        return parts
+
     # ------------------------------------------------------------------ complements
 
     def complement(self, shape: Shape, pointer: str) -> Shape:
@@ -496,21 +525,36 @@ class Evaluator:
                                _minus_strings(leaves.string, other.string, self.max_states),
                                leaves.objects, leaves.arrays)
             result = join(result, Shape(leaves.null, leaves.true, leaves.false, leaves.number, leaves.string), self.max_states)
-        objects = self._exclusive([b.objects for b in branches], pointer, self._objects_disjoint)
-        arrays = self._exclusive([b.arrays for b in branches], pointer, self._arrays_disjoint)
+        from .shapes import meet_arrays
+
+        objects = self._exclusive([b.objects for b in branches], pointer, self._objects_disjoint,
+                                  self._complement_objects, lambda a, b: _meet_object(a, b, self.max_states))
+        arrays = self._exclusive([b.arrays for b in branches], pointer, self._arrays_disjoint,
+                                 self._complement_arrays, meet_arrays)
         return Shape(result.null, result.true, result.false, result.number, result.string, objects, arrays)
 
-    def _exclusive(self, parts: list[tuple], pointer: str, disjoint) -> tuple:
-        present = [p for p in parts if p]
+    def _exclusive(self, parts: list[tuple], pointer: str, disjoint, complement, meet_one) -> tuple:
+        """Alternatives of exactly one branch: a plain union when the branches are disjoint,
+        else each branch meets the complements of the others."""
+        present = [i for i, p in enumerate(parts) if p]
         if len(present) <= 1:
-            return present[0] if present else ()
-        for i, a in enumerate(present):
-            for b in present[i + 1:]:
-                if not all(disjoint(x, y) for x in a for y in b):
-                    raise SchemaCompileError("oneOf branches whose objects or arrays may overlap are not supported "
-                                             "(the grammar would have to reject values matching two branches)",
-                                             pointer, "oneOf")
-        return tuple(x for p in present for x in p)
+            return parts[present[0]] if present else ()
+        if all(disjoint(x, y) for k, i in enumerate(present) for j in present[k + 1:]
+               for x in parts[i] for y in parts[j]):
+            return tuple(x for i in present for x in parts[i])
+        result: list = []
+        for i in present:
+            alternatives = list(parts[i])
+            for j, other in enumerate(parts):
+                if j == i or not other:
+                    continue
+                negated = complement(other, pointer)
+                alternatives = [m for a in alternatives for b in negated if (m := meet_one(a, b)) is not None]
+                if len(alternatives) > 64:
+                    raise SchemaCompileError("oneOf: the branches' overlaps split into too many cases", pointer,
+                                             "oneOf")
+            result += [a for a in alternatives if a not in result]
+        return tuple(result)
 
     def _objects_disjoint(self, a: ObjectShape, b: ObjectShape, depth: int = 0) -> bool:
         if (a.max_properties is not None and b.min_properties > a.max_properties) or (
