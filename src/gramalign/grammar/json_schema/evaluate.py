@@ -435,7 +435,7 @@ class Evaluator:
                     any_string_contents()
                 required = ObjectShape(tuple(requirement), (ANY,) * len(requirement), frozenset(requirement),
                                        ((others, ANY),))
-                both = _meet_object(present, required, self.max_states)
+                both = _meet_object(required, present, self.max_states)  # requirements first: the usual key order
                 needed = Shape(objects=(both,) if both is not None else ())
             else:
                 needed = meet(Shape(objects=(present,)),

@@ -1,0 +1,523 @@
+"""JSON Schema ``format`` DFAs against the JSON-Schema-Test-Suite and independent validators.
+
+The one unacceptable outcome is a DFA accepting a string the format rejects, so every check
+below that can only go one way asks "DFA accepts => oracle accepts"; where an independent
+validator decides the same language exactly (dates, times, IP addresses, UUIDs, hostnames,
+durations, JSON pointers) the comparison is exact in both directions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import ipaddress
+import json
+import random
+import re
+import shutil
+import string
+import subprocess
+import uuid
+import warnings
+from collections import deque
+
+import jsonschema
+import numpy as np
+import pytest
+
+from gramalign.grammar.dfa import DEAD, ByteDFA
+from gramalign.grammar.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, format_dfa
+from shared_data import data_dir
+
+SUITE_DRAFTS = ("draft2020-12", "draft7")
+
+# Valid suite instances we knowingly reject (the module docstring explains each subset).
+ALLOWED_REJECTIONS: list[tuple[str, object, str]] = [
+    # Punycode and IDNA2008 validity of A-labels is not practical in a DFA: every label
+    # with "--" in positions 3-4 (so every "xn--" label) is rejected.
+    ("hostname", lambda s: any(label[2:4] == "--" for label in s.split(".")), "reserved (xn--) label"),
+    # The regex subset stays inside what ECMA-262 (with and without the u flag) and Python's
+    # re (jsonschema's checker) both accept, and is regular (no back-references).
+    ("regex", "(?<name>x)", "named group: not Python syntax"),
+    ("regex", "(?<n>a)\\k<n>", "named group and back-reference"),
+    ("regex", "(?<=a+)b", "lookbehind (variable width: not Python)"),
+    ("regex", "[]", "empty class: not Python syntax"),
+    ("regex", "[^]", "negated empty class: not Python syntax"),
+    ("regex", "\\cA", "control escape: not Python syntax"),
+]
+
+
+def _allowance(fmt: str, instance: str) -> int | None:
+    """Index of the allow-list entry covering a rejected valid instance, if any."""
+    for index, (name, rule, _) in enumerate(ALLOWED_REJECTIONS):
+        if name == fmt and (rule(instance) if callable(rule) else rule == instance):
+            return index
+    return None
+
+
+def accepts(fmt: str, text: str) -> bool:
+    return format_dfa(fmt).matches(text.encode("utf-8", "surrogatepass"))
+
+
+# --------------------------------------------------------------------------- the test suite
+
+
+@functools.cache
+def _suite_cases() -> list[tuple[str, str, str, bool, str]]:
+    """(draft, format, instance, valid, description) of every string case of the format tests."""
+    cases = []
+    for draft in SUITE_DRAFTS:
+        folder = data_dir() / "json-schema-test-suite" / "tests" / draft / "optional" / "format"
+        files = sorted(folder.glob("*.json"))
+        if not files:
+            pytest.fail(f"no format tests in {folder}")
+        for path in files:
+            for group in json.loads(path.read_text(encoding="utf-8")):
+                fmt = group["schema"].get("format")
+                for test in group["tests"]:
+                    if isinstance(test["data"], str):
+                        cases.append((draft, fmt, test["data"], test["valid"], test["description"]))
+    return cases
+
+
+def test_suite_formats_are_all_known():
+    names = {fmt for _, fmt, *_ in _suite_cases()} - {"unknown"}
+    assert names <= FORMATS | UNSUPPORTED_FORMATS
+    assert format_dfa("unknown") is None
+    assert {"date", "time", "date-time", "email", "hostname", "ipv4", "ipv6", "uri", "regex"} <= names & FORMATS
+
+
+def test_suite_invalid_instances_are_rejected():
+    cases = [case for case in _suite_cases() if case[1] in FORMATS and not case[3]]
+    assert len(cases) > 350
+    accepted = [case for case in cases if accepts(case[1], case[2])]
+    assert accepted == []
+
+
+def test_suite_valid_instances_are_accepted_but_the_allow_list():
+    cases = [case for case in _suite_cases() if case[1] in FORMATS and case[3]]
+    assert len(cases) > 350
+    rejected = [case for case in cases if not accepts(case[1], case[2])]
+    assert [case for case in rejected if _allowance(case[1], case[2]) is None] == []
+    # Every allow-list entry is still needed, and the tolerated rejections stay few.
+    assert {_allowance(case[1], case[2]) for case in rejected} == set(range(len(ALLOWED_REJECTIONS)))
+    assert len({case[1:3] for case in rejected}) <= 25
+
+
+# --------------------------------------------------------------------------- sampling DFAs
+
+
+class Sampler:
+    """Random strings of a DFA's language: a random walk that heads for acceptance when long."""
+
+    def __init__(self, dfa: ByteDFA, seed: int):
+        self.dfa = dfa
+        self.rng = random.Random(seed)
+        table = dfa.transitions
+        n = dfa.num_states
+        sources, symbols = np.nonzero(table != DEAD)
+        targets = table[sources, symbols]
+        # Distance to acceptance: breadth-first search over reversed edges.
+        pairs = np.unique(np.stack([targets, sources], axis=1), axis=0)
+        offsets = np.searchsorted(pairs[:, 0], np.arange(n + 1))
+        predecessors = pairs[:, 1].tolist()
+        distance = [-1] * n
+        queue = deque(np.flatnonzero(dfa.accepting).tolist())
+        for state in queue:
+            distance[state] = 0
+        while queue:
+            state = queue.popleft()
+            for previous in predecessors[offsets[state] : offsets[state + 1]]:
+                if distance[previous] < 0:
+                    distance[previous] = distance[state] + 1
+                    queue.append(previous)
+        self.distance = distance
+        self._moves: dict[int, dict[int, list[int]]] = {}
+
+    def moves(self, state: int) -> dict[int, list[int]]:
+        """Target state -> bytes leading there."""
+        found = self._moves.get(state)
+        if found is None:
+            row = self.dfa.transitions[state]
+            found = {}
+            for byte in np.flatnonzero(row != DEAD).tolist():
+                found.setdefault(int(row[byte]), []).append(byte)
+            self._moves[state] = found
+        return found
+
+    def sample(self, max_length: int = 80) -> str:
+        state, out = self.dfa.initial, bytearray()
+        length = self.rng.randint(0, max_length)
+        while True:
+            moves = self.moves(state)
+            if self.dfa.accepting[state] and (not moves or len(out) >= length or self.rng.random() < 0.05):
+                return out.decode("utf-8")
+            if len(out) >= length:  # head for acceptance
+                closer = [t for t in moves if self.distance[t] == self.distance[state] - 1]
+                target = self.rng.choice(closer)
+            else:
+                target = self.rng.choice(list(moves))
+            out.append(self.rng.choice(moves[target]))
+            state = target
+
+    def samples(self, count: int, max_length: int = 80) -> list[str]:
+        return [self.sample(max_length) for _ in range(count)]
+
+
+def mutate(rng: random.Random, text: str, alphabet: str, edits: int = 2) -> str:
+    chars = list(text)
+    for _ in range(rng.randint(1, edits)):
+        kind = rng.randrange(4)
+        position = rng.randint(0, len(chars))
+        if kind == 0 or not chars:
+            chars.insert(position, rng.choice(alphabet))
+        elif kind == 1:
+            del chars[min(position, len(chars) - 1)]
+        elif kind == 2:
+            chars[min(position, len(chars) - 1)] = rng.choice(alphabet)
+        else:  # duplicate or drop a slice
+            end = rng.randint(position, len(chars))
+            chars[position:position] = chars[position:end]
+    return "".join(chars)
+
+
+def exact_check(fmt: str, oracle, candidates) -> None:
+    mismatches = [(s, oracle(s)) for s in candidates if accepts(fmt, s) != oracle(s)]
+    assert mismatches[:10] == []
+
+
+def corpus(fmt: str, seed: int, samples: int, alphabet: str, mutations: int = 3, max_length: int = 80,
+           extra=()) -> list[str]:
+    """DFA samples, their mutations and ``extra`` strings."""
+    rng = random.Random(seed)
+    base = Sampler(format_dfa(fmt), seed).samples(samples, max_length) + list(extra)
+    return base + [mutate(rng, s, alphabet) for s in base for _ in range(mutations)]
+
+
+# --------------------------------------------------------------------------- dates and times
+
+
+def date_oracle(s: str) -> bool:
+    if len(s) != 10 or s[4] != "-" or s[7] != "-" or not all(c in string.digits for c in s[:4] + s[5:7] + s[8:]):
+        return False
+    try:  # the year 0000 is rejected too, as the format does
+        datetime.date.fromisoformat(s)
+    except ValueError:
+        return False
+    return True
+
+
+_TIME_SHAPE = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))")
+
+
+def time_oracle(s: str) -> bool:
+    match = _TIME_SHAPE.fullmatch(s)
+    if match is None:
+        return False
+    hour, minute, second = (int(g) for g in match.group(1, 2, 3))
+    if match.group(4):
+        sign, offset_hour, offset_minute = 1, 0, 0
+    else:
+        sign = 1 if match.group(5) == "+" else -1
+        offset_hour, offset_minute = int(match.group(6)), int(match.group(7))
+    if hour > 23 or minute > 59 or second > 60 or offset_hour > 23 or offset_minute > 59:
+        return False
+    if second == 60:  # leap second: 23:59:60 in UTC
+        utc = (hour * 60 + minute - sign * (offset_hour * 60 + offset_minute)) % 1440
+        return utc == 23 * 60 + 59
+    return True
+
+
+def date_time_oracle(s: str) -> bool:
+    return len(s) > 11 and s[10] in "Tt" and date_oracle(s[:10]) and time_oracle(s[11:])
+
+
+def test_dates_against_datetime():
+    rng = random.Random(1)
+    candidates = [f"{rng.randint(0, 9999):04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d}" for _ in range(20000)]
+    candidates += [f"{year:04d}-02-29" for year in range(1896, 2405)]
+    candidates += [f"{year:04d}-02-{day}" for year in range(0, 10000, 100) for day in (28, 29, 30)]
+    candidates += ["0000-01-01", "0001-01-01", "9999-12-31"]
+    candidates += [mutate(rng, c, "0123456789-T:/ ২") for c in candidates[:3000]]
+    exact_check("date", date_oracle, candidates)
+    assert sum(map(date_oracle, candidates)) > 15000
+
+
+def test_times_and_leap_seconds():
+    rng = random.Random(2)
+
+    def two(low, high):
+        return f"{rng.randint(low, high):02d}"
+
+    candidates = []
+    for _ in range(20000):
+        offset = rng.choice(["Z", "z", f"+{two(0, 24)}:{two(0, 60)}", f"-{two(0, 24)}:{two(0, 60)}"])
+        fraction = rng.choice(["", "", ".5", ".123456789"])
+        second = rng.choice(["00", "59", "60", "61", two(0, 61)])
+        candidates.append(f"{two(0, 24)}:{two(0, 60)}:{second}{fraction}{offset}")
+    # Every leap second: each local hour and minute with its proper and an improper offset.
+    for local in range(1440):
+        plus = (local - 1439) % 1440
+        for delta in (0, 1, 60):
+            value = (plus + delta) % 1440
+            candidates.append("%02d:%02d:60+%02d:%02d" % (*divmod(local, 60), *divmod(value, 60)))
+            candidates.append("%02d:%02d:60-%02d:%02d" % (*divmod(local, 60), *divmod((1440 - value) % 1440, 60)))
+    candidates += [mutate(rng, c, "0123456789:.+-Zz ") for c in candidates[:5000]]
+    exact_check("time", time_oracle, candidates)
+    assert sum(map(time_oracle, candidates)) > 10000
+    date_times = [f"{rng.randint(0, 9999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
+                  f"{rng.choice('Tt ')}{rng.choice(candidates)}" for _ in range(5000)]
+    exact_check("date-time", date_time_oracle, date_times + corpus("date-time", 3, 300, "0123456789:-+.TZtz"))
+
+
+def duration_oracle(s: str) -> bool:
+    if not s.startswith("P") or len(s) < 2:
+        return False
+    date, separator, time = s[1:].partition("T")
+    if separator and not time:
+        return False
+
+    def designators(part: str) -> str | None:
+        found = re.findall(r"([0-9]*)([^0-9]?)", part)[:-1]  # the last match is empty
+        if any(not digits or not letter for digits, letter in found):
+            return None
+        return "".join(letter for _, letter in found)
+
+    date_letters, time_letters = designators(date), designators(time)
+    if date_letters is None or time_letters is None:
+        return False
+    if date_letters == "W":
+        return not separator
+    return (date_letters == "" or date_letters in "YMD") and (time_letters == "" or time_letters in "HMS")
+
+
+def test_durations_exactly():
+    rng = random.Random(4)
+    extra = ["".join(rng.choice("PTYMWDHS0123456789") for _ in range(rng.randint(0, 10))) for _ in range(5000)]
+    exact_check("duration", duration_oracle, corpus("duration", 4, 2000, "PTYMWDHS0123456789.,-pt", extra=extra))
+
+
+# --------------------------------------------------------------------------- addresses and identifiers
+
+
+def ipv4_oracle(s: str) -> bool:
+    try:
+        ipaddress.IPv4Address(s)
+    except ValueError:
+        return False
+    return True
+
+
+def ipv6_oracle(s: str) -> bool:
+    if "%" in s:  # a scope id is not part of the format
+        return False
+    try:
+        ipaddress.IPv6Address(s)
+    except ValueError:
+        return False
+    return True
+
+
+def test_ipv4_against_ipaddress():
+    rng = random.Random(5)
+    octets = ["0", "00", "01", "1", "9", "10", "99", "100", "199", "200", "249", "250", "255", "256", "300", "999"]
+    candidates = []
+    for _ in range(10000):
+        count = rng.choice([3, 4, 4, 4, 5])
+        candidates.append(".".join(rng.choice(octets) if rng.random() < 0.5 else str(rng.randint(0, 255))
+                                   for _ in range(count)))
+    candidates += [mutate(rng, c, "0123456789. x") for c in candidates[:5000]]
+    exact_check("ipv4", ipv4_oracle, candidates)
+    assert sum(map(ipv4_oracle, candidates)) > 3000
+
+
+def test_ipv6_against_ipaddress():
+    rng = random.Random(6)
+    candidates = []
+    for _ in range(4000):
+        groups = [rng.choice([0, 0, 0, 1, 0xFFFF, rng.randrange(0x10000)]) for _ in range(8)]
+        address = ipaddress.IPv6Address(sum(g << (16 * (7 - i)) for i, g in enumerate(groups)))
+        text = rng.choice([address.compressed, address.exploded, address.compressed.upper()])
+        if rng.random() < 0.3:  # the low 32 bits spelled as an IPv4 address
+            head = str(ipaddress.IPv6Address(int(address) >> 32 << 32))  # ends with "::" or ":0:0"
+            text = (head if head.endswith("::") else head[:-3]) + str(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+        candidates.append(text)
+    candidates += corpus("ipv6", 6, 2000, "0123456789abcdefABCDEF:.g%", mutations=2, extra=candidates)
+    exact_check("ipv6", ipv6_oracle, candidates)
+    assert sum(map(ipv6_oracle, candidates)) > 4000
+
+
+def uuid_oracle(s: str) -> bool:
+    if len(s) != 36 or any(s[i] != "-" for i in (8, 13, 18, 23)):
+        return False
+    if not all(c in string.hexdigits for i, c in enumerate(s) if i not in (8, 13, 18, 23)):
+        return False  # uuid.UUID parses with int(), which also takes "_" and non-ASCII digits
+    try:
+        uuid.UUID(s)
+    except ValueError:
+        return False
+    return True
+
+
+def test_uuid_against_uuid_module():
+    rng = random.Random(7)
+    candidates = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(3000)]
+    candidates += [c.upper() for c in candidates[:500]]
+    candidates += [mutate(rng, c, "0123456789abcdefABCDEFg-_{} ২") for c in candidates for _ in range(2)]
+    exact_check("uuid", uuid_oracle, candidates)
+
+
+def hostname_oracle(s: str) -> bool:
+    if not s or len(s) > 253 or not s.isascii():
+        return False
+    for label in s.split("."):
+        if not 1 <= len(label) <= 63 or label[0] == "-" or label[-1] == "-" or label[2:4] == "--":
+            return False
+        if not all(c.isalnum() or c == "-" for c in label):
+            return False
+    return True
+
+
+def test_hostnames_exactly():
+    rng = random.Random(8)
+    extra = []
+    for _ in range(300):  # around the label and total length limits
+        labels = [rng.choice("ab1-") * rng.choice([1, 2, 62, 63, 64]) for _ in range(rng.randint(1, 6))]
+        extra.append(".".join(labels))
+        extra.append(".".join(["a" * 63] * 3 + ["b" * rng.randint(58, 64)]))
+    candidates = corpus("hostname", 8, 1500, "ab1-._K\u212a", max_length=260, extra=extra)
+    exact_check("hostname", hostname_oracle, candidates)
+    assert sum(len(s) > 240 and hostname_oracle(s) for s in candidates) > 20
+
+
+def json_pointer_oracle(s: str) -> bool:
+    if s and not s.startswith("/"):
+        return False
+    return all(part[:1] in ("0", "1") for part in s.split("~")[1:])
+
+
+def relative_json_pointer_oracle(s: str) -> bool:
+    digits = len(s) - len(s.lstrip(string.digits))
+    number, rest = s[:digits], s[digits:]
+    if not number or (number.startswith("0") and number != "0"):
+        return False
+    return rest == "#" or json_pointer_oracle(rest)
+
+
+def test_json_pointers_exactly():
+    alphabet = "/~01#a2\u00e9\n-"
+    exact_check("json-pointer", json_pointer_oracle, corpus("json-pointer", 9, 2000, alphabet))
+    exact_check("relative-json-pointer", relative_json_pointer_oracle,
+                corpus("relative-json-pointer", 10, 2000, alphabet + "0123456789+"))
+
+
+# --------------------------------------------------------------------------- subsets checked by validators
+
+
+def _checkers() -> dict[str, object]:
+    """The draft2020-12 and draft7 checkers jsonschema has (some need optional packages)."""
+    found = {}
+    for validator in (jsonschema.Draft202012Validator, jsonschema.Draft7Validator):
+        checker = validator.FORMAT_CHECKER
+        for name in checker.checkers:
+            if name in FORMATS:
+                found.setdefault(name, []).append(checker)
+    return found
+
+
+# Where jsonschema's checkers (or the packages they use) contradict the test suite or the RFC,
+# the strings concerned are left out: (format, which strings, a valid instance the checker
+# rejects, why).
+CHECKER_DEVIATIONS = [
+    ("time", lambda s: s[6:8] == "60", "23:59:60Z", "rfc3339-validator supports no leap second"),
+    ("date-time", lambda s: s[17:19] == "60", "1998-12-31T23:59:60Z", "rfc3339-validator: no leap second"),
+    ("relative-json-pointer", lambda s: re.match("[0-9]*0[0-9]", s) is not None, "100",
+     "jsonschema rejects a digit after a 0 in the prefix"),
+    ("uri-template", lambda s: re.search("{[^}]*%", s) is not None, "{%41}",
+     "uri-template rejects a pct-encoded character first or last in a variable name"),
+    ("uri-template", lambda s: re.search("{[^}]*:[0-9]{4}", s) is not None, "{v:1000}",
+     "uri-template rejects 4-digit prefix lengths"),
+    # ABNF strings are case-insensitive; the suite's iri tests accept "http://[V1.fe]".
+    ("uri", lambda s: "[V" in s, "http://[V1.fe]", "rfc3986-validator rejects an upper-case IPvFuture v"),
+    ("uri-reference", lambda s: "[V" in s, "//[V1.fe]", "rfc3986-validator rejects an upper-case IPvFuture v"),
+]
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_accepted_strings_pass_jsonschema_format_checker(fmt):
+    checkers = _checkers().get(fmt)
+    if not checkers:
+        pytest.skip(f"jsonschema has no {fmt!r} checker here (optional package missing)")
+    alphabet = string.printable + "\u00e9\u0100\U0001f600"
+    candidates = [s for s in corpus(fmt, 11, 400, alphabet, mutations=2, max_length=60) if accepts(fmt, s)]
+    assert len(candidates) >= 400
+    for name, deviates, witness, _ in CHECKER_DEVIATIONS:
+        if name == fmt:  # the deviation is still there (else drop the entry)
+            assert accepts(fmt, witness) and not all(checker.conforms(witness, fmt) for checker in checkers)
+            candidates = [s for s in candidates if not deviates(s)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. re's FutureWarning about set operations
+        refused = [(s, checker) for s in candidates for checker in checkers if not checker.conforms(s, fmt)]
+    assert refused[:5] == []
+
+
+def test_regex_subset_compiles_in_python_and_ecmascript():
+    patterns = Sampler(format_dfa("regex"), 12).samples(3000, max_length=40)
+    patterns += ["(?:(?:(a|b)*)+)?", "[a-z\\d&~\\-]{2,15}?", "^(?=x)\\u00e9|\\/$", "[^\\]]"]
+    assert all(accepts("regex", p) for p in patterns[-4:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for pattern in patterns:
+            re.compile(pattern)
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: ECMAScript check skipped")
+    script = (
+        "const ps = JSON.parse(require('fs').readFileSync(0, 'utf8')); const bad = [];"
+        "for (const p of ps) for (const f of ['', 'u']) { try { new RegExp(p, f); } catch (e) { bad.push([p, f]); } }"
+        "process.stdout.write(JSON.stringify(bad));"
+    )
+    result = subprocess.run([node, "-e", script], input=json.dumps(patterns), capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert json.loads(result.stdout)[:10] == []
+
+
+def test_regex_subset_limits():
+    for pattern in ["((((a))))", "a{2,1}", "a**", "(?=a)*", "^*", "\\c", "[z-a]", "a{01}", "\\-", "[[]", "[a--]",
+                    "[&&]", "a)", "(a", "[]", "{", "}", "]", "\\1"]:
+        assert not accepts("regex", pattern), pattern
+    for pattern in ["(((a)))", "a{2,3}", "a{0,999}", "a{999}", "a*?", "(?!a)", "[\\-]", "", "|", "a||b", "\\b\\B"]:
+        assert accepts("regex", pattern), pattern
+
+
+def test_email_limits():
+    assert accepts("email", "a" * 64 + "@example.com")
+    assert not accepts("email", "a" * 65 + "@example.com")
+    domain = ".".join(["b" * 63] * 3 + ["c" * 61])  # 253 octets
+    assert not accepts("email", "a@" + domain)
+    assert accepts("email", "a@" + domain[2:])
+    assert accepts("email", "a@[IPv6:1:2:3:4:5:6::]") and not accepts("email", "a@[IPv6:1:2:3:4:5:6:7::]")
+    assert not accepts("email", '""@example.com')
+    assert accepts("email", '"a\\"b"@example.com')
+
+
+# --------------------------------------------------------------------------- the automata themselves
+
+
+def test_format_dfas_are_cached_trimmed_and_named():
+    assert not FORMATS & UNSUPPORTED_FORMATS
+    assert {"idn-email", "idn-hostname"} == UNSUPPORTED_FORMATS
+    assert format_dfa("no-such-format") is None and format_dfa("idn-hostname") is None
+    for fmt in sorted(FORMATS):
+        dfa = format_dfa(fmt)
+        assert format_dfa(fmt) is dfa
+        assert 0 < dfa.num_states < 50_000
+        table = dfa.transitions
+        assert table.shape == (dfa.num_states, 256) and dfa.initial == 0
+        # Trimmed: every state is reached (state 0 aside) and can reach acceptance.
+        reached = np.zeros(dfa.num_states, dtype=bool)
+        reached[table[table != DEAD]] = True
+        assert reached[1:].all()
+        assert all(d >= 0 for d in Sampler(dfa, 0).distance)
+        # Bytes that never start or continue UTF-8 are never read.
+        assert (table[:, [0xC0, 0xC1] + list(range(0xF5, 0x100))] == DEAD).all()
