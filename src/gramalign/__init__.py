@@ -14,7 +14,7 @@ Torch-facing names (``allocate_token_bitmask``, ``apply_token_bitmask_inplace``,
 
 from __future__ import annotations
 
-from .errors import (GramalignError, GrammarError, RegexError, StringRejected, TokenRejected,
+from .errors import (GramalignError, GrammarError, RegexError, SchemaCompileError, StringRejected, TokenRejected,
                      VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
@@ -47,7 +47,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
-    "RegexError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
+    "RegexError", "SchemaCompileError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
 ]
