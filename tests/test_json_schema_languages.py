@@ -129,3 +129,14 @@ def test_integer_and_full_number_syntax():
         assert not full.matches(text.encode())
     assert integers(True).matches(b"3.000") and not integers(False).matches(b"3.0")
     assert not integers(True).matches(b"3.01")
+
+
+def test_minimal_escapes_are_exactly_what_json_dumps_writes():
+    literals = json_string_dfa(any_string_contents(), escapes="minimal")
+    rng = random.Random(5)
+    for _ in range(2000):
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 5)))
+        assert literals.matches(json.dumps(text, ensure_ascii=False).encode())
+        other = random_spelling(text, rng)
+        assert literals.matches(other.encode()) == (other == json.dumps(text, ensure_ascii=False)) or \
+            json.loads(other) == text and other.lower() == json.dumps(text, ensure_ascii=False).lower()

@@ -25,7 +25,7 @@ MAX_SCHEMA_BYTES = 16 << 20
 
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
-                        approximate=(), max_states: int = MAX_STATES) -> Grammar:
+                        string_escapes: str = "minimal", approximate=(), max_states: int = MAX_STATES) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
     if isinstance(schema, (str, bytes)):
         if len(schema) > MAX_SCHEMA_BYTES:
@@ -43,7 +43,9 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
     approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
     index = SchemaIndex(schema, draft_of(schema))
     evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
-    layout = Layout(max_whitespace if whitespace == "flexible" else None)
+    if string_escapes not in ("minimal", "all"):
+        raise ValueError(f"string_escapes must be 'minimal' or 'all', not {string_escapes!r}")
+    layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes)
     source = json.dumps(schema, sort_keys=True)
     try:
         grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)

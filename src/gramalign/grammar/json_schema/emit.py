@@ -31,6 +31,7 @@ class Layout:
     """Whitespace between tokens: None for compact JSON, else the longest run on each side."""
 
     max_whitespace: int | None = None
+    escapes: str = "all"
 
 
 class Emitter:
@@ -75,7 +76,7 @@ class Emitter:
         return name
 
     def _key_terminal(self, contents: ByteDFA) -> str:
-        return self._terminal("KEY", json_string_dfa(contents, max_states=self.max_states))
+        return self._terminal("KEY", json_string_dfa(contents, escapes=self.layout.escapes, max_states=self.max_states))
 
     def _rule(self, name: str, alternatives: list[tuple[str, ...]]) -> str:
         self.rules[name] = alternatives
@@ -123,7 +124,8 @@ class Emitter:
             dfa = all_numbers() if shape.number == ALL_NUMBERS else shape.number
             alternatives.append((self._terminal("NUMBER", dfa),))
         if shape.string is not None:
-            alternatives.append((self._terminal("STRING", json_string_dfa(shape.string, max_states=self.max_states)),))
+            alternatives.append((self._terminal("STRING", json_string_dfa(shape.string, escapes=self.layout.escapes,
+                                                                max_states=self.max_states)),))
         if shape.objects:
             alternatives.append((self.objects_rule(shape.objects),))
         if shape.arrays:

@@ -74,6 +74,8 @@ class Evaluator:
                 result = meet(result, self._literal(literal), self.max_states)
                 if result.is_empty:
                     break
+        except TooManyAlternatives as exc:
+            raise SchemaCompileError(f"{exc}: the combinations here multiply out", _first_pointer(ref)) from None
         finally:
             self._in_progress.discard(ref)
         self._shapes[ref] = result

@@ -61,8 +61,13 @@ def with_length(contents: ByteDFA, minimum: int, maximum: int | None, *, max_sta
     return intersect(contents, length_dfa(minimum, maximum, max_states=max_states), max_states=max_states)
 
 
-def json_string_dfa(contents: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
+def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int = MAX_STATES) -> ByteDFA:
     """Every JSON string literal (quotes included) whose decoded value is in ``contents``.
+
+    ``escapes="minimal"`` keeps only the spellings ``json.dumps(..., ensure_ascii=False)``
+    can produce: a character is escaped exactly when JSON requires it (``"``, ``\\`` and
+    control characters; a short escape where one exists, else a u-escape). The automaton
+    is then much smaller, and a model cannot spell ``a`` as a u-escape.
 
     ``contents`` must read UTF-8 (as the DFAs of this package do). Raises StateLimitError
     beyond ``max_states``.
@@ -89,7 +94,11 @@ def json_string_dfa(contents: ByteDFA, *, max_states: int = MAX_STATES) -> ByteD
         if raw_only:
             if contents.accepting[q]:
                 nfa.add_edge(node[q], ((34, 34),), final)
-            _add_escapes(nfa, node, q, _code_point_pieces(table, q))
+            pieces = _code_point_pieces(table, q)
+            if escapes == "minimal":
+                pieces = [(max(lo, a), min(hi, b), t) for lo, hi, t in pieces for a, b in _MUST_ESCAPE
+                          if max(lo, a) <= min(hi, b)]
+            _add_escapes(nfa, node, q, pieces, minimal=escapes == "minimal")
     return nfa_to_byte_dfa(nfa, max_states=max_states)
 
 
@@ -159,7 +168,10 @@ def _continuation_pieces_memo(memo, table, q, remaining):
     return pieces
 
 
-def _add_escapes(nfa: NFA, node: list[int], q: int, pieces) -> None:
+_MUST_ESCAPE = ((0, 0x1F), (34, 34), (92, 92))
+
+
+def _add_escapes(nfa: NFA, node: list[int], q: int, pieces, minimal: bool = False) -> None:
     backslash = nfa.add_state()
     nfa.add_edge(node[q], ((92, 92),), backslash)
     after_u = nfa.add_state()
@@ -168,6 +180,11 @@ def _add_escapes(nfa: NFA, node: list[int], q: int, pieces) -> None:
         for code_point, letter in _SHORT_ESCAPES.items():
             if lo <= code_point <= hi:
                 nfa.add_edge(backslash, ((letter, letter),), node[target])
+        if minimal:
+            for code_point in range(lo, hi + 1):
+                if code_point not in _SHORT_ESCAPES:
+                    _add_hex_range(nfa, after_u, node[target], code_point, code_point, 4)
+            continue
         bmp_lo, bmp_hi = lo, min(hi, 0xFFFF)
         for a, b in ((bmp_lo, min(bmp_hi, 0xD7FF)), (max(bmp_lo, 0xE000), bmp_hi)):
             if a <= b:
