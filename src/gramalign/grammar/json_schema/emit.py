@@ -87,11 +87,14 @@ class Emitter:
     def _fresh(self, prefix: str) -> str:
         return f"{prefix}_{len(self.rules)}"
 
-    def _later(self, prefix: str, alternatives) -> str:
-        """A new rule whose alternatives are computed after the current one."""
-        name = self._fresh(prefix)
-        self.rules[name] = []
-        self._pending.append((name, alternatives))
+    def _later(self, memo: dict, key, prefix: str, alternatives) -> str:
+        """The rule ``memo[key]``, created on first use; its alternatives are computed after
+        the current rule's (so deep schemas do not recurse deeply)."""
+        name = memo.get(key)
+        if name is None:
+            name = memo[key] = self._fresh(prefix)
+            self.rules[name] = []
+            self._pending.append((name, alternatives))
         return name
 
     # ------------------------------------------------------------------ values
@@ -105,12 +108,8 @@ class Emitter:
         return self._rule("start", [(value,), ("WS", value), (value, "WS"), ("WS", value, "WS")])
 
     def value_rule(self, ref: Ref) -> str:
-        name = self._value_rules.get(ref)
-        if name is not None:
-            return name
-        name = self._later("value", lambda: self._value_alternatives(self.evaluator.shape(ref)))
-        self._value_rules[ref] = name
-        return name
+        return self._later(self._value_rules, ref, "value",
+                           lambda: self._value_alternatives(self.evaluator.shape(ref)))
 
     def _value_alternatives(self, shape: Shape) -> list[tuple[str, ...]]:
         alternatives: list[tuple[str, ...]] = []
@@ -140,14 +139,10 @@ class Emitter:
     # ------------------------------------------------------------------ objects
 
     def objects_rule(self, shapes: tuple[ObjectShape, ...]) -> str:
-        key = ("objects", shapes)
-        if key in self._memo:
-            return self._memo[key]
         lbrace = self._punctuation("LBRACE", "{")
-        name = self._later("object", lambda: [(lbrace, self._object_chain(shapes[0]) if len(shapes) == 1
-                                                else self._object_union(shapes))])
-        self._memo[key] = name
-        return name
+        return self._later(self._memo, ("objects", shapes), "object",
+                           lambda: [(lbrace, self._object_chain(shapes[0]) if len(shapes) == 1
+                                     else self._object_union(shapes))])
 
     def _object_chain(self, shape: ObjectShape) -> str:
         """Members in schema order: each property may appear at its position (optional ones
@@ -169,10 +164,8 @@ class Emitter:
             return min(count + 1, cap)
 
         def chain(position: int, first: bool, count: int) -> str:
-            key = (position, first, count)
-            if key not in names:
-                names[key] = self._later("members", lambda: chain_alternatives(position, first, count))
-            return names[key]
+            return self._later(names, (position, first, count), "members",
+                               lambda: chain_alternatives(position, first, count))
 
         def chain_alternatives(position: int, first: bool, count: int) -> list:
             lead = () if first else (comma,)
@@ -229,10 +222,7 @@ class Emitter:
             if any(shape.names[k] in shape.required for k in range(position, n)):
                 return None
             if kind == "name":
-                value = None
-                for contents, extra in shape.extras:
-                    if contents.matches(payload.encode("utf-8")):
-                        value = extra
+                value = shape.value_of(payload)  # not one of this shape's names: its extras decide
                 if value is None:
                     return None
             else:
@@ -249,10 +239,7 @@ class Emitter:
                 shape.names[k] in shape.required for k in range(position, len(shape.names)))
 
         def state(elements: frozenset, first: bool) -> str:
-            key = (elements, first)
-            if key not in names:
-                names[key] = self._later("members", lambda: state_alternatives(elements, first))
-            return names[key]
+            return self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
             lead = () if first else (comma,)
@@ -323,19 +310,13 @@ class Emitter:
     # ------------------------------------------------------------------ arrays
 
     def arrays_rule(self, shapes: tuple[ArrayShape, ...]) -> str:
-        key = ("arrays", shapes)
-        if key in self._memo:
-            return self._memo[key]
         lsqb = self._punctuation("LSQB", "[")
         comma, rsqb = self._punctuation("COMMA", ","), self._punctuation("RSQB", "]")
         caps = [s.max_items if s.max_items is not None else max(len(s.prefix), s.min_items) for s in shapes]
         names: dict = {}
 
         def state(elements: frozenset, first: bool) -> str:
-            key = (elements, first)
-            if key not in names:
-                names[key] = self._later("items", lambda: state_alternatives(elements, first))
-            return names[key]
+            return self._later(names, (elements, first), "items", lambda: state_alternatives(elements, first))
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
             alternatives = []
@@ -354,9 +335,8 @@ class Emitter:
                 alternatives.append(lead + (value_rule, state(successors, False)))
             return alternatives
 
-        name = self._later("array", lambda: [(lsqb, state(frozenset((x, 0) for x in range(len(shapes))), True))])
-        self._memo[key] = name
-        return name
+        return self._later(self._memo, ("arrays", shapes), "array",
+                           lambda: [(lsqb, state(frozenset((x, 0) for x in range(len(shapes))), True))])
 
     # ------------------------------------------------------------------ the grammar
 

@@ -14,12 +14,13 @@ import json
 import math
 from decimal import Decimal
 
-from ...errors import GrammarError, RegexError, SchemaCompileError
+from ...errors import RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
 from ..dfa import StateLimitError
 from . import numbers as num
 from .resolve import SchemaIndex, escape_pointer
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, ObjectShape,
+                     meet_arrays, meet_objects,
                      Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa, join,
                      meet, only)
 from .strings import any_string_contents, literal_contents_dfa, with_length
@@ -364,6 +365,8 @@ class Evaluator:
             others = difference(others, literal_contents_dfa(names), max_states=self.max_states)
         if key_filter is not None:
             others = intersect(others, key_filter, max_states=self.max_states)
+        if len(pattern_dfas) > 6:  # their key atoms are every subset of the patterns
+            raise SchemaCompileError("more than 6 patternProperties", pointer, "patternProperties")
         extras = []
         for mask in range(1 << len(pattern_dfas)):
             keys = others
@@ -383,11 +386,6 @@ class Evaluator:
                     continue
                 refs = set(additional_ref)
             extras.append((keys, frozenset(refs)))
-            if len(pattern_dfas) > 6:
-                raise SchemaCompileError("more than 6 patternProperties", pointer, "patternProperties")
-        if len(extras) == 1 and extras[0][1] == ANY and extras[0][0] is not any_string_contents() and not is_empty_dfa(
-                extras[0][0]) and others is any_string_contents():
-            extras = [(any_string_contents(), ANY)]
         minimum = node.get("minProperties", 0)
         maximum = node.get("maxProperties")
         shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
@@ -437,7 +435,7 @@ class Evaluator:
                     any_string_contents()
                 required = ObjectShape(tuple(requirement), (ANY,) * len(requirement), frozenset(requirement),
                                        ((others, ANY),))
-                both = _meet_object(required, present, self.max_states)  # requirements first: the usual key order
+                both = meet_objects(required, present, self.max_states)  # requirements first: the usual key order
                 needed = Shape(objects=(both,) if both is not None else ())
             else:
                 needed = meet(Shape(objects=(present,)),
@@ -467,7 +465,7 @@ class Evaluator:
         for shape in objects:  # not (A or B) = not A and not B
             witnesses = self._object_witnesses(shape, pointer)
             result = tuple(m for x in result for y in witnesses
-                           if (m := _meet_object(x, y, self.max_states)) is not None)
+                           if (m := meet_objects(x, y, self.max_states)) is not None)
             if len(result) > 64:
                 raise SchemaCompileError("the complement of these object constraints has too many cases", pointer,
                                          "not")
@@ -527,10 +525,8 @@ class Evaluator:
                                _minus_strings(leaves.string, other.string, self.max_states),
                                leaves.objects, leaves.arrays)
             result = join(result, Shape(leaves.null, leaves.true, leaves.false, leaves.number, leaves.string), self.max_states)
-        from .shapes import meet_arrays
-
         objects = self._exclusive([b.objects for b in branches], pointer, self._objects_disjoint,
-                                  self._complement_objects, lambda a, b: _meet_object(a, b, self.max_states))
+                                  self._complement_objects, lambda a, b: meet_objects(a, b, self.max_states))
         arrays = self._exclusive([b.arrays for b in branches], pointer, self._arrays_disjoint,
                                  self._complement_arrays, meet_arrays)
         return Shape(result.null, result.true, result.false, result.number, result.string, objects, arrays)
@@ -601,12 +597,6 @@ class Evaluator:
         if not all(self._objects_disjoint(a, b, depth) for a in x.objects for b in y.objects):
             return False
         return all(self._arrays_disjoint(a, b, depth) for a in x.arrays for b in y.arrays)
-
-
-def _meet_object(a: ObjectShape, b: ObjectShape, max_states: int):
-    from .shapes import meet_objects
-
-    return meet_objects(a, b, max_states)
 
 
 def _object_with(name: str, value: Ref | None, *, required: bool) -> ObjectShape:

@@ -36,14 +36,18 @@ _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "depe
 def draft_of(schema) -> int:
     """The draft a document declares with ``$schema`` (2020-12 when it says nothing)."""
     if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
-        uri = schema["$schema"].rstrip("#")
-        if uri in DRAFTS:
-            return DRAFTS[uri]
-        if uri.replace("https://", "http://") in {u.replace("https://", "http://") for u in DRAFTS}:
-            return next(v for u, v in DRAFTS.items() if u.replace("https://", "http://") == uri.replace(
-                "https://", "http://"))
+        draft = _DRAFTS_ANY_SCHEME.get(_without_scheme(schema["$schema"].rstrip("#")))
+        if draft is not None:
+            return draft
         raise SchemaCompileError(f"unknown $schema {schema['$schema']!r}", "", "$schema")
     return 2020
+
+
+def _without_scheme(uri: str) -> str:
+    return uri.split("://", 1)[-1]
+
+
+_DRAFTS_ANY_SCHEME = {_without_scheme(uri): draft for uri, draft in DRAFTS.items()}  # http or https
 
 
 def escape_pointer(token: str) -> str:

@@ -20,7 +20,7 @@ from typing import Union
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import DEAD, ByteDFA
 from .numbers import decimals
-from .strings import any_string_contents
+from .strings import any_string_contents, literal_contents_dfa
 
 Literal = Union[str, tuple]
 Ref = frozenset  # of literals; the empty frozenset is "any value"
@@ -153,24 +153,33 @@ def _clean_dfa(dfa: ByteDFA | None) -> ByteDFA | None:
     return None if is_empty_dfa(dfa) else dfa
 
 
-def meet_numbers(a, b, max_states: int = MAX_STATES):
+def _meet_leaves(a, b, everything, max_states: int):
+    """Intersection of two leaf languages; None is "none", ``everything`` is "all"."""
     if a is None or b is None:
         return None
-    if a == ALL_NUMBERS:
+    if a is everything or a is b:
         return b
-    if b == ALL_NUMBERS or a is b:
+    if b is everything:
         return a
     return _clean_dfa(intersect(a, b, max_states=max_states))
 
 
-def join_numbers(a, b, max_states: int = MAX_STATES):
+def _join_leaves(a, b, everything, max_states: int):
     if a is None:
         return b
     if b is None or a is b:
         return a
-    if a == ALL_NUMBERS or b == ALL_NUMBERS:
-        return ALL_NUMBERS
+    if a is everything or b is everything:
+        return everything
     return union(a, b, max_states=max_states)
+
+
+def meet_numbers(a, b, max_states: int = MAX_STATES):
+    return _meet_leaves(a, b, ALL_NUMBERS, max_states)
+
+
+def join_numbers(a, b, max_states: int = MAX_STATES):
+    return _join_leaves(a, b, ALL_NUMBERS, max_states)
 
 
 def complement_numbers(a, max_states: int = MAX_STATES):
@@ -184,23 +193,11 @@ def complement_numbers(a, max_states: int = MAX_STATES):
 
 
 def meet_strings(a, b, max_states: int = MAX_STATES):
-    if a is None or b is None:
-        return None
-    if a is any_string_contents() or a is b:
-        return b
-    if b is any_string_contents():
-        return a
-    return _clean_dfa(intersect(a, b, max_states=max_states))
+    return _meet_leaves(a, b, any_string_contents(), max_states)
 
 
 def join_strings(a, b, max_states: int = MAX_STATES):
-    if a is None:
-        return b
-    if b is None or a is b:
-        return a
-    if a is any_string_contents() or b is any_string_contents():
-        return any_string_contents()
-    return union(a, b, max_states=max_states)
+    return _join_leaves(a, b, any_string_contents(), max_states)
 
 
 def complement_strings(a, max_states: int = MAX_STATES):
@@ -219,13 +216,12 @@ def meet_objects(a: ObjectShape, b: ObjectShape, max_states: int = MAX_STATES) -
     names = a.names + tuple(n for n in b.names if n not in a.names)
     values = tuple(meet_refs(a.value_of(n), b.value_of(n)) for n in names)
     extras = []
+    named = literal_contents_dfa(names) if names else None
     for keys_a, value_a in a.extras:
         for keys_b, value_b in b.extras:
             keys = keys_a if keys_a is keys_b else intersect(keys_a, keys_b, max_states=max_states)
-            if names:
-                from .strings import literal_contents_dfa
-
-                keys = difference(keys, literal_contents_dfa(names), max_states=max_states)
+            if named is not None:
+                keys = difference(keys, named, max_states=max_states)
             if not is_empty_dfa(keys):
                 extras.append((keys, value_a | value_b))
     maxima = [m for m in (a.max_properties, b.max_properties) if m is not None]

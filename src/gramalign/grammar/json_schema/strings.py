@@ -15,7 +15,7 @@ import functools
 import numpy as np
 
 from ..automata import MAX_STATES, intersect
-from ..dfa import DEAD, NFA, UNICODE_SCALARS, ByteDFA, nfa_to_byte_dfa, nfa_to_utf8_dfa
+from ..dfa import DEAD, NFA, UNICODE_SCALARS, ByteDFA, literal_dfa, nfa_to_byte_dfa, nfa_to_utf8_dfa
 
 __all__ = ["any_string_contents", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
 
@@ -36,8 +36,6 @@ def any_string_contents() -> ByteDFA:
 
 def literal_contents_dfa(strings) -> ByteDFA:
     """Exactly the given strings."""
-    from ..dfa import literal_dfa
-
     return literal_dfa(s.encode("utf-8") for s in strings)
 
 
@@ -77,13 +75,13 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
         return nfa_to_byte_dfa(nfa)
     table = contents.transitions
     n = contents.num_states
-    boundary = _boundary_states(contents)
+    pieces_of = _boundary_pieces(contents)
     node = [nfa.add_state() for _ in range(n)]
     start = nfa.initial
     final = nfa.add_state(accepting=True)
     nfa.add_edge(start, ((34, 34),), node[contents.initial])
     for q in range(n):
-        raw_only = boundary[q]
+        raw_only = q in pieces_of
         row = table[q].copy()
         if raw_only:  # these characters can only be written escaped
             row[:0x20] = DEAD
@@ -94,7 +92,7 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
         if raw_only:
             if contents.accepting[q]:
                 nfa.add_edge(node[q], ((34, 34),), final)
-            pieces = _code_point_pieces(table, q)
+            pieces = pieces_of[q]
             if escapes == "minimal":
                 pieces = [(max(lo, a), min(hi, b), t) for lo, hi, t in pieces for a, b in _MUST_ESCAPE
                           if max(lo, a) <= min(hi, b)]
@@ -102,21 +100,22 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     return nfa_to_byte_dfa(nfa, max_states=max_states)
 
 
-def _boundary_states(dfa: ByteDFA) -> list[bool]:
-    """Which states lie between two code points (the others are inside a UTF-8 sequence)."""
-    boundary = [False] * dfa.num_states
+def _boundary_pieces(dfa: ByteDFA) -> dict[int, list[tuple[int, int, int]]]:
+    """The code point pieces of every state that lies between two code points (the other
+    states are inside a UTF-8 sequence)."""
+    memo: dict = {}
+    pieces_of = {}
     stack = [dfa.initial]
-    boundary[dfa.initial] = True
     while stack:
         q = stack.pop()
-        for lo, hi, target in _code_point_pieces(dfa.transitions, q):
-            if not boundary[target]:
-                boundary[target] = True
-                stack.append(target)
-    return boundary
+        if q in pieces_of:
+            continue
+        pieces_of[q] = _code_point_pieces(dfa.transitions, q, memo)
+        stack.extend(target for _, _, target in pieces_of[q] if target not in pieces_of)
+    return pieces_of
 
 
-def _code_point_pieces(table, q: int) -> list[tuple[int, int, int]]:
+def _code_point_pieces(table, q: int, memo: dict) -> list[tuple[int, int, int]]:
     """Sorted ``(lo, hi, target)``: reading any code point in lo..hi from ``q`` leads to ``target``."""
     pieces: list[tuple[int, int, int]] = []
     row = table[q]
@@ -130,7 +129,7 @@ def _code_point_pieces(table, q: int) -> list[tuple[int, int, int]]:
             continuations = 1 if byte < 0xE0 else 2 if byte < 0xF0 else 3
             lead_bits = byte & (0x1F if continuations == 1 else 0x0F if continuations == 2 else 0x07)
             base = lead_bits << (6 * continuations)
-            for lo, hi, end in _continuation_pieces(table, target, continuations):
+            for lo, hi, end in _continuation_pieces(memo, table, target, continuations):
                 _append_piece(pieces, base + lo, base + hi, end)
     return pieces
 
@@ -142,13 +141,8 @@ def _append_piece(pieces, lo: int, hi: int, target: int) -> None:
         pieces.append((lo, hi, target))
 
 
-def _continuation_pieces(table, q: int, remaining: int) -> list[tuple[int, int, int]]:
+def _continuation_pieces(memo: dict, table, q: int, remaining: int) -> list[tuple[int, int, int]]:
     """Pieces of the low ``6 * remaining`` bits read as continuation bytes from ``q``."""
-    memo: dict = {}
-    return _continuation_pieces_memo(memo, table, q, remaining)
-
-
-def _continuation_pieces_memo(memo, table, q, remaining):
     found = memo.get((q, remaining))
     if found is not None:
         return found
@@ -162,7 +156,7 @@ def _continuation_pieces_memo(memo, table, q, remaining):
         if remaining == 1:
             _append_piece(pieces, offset, offset, target)
         else:
-            for lo, hi, end in _continuation_pieces_memo(memo, table, target, remaining - 1):
+            for lo, hi, end in _continuation_pieces(memo, table, target, remaining - 1):
                 _append_piece(pieces, offset + lo, offset + hi, end)
     memo[(q, remaining)] = pieces
     return pieces
