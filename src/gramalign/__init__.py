@@ -18,6 +18,7 @@ from .errors import (GramalignError, GrammarError, RegexError, SchemaCompileErro
                      VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
+from .grammar.json_schema.types import parse_as
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
 from .masking.compiler import CompiledGrammar, compile
 from .masking.matcher import GrammarMatcher
@@ -49,5 +50,5 @@ __all__ = [
     "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
     "RegexError", "SchemaCompileError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
-    "bitmask_width", "compile", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
+    "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
 ]

@@ -143,12 +143,15 @@ class Grammar:
 
     @classmethod
     def from_json_schema(cls, schema, **options) -> "Grammar":
-        """The language of JSON texts that ``schema`` (a dict, bool or JSON string) validates.
+        """The language of JSON texts that ``schema`` validates: a dict, bool or JSON string,
+        or a Python type pydantic can describe (a model, dataclass, TypedDict, ``list[int]``;
+        parse the output back with :func:`gramalign.parse_as`).
 
         Options (see ``docs/json_schema.md``): ``whitespace`` ("compact", the default, or
         "flexible"), ``max_whitespace`` (longest whitespace run on each side of a
-        punctuation mark when flexible, default 8), ``approximate`` (keywords the compiler
-        may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``.
+        punctuation mark when flexible, default 8), ``string_escapes`` ("minimal" or "all"),
+        ``property_order`` ("schema", the default, or "any"), ``approximate`` (keywords the
+        compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``.
         Raises :class:`gramalign.SchemaCompileError` naming the keyword and JSON pointer
         when the schema cannot be compiled exactly.
 

@@ -17,6 +17,7 @@ from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
 from .resolve import SchemaIndex, draft_of
+from .types import is_schema_type, schema_of_type
 
 __all__ = ["compile_json_schema"]
 
@@ -25,8 +26,12 @@ MAX_SCHEMA_BYTES = 16 << 20
 
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
-                        string_escapes: str = "minimal", approximate=(), max_states: int = MAX_STATES) -> Grammar:
+                        string_escapes: str = "minimal", property_order: str = "schema", approximate=(),
+                        max_states: int = MAX_STATES) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
+    from_type = is_schema_type(schema)
+    if from_type:
+        schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):
         if len(schema) > MAX_SCHEMA_BYTES:
             raise SchemaCompileError(f"the schema is larger than {MAX_SCHEMA_BYTES >> 20} MiB")
@@ -42,10 +47,14 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
         raise ValueError("max_whitespace must be a positive integer")
     approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
     index = SchemaIndex(schema, draft_of(schema))
-    evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
+    # pydantic's strict mode rejects 3.0 for an int, so schemas of Python types write integers plainly
+    evaluator = Evaluator(index, max_states=max_states, approximate=approximate,
+                          integer_fraction=False if from_type else None)
     if string_escapes not in ("minimal", "all"):
         raise ValueError(f"string_escapes must be 'minimal' or 'all', not {string_escapes!r}")
-    layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes)
+    if property_order not in ("schema", "any"):
+        raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
+    layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order)
     source = json.dumps(schema, sort_keys=True)
     try:
         grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)

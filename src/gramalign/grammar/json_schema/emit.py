@@ -24,14 +24,18 @@ from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
+MAX_ANY_ORDER_NAMES = 10
+"""Named properties per object under property_order='any' (the rules track subsets of them)."""
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Whitespace between tokens: None for compact JSON, else the longest run on each side."""
+    """How values are written: whitespace (None for compact JSON, else the longest run on
+    each side of a punctuation mark), string escapes, and the order of object members."""
 
     max_whitespace: int | None = None
     escapes: str = "all"
+    property_order: str = "schema"
 
 
 class Emitter:
@@ -141,7 +145,8 @@ class Emitter:
     def objects_rule(self, shapes: tuple[ObjectShape, ...]) -> str:
         lbrace = self._punctuation("LBRACE", "{")
         return self._later(self._memo, ("objects", shapes), "object",
-                           lambda: [(lbrace, self._object_chain(shapes[0]) if len(shapes) == 1
+                           lambda: [(lbrace, self._object_chain(shapes[0])
+                                     if len(shapes) == 1 and self.layout.property_order == "schema"
                                      else self._object_union(shapes))])
 
     def _object_chain(self, shape: ObjectShape) -> str:
@@ -201,25 +206,44 @@ class Emitter:
         symbols += [(self._key_terminal(contents), ("atom", owners)) for contents, owners in atoms]
         names: dict = {}
 
+        any_order = self.layout.property_order == "any"
+        if any_order:
+            for shape in shapes:
+                if len(shape.names) > MAX_ANY_ORDER_NAMES:
+                    raise SchemaCompileError(
+                        f"property_order='any' tracks which of an object's properties were written, at most "
+                        f"{MAX_ANY_ORDER_NAMES} names per object; this object has {len(shape.names)} "
+                        f"(use property_order='schema')")
+
         def counted(shape: ObjectShape, count: int) -> int:
             cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
             return min(count + 1, cap)
 
+        def missing_required(shape: ObjectShape, progress) -> bool:
+            """Whether a required name is still to come: ``progress`` is the set of names
+            written (any order) or the position reached in the schema order."""
+            if any_order:
+                return any(name in shape.required and j not in progress for j, name in enumerate(shape.names))
+            return any(shape.names[k] in shape.required for k in range(progress, len(shape.names)))
+
         def step(element, symbol):
-            x, position, count = element
+            x, progress, count = element
             shape = shapes[x]
-            n = len(shape.names)
             if shape.max_properties is not None and count >= shape.max_properties:
                 return None
             kind, payload = symbol
             if kind == "name" and payload in shape.names:
                 j = shape.names.index(payload)
-                if j < position or shape.values[j] is None:
+                if shape.values[j] is None:
                     return None
-                if any(shape.names[k] in shape.required for k in range(position, j)):
+                if any_order:
+                    if j in progress:  # written already: no duplicate keys
+                        return None
+                    return shape.values[j], (x, progress | {j}, counted(shape, count))
+                if j < progress or any(shape.names[k] in shape.required for k in range(progress, j)):
                     return None
                 return shape.values[j], (x, j + 1, counted(shape, count))
-            if any(shape.names[k] in shape.required for k in range(position, n)):
+            if not any_order and missing_required(shape, progress):
                 return None
             if kind == "name":
                 value = shape.value_of(payload)  # not one of this shape's names: its extras decide
@@ -230,13 +254,13 @@ class Emitter:
                 if index is None:
                     return None
                 value = shape.extras[index][1]
-            return value, (x, n, counted(shape, count))
+            # extra keys come after the named ones in schema order, anywhere in any order
+            return value, (x, progress if any_order else len(shape.names), counted(shape, count))
 
         def accepting(element) -> bool:
-            x, position, count = element
+            x, progress, count = element
             shape = shapes[x]
-            return count >= shape.min_properties and not any(
-                shape.names[k] in shape.required for k in range(position, len(shape.names)))
+            return count >= shape.min_properties and not missing_required(shape, progress)
 
         def state(elements: frozenset, first: bool) -> str:
             return self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
@@ -252,7 +276,8 @@ class Emitter:
                     alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
 
-        return state(frozenset((x, 0, 0) for x in range(len(shapes))), True)
+        start = frozenset() if any_order else 0
+        return state(frozenset((x, start, 0) for x in range(len(shapes))), True)
 
     def _key_atoms(self, shapes, all_names):
         """Disjoint key languages for keys no shape names: each with, per shape, the index of

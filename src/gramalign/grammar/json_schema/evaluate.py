@@ -50,9 +50,12 @@ def _is_number(value) -> bool:
 class Evaluator:
     """Evaluates references of one schema document; results are memoised."""
 
-    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset()):
+    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset(),
+                 integer_fraction: bool | None = None):
         self.index = index
         self.draft = index.draft
+        # "1.0" is an integer from draft 6 on; pydantic's strict mode and most parsers disagree
+        self.integer_fraction = self.draft >= 6 if integer_fraction is None else integer_fraction
         self.max_states = max_states
         self.approximate = approximate
         self._shapes: dict[Ref, Shape] = {}
@@ -198,7 +201,7 @@ class Evaluator:
             elif name == "number":
                 part = Shape(number=ALL_NUMBERS)
             elif name == "integer":
-                part = Shape(number=num.integers(self.draft >= 6))
+                part = Shape(number=num.integers(self.integer_fraction))
             elif name == "string":
                 part = Shape(string=any_string_contents())
             elif name == "object":

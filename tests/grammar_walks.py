@@ -1,0 +1,52 @@
+"""Random texts of a compiled grammar, by random walks over a one-byte-per-token vocabulary.
+
+The masks decide every step (only bytes that keep a valid continuation are offered), so a
+walk that ends is a sentence of the grammar as the matcher sees it; an independent oracle
+(jsonschema, pydantic, ``json.loads``) then judges it. Walks prefer structural bytes as they
+grow so that unbounded strings and arrays still end.
+"""
+
+from __future__ import annotations
+
+import random
+
+import gramalign as ga
+
+EOS = 256
+STRUCTURAL = frozenset(b'"]},:0123456789.-truefalsn')
+
+
+def byte_vocabulary() -> ga.Vocabulary:
+    """Token i is the byte i; token 256 is EOS."""
+    return ga.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b""], eos_token_ids=256,
+                                          special_token_ids=[256])
+
+
+def random_texts(grammar: ga.Grammar, count: int, seed: int, *, max_bytes: int = 600,
+                 vocab: ga.Vocabulary | None = None) -> list[bytes]:
+    """Up to ``count`` texts the grammar accepts (walks longer than ``max_bytes`` are dropped)."""
+    compiled = ga.compile(grammar, vocab or byte_vocabulary())
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        matcher = compiled.matcher()
+        out = bytearray()
+        while len(out) <= max_bytes:
+            allowed = matcher.allowed_token_ids()
+            if len(allowed) == 0:
+                raise AssertionError(f"dead end after {bytes(out)!r}: the mask allows nothing")
+            pressure = min(0.95, len(out) / 80)
+            preferred = [int(t) for t in allowed if t == EOS or t in STRUCTURAL]
+            if EOS in allowed and rng.random() < pressure:
+                break
+            pool = preferred if preferred and rng.random() < pressure else allowed
+            token = int(pool[rng.randrange(len(pool))])
+            if token == EOS:
+                break
+            matcher.accept_token(token)
+            out.append(token)
+        else:
+            continue
+        texts.append(bytes(out))
+    return texts
+
