@@ -8,7 +8,11 @@ grow so that unbounded strings and arrays still end.
 
 from __future__ import annotations
 
+import json
 import random
+from decimal import Decimal
+
+import jsonschema
 
 import gramalign as ga
 
@@ -50,3 +54,29 @@ def random_texts(grammar: ga.Grammar, count: int, seed: int, *, max_bytes: int =
         texts.append(bytes(out))
     return texts
 
+
+
+def _is_integer(checker, instance) -> bool:
+    if isinstance(instance, Decimal):  # exact, even for 1e999999 (to_integral would overflow)
+        _, digits, exponent = instance.as_tuple()
+        return exponent >= 0 or not any(digits[exponent:])
+    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "integer")
+
+
+_DECIMAL_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+DecimalValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_DECIMAL_TYPES)
+
+
+def _decimal(text: str):
+    """Exact, except exponents beyond Decimal's range (only unconstrained numbers have exponents)."""
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        return float(text)
+
+
+def is_valid_text(schema, text: bytes | str, *, format_checker=None) -> bool:
+    """The jsonschema verdict on ``text`` read with exact decimals (a float would round
+    ``123456789012345678.5`` to an integer)."""
+    instance = json.loads(text, parse_float=_decimal, parse_int=_decimal)
+    return DecimalValidator(schema, format_checker=format_checker).is_valid(instance)

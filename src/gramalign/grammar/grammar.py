@@ -150,7 +150,8 @@ class Grammar:
         Options (see ``docs/json_schema.md``): ``whitespace`` ("compact", the default, or
         "flexible"), ``max_whitespace`` (longest whitespace run on each side of a
         punctuation mark when flexible, default 8), ``string_escapes`` ("minimal" or "all"),
-        ``property_order`` ("schema", the default, or "any"), ``approximate`` (keywords the
+        ``property_order`` ("schema", the default, or "any"), ``integer_fraction`` (also accept
+        ``3.0`` for an integer, default False), ``approximate`` (keywords the
         compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``.
         Raises :class:`gramalign.SchemaCompileError` naming the keyword and JSON pointer
         when the schema cannot be compiled exactly.

@@ -26,11 +26,10 @@ MAX_SCHEMA_BYTES = 16 << 20
 
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
-                        string_escapes: str = "minimal", property_order: str = "schema", approximate=(),
-                        max_states: int = MAX_STATES) -> Grammar:
+                        string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
+                        approximate=(), max_states: int = MAX_STATES) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
-    from_type = is_schema_type(schema)
-    if from_type:
+    if is_schema_type(schema):
         schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):
         if len(schema) > MAX_SCHEMA_BYTES:
@@ -47,14 +46,13 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
         raise ValueError("max_whitespace must be a positive integer")
     approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
     index = SchemaIndex(schema, draft_of(schema))
-    # pydantic's strict mode rejects 3.0 for an int, so schemas of Python types write integers plainly
-    evaluator = Evaluator(index, max_states=max_states, approximate=approximate,
-                          integer_fraction=False if from_type else None)
+    evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
     if string_escapes not in ("minimal", "all"):
         raise ValueError(f"string_escapes must be 'minimal' or 'all', not {string_escapes!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
-    layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order)
+    layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order,
+                    integer_fraction)
     source = json.dumps(schema, sort_keys=True)
     try:
         grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)

@@ -18,7 +18,7 @@ from ..automata import MAX_STATES, difference, intersect
 from ..dfa import ByteDFA, literal_dfa
 from ..grammar import Grammar, Rule, Terminal
 from .evaluate import Evaluator
-from .numbers import all_numbers
+from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
 from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
 
@@ -31,11 +31,13 @@ MAX_ANY_ORDER_NAMES = 10
 @dataclass(frozen=True)
 class Layout:
     """How values are written: whitespace (None for compact JSON, else the longest run on
-    each side of a punctuation mark), string escapes, and the order of object members."""
+    each side of a punctuation mark), string escapes, the order of object members, and
+    whether integers may be written with a zero fraction."""
 
     max_whitespace: int | None = None
     escapes: str = "all"
     property_order: str = "schema"
+    integer_fraction: bool = False
 
 
 class Emitter:
@@ -109,13 +111,17 @@ class Emitter:
             return self._rule("start", [(value,)])
         ws = f"[ \\t\\n\\r]{{1,{self.layout.max_whitespace}}}"
         self.terminals["WS"] = Terminal("WS", ws)
-        return self._rule("start", [(value,), ("WS", value), (value, "WS"), ("WS", value, "WS")])
+        # nothing after the value: a model has to stop (EOS) instead of trailing off in whitespace
+        return self._rule("start", [(value,), ("WS", value)])
 
     def value_rule(self, ref: Ref) -> str:
         return self._later(self._value_rules, ref, "value",
                            lambda: self._value_alternatives(self.evaluator.shape(ref)))
 
-    def _value_alternatives(self, shape: Shape) -> list[tuple[str, ...]]:
+    def _value_alternatives(self, shape: Shape, objects: tuple | None = None,
+                            arrays: tuple | None = None) -> list[tuple[str, ...]]:
+        """The value's alternatives; ``objects``/``arrays`` = (groups, tag) when its object or
+        array part shares its rules with overlapping value classes (see :meth:`_split_values`)."""
         alternatives: list[tuple[str, ...]] = []
         if shape.null:
             alternatives.append((self._literal_terminal("NULL", "null"),))
@@ -124,16 +130,26 @@ class Emitter:
         if shape.false:
             alternatives.append((self._literal_terminal("FALSE", "false"),))
         if shape.number is not None:
-            dfa = all_numbers() if shape.number == ALL_NUMBERS else shape.number
-            alternatives.append((self._terminal("NUMBER", dfa),))
+            alternatives.append((self._terminal("NUMBER", self._number_spellings(shape.number)),))
         if shape.string is not None:
             alternatives.append((self._terminal("STRING", json_string_dfa(shape.string, escapes=self.layout.escapes,
                                                                 max_states=self.max_states)),))
         if shape.objects:
-            alternatives.append((self.objects_rule(shape.objects),))
+            alternatives.append((self.objects_rule(*(objects or ((shape.objects,), 0))),))
         if shape.arrays:
-            alternatives.append((self.arrays_rule(shape.arrays),))
+            alternatives.append((self.arrays_rule(*(arrays or ((shape.arrays,), 0))),))
         return alternatives
+
+    def _number_spellings(self, numbers) -> ByteDFA:
+        """The spellings to emit. Shapes hold every spelling of their values (complements
+        rely on it); numbers that must be integers are written plainly (``3``, not ``3.0``)
+        unless the layout allows the fraction."""
+        if numbers == ALL_NUMBERS:
+            return all_numbers()
+        if not self.layout.integer_fraction and is_empty_dfa(difference(numbers, integers(True),
+                                                                         max_states=self.max_states)):
+            return intersect(numbers, integers(False), max_states=self.max_states)
+        return numbers
 
     def _literal_terminal(self, name: str, text: str) -> str:
         if name not in self.terminals:
@@ -142,12 +158,14 @@ class Emitter:
 
     # ------------------------------------------------------------------ objects
 
-    def objects_rule(self, shapes: tuple[ObjectShape, ...]) -> str:
+    def objects_rule(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int) -> str:
+        """Objects of ``groups[tag]``; the other groups' objects share the rules' states (the
+        groups are disjoint value classes whose objects the first token cannot tell apart)."""
         lbrace = self._punctuation("LBRACE", "{")
-        return self._later(self._memo, ("objects", shapes), "object",
-                           lambda: [(lbrace, self._object_chain(shapes[0])
-                                     if len(shapes) == 1 and self.layout.property_order == "schema"
-                                     else self._object_union(shapes))])
+        single = len(groups) == 1 and len(groups[0]) == 1 and self.layout.property_order == "schema"
+        return self._later(self._memo, ("objects", groups, tag), "object",
+                           lambda: [(lbrace, self._object_chain(groups[0][0]) if single
+                                     else self._object_union(groups, tag))])
 
     def _object_chain(self, shape: ObjectShape) -> str:
         """Members in schema order: each property may appear at its position (optional ones
@@ -194,8 +212,14 @@ class Emitter:
 
         return chain(0, True, 0)
 
-    def _object_union(self, shapes: tuple[ObjectShape, ...]) -> str:
-        """Several object alternatives, determinised over (key, value class) members."""
+    def _object_union(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int) -> str:
+        """Object alternatives, determinised over (key, value class) members. The states
+        track (alternative, progress, count) elements over the alternatives of all groups;
+        ``}`` ends the rule only where the accepting elements are of group ``tag``, so each
+        group's rule reduces to its own nonterminal while the groups' members are read by
+        the same LR states."""
+        shapes = tuple(shape for group in groups for shape in group)
+        group_of = tuple(g for g, group in enumerate(groups) for _ in group)
         comma, colon, rbrace = (self._punctuation("COMMA", ","), self._punctuation("COLON", ":"),
                                 self._punctuation("RBRACE", "}"))
         all_names = []
@@ -268,12 +292,13 @@ class Emitter:
         def state_alternatives(elements: frozenset, first: bool) -> list:
             lead = () if first else (comma,)
             alternatives = []
-            if any(accepting(e) for e in elements):
+            if _accepting_group(elements, accepting, group_of) == tag:
                 alternatives.append((rbrace,))
             for terminal, symbol in symbols:
                 moves = [m for e in elements if (m := step(e, symbol)) is not None]
                 for value_rule, successors in self._split_values(moves):
-                    alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
+                    if any(group_of[x] == tag for x, _, _ in successors):
+                        alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
 
         start = frozenset() if any_order else 0
@@ -313,6 +338,11 @@ class Emitter:
             ref, successors = next(iter(by_ref.items()))
             return [(self.value_rule(ref), frozenset(successors))]
         refs = list(by_ref)
+        if all(_exclusive_refs(a, b) for k, a in enumerate(refs) for b in refs[k + 1:]):
+            # the refs are the classes (e.g. an item matching `contains` or not)
+            classes = [(ref, shape, frozenset(by_ref[ref])) for ref in refs
+                       if not (shape := self.evaluator.shape(ref)).is_empty]
+            return self._class_rules(classes)
         if len(refs) > 6:
             raise SchemaCompileError("more than 6 different value schemas compete for one key in these "
                                      "anyOf/oneOf alternatives")
@@ -327,41 +357,72 @@ class Emitter:
                 continue
             successors = frozenset(s for i, ref in enumerate(refs) if mask >> i & 1 for s in by_ref[ref])
             classes.append((class_ref, shape, successors))
-        if sum(1 for _, s, _ in classes if s.objects) > 1 or sum(1 for _, s, _ in classes if s.arrays) > 1:
-            raise SchemaCompileError("anyOf/oneOf alternatives give one key object- or array-valued schemas that "
-                                     "overlap; the grammar cannot tell them apart at the first token")
-        return [(self.value_rule(ref), successors) for ref, _, successors in classes]
+        return self._class_rules(classes)
+
+    def _class_rules(self, classes: list) -> list:
+        """[(value rule, successors)] for disjoint value classes [(ref, shape, successors)].
+        Classes with objects (or arrays) all start with ``{`` (``[``), so when several have
+        them, their objects are read by one shared, tagged union (see :meth:`_object_union`)
+        whose end reduces to the class the object belongs to."""
+        object_classes = [shape.objects for _, shape, _ in classes if shape.objects]
+        array_classes = [shape.arrays for _, shape, _ in classes if shape.arrays]
+        object_groups = tuple(object_classes) if len(object_classes) > 1 else None
+        array_groups = tuple(array_classes) if len(array_classes) > 1 else None
+        if object_groups is None and array_groups is None:
+            return [(self.value_rule(ref), successors) for ref, _, successors in classes]
+        result = []
+        for ref, shape, successors in classes:
+            objects = (object_groups, object_groups.index(shape.objects)) if object_groups and shape.objects else None
+            arrays = (array_groups, array_groups.index(shape.arrays)) if array_groups and shape.arrays else None
+            rule = self._later(self._memo, ("class", ref, objects, arrays), "value",
+                               lambda shape=shape, objects=objects, arrays=arrays:
+                               self._value_alternatives(shape, objects, arrays))
+            result.append((rule, successors))
+        return result
 
     # ------------------------------------------------------------------ arrays
 
-    def arrays_rule(self, shapes: tuple[ArrayShape, ...]) -> str:
+    def arrays_rule(self, groups: tuple[tuple[ArrayShape, ...], ...], tag: int) -> str:
+        """Arrays of ``groups[tag]``, determinised over item value classes like objects
+        (:meth:`_object_union`): elements are (alternative, position, contains counts)."""
         lsqb = self._punctuation("LSQB", "[")
         comma, rsqb = self._punctuation("COMMA", ","), self._punctuation("RSQB", "]")
+        shapes = tuple(shape for group in groups for shape in group)
+        group_of = tuple(g for g, group in enumerate(groups) for _ in group)
         caps = [s.max_items if s.max_items is not None else max(len(s.prefix), s.min_items) for s in shapes]
         names: dict = {}
+
+        def accepting(element) -> bool:
+            x, i, counts = element
+            return i >= shapes[x].min_items and all(c >= needed.minimum for c, needed in
+                                                   zip(counts, shapes[x].contains))
 
         def state(elements: frozenset, first: bool) -> str:
             return self._later(names, (elements, first), "items", lambda: state_alternatives(elements, first))
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
             alternatives = []
-            if any(i >= shapes[x].min_items for x, i in elements):
+            if _accepting_group(elements, accepting, group_of) == tag:
                 alternatives.append((rsqb,))
             moves = []
-            for x, i in elements:
+            for x, i, counts in elements:
                 shape = shapes[x]
                 if shape.max_items is not None and i >= shape.max_items:
                     continue
                 ref = shape.item(i)
-                if ref is not None:
-                    moves.append((ref, (x, i + 1 if shape.max_items is not None else min(i + 1, caps[x]))))
+                if ref is None:
+                    continue
+                following = i + 1 if shape.max_items is not None else min(i + 1, caps[x])
+                for item_ref, new_counts in _contains_cases(ref, shape.contains, counts, i):
+                    moves.append((item_ref, (x, following, new_counts)))
             lead = () if first else (comma,)
             for value_rule, successors in self._split_values(moves):
-                alternatives.append(lead + (value_rule, state(successors, False)))
+                if any(group_of[x] == tag for x, _, _ in successors):
+                    alternatives.append(lead + (value_rule, state(successors, False)))
             return alternatives
 
-        return self._later(self._memo, ("arrays", shapes), "array",
-                           lambda: [(lsqb, state(frozenset((x, 0) for x in range(len(shapes))), True))])
+        start = frozenset((x, 0, (0,) * len(shape.contains)) for x, shape in enumerate(shapes))
+        return self._later(self._memo, ("arrays", groups, tag), "array", lambda: [(lsqb, state(start, True))])
 
     # ------------------------------------------------------------------ the grammar
 
@@ -402,3 +463,38 @@ def _reachable_rules(rules: dict, start: str) -> dict:
                     seen.add(symbol)
                     stack.append(symbol)
     return {name: alts for name, alts in rules.items() if name in seen}
+
+
+def _accepting_group(elements, accepting, group_of) -> int | None:
+    """The group whose alternatives accept here (None: none). Groups are disjoint value
+    classes; only a repeated key (``{"a":1,"a":2}``, which the rules do not track) can
+    satisfy two, and then the value is ambiguous, so the closing bracket is not offered."""
+    groups = {group_of[element[0]] for element in elements if accepting(element)}
+    return next(iter(groups)) if len(groups) == 1 else None
+
+
+def _contains_cases(ref: Ref, contains: tuple, counts: tuple, position: int):
+    """(item ref, new counts) for each way the item at ``position`` can match the
+    ``contains`` schemas: it is in ``ref`` and, per constraint, in its schema (count + 1,
+    capped) or not in it."""
+    cases = [(set(ref), ())]
+    for needed, count in zip(contains, counts):
+        grown = []
+        if position < needed.start:
+            cases = [(literals, new_counts + (count,)) for literals, new_counts in cases]
+            continue
+        for literals, new_counts in cases:
+            following = count + 1
+            if needed.maximum is not None and following > needed.maximum:
+                pass  # a further match would exceed maxContains: only non-matching items go on
+            else:
+                grown.append((literals | needed.ref, new_counts + (min(following, needed.cap),)))
+            grown.append((literals | {("not", needed.ref, needed.pointer)}, new_counts + (count,)))
+        cases = grown
+    return [(frozenset(literals), new_counts) for literals, new_counts in cases]
+
+
+def _exclusive_refs(a: Ref, b: Ref) -> bool:
+    """Whether one ref holds the negation of (a subset of) the other's literals: then no value is in both."""
+    return any(isinstance(lit, tuple) and lit[0] == "not" and lit[1] <= other
+               for ref, other in ((a, b), (b, a)) for lit in ref)

@@ -19,18 +19,19 @@ from ..automata import MAX_STATES, difference, intersect
 from ..dfa import StateLimitError
 from . import numbers as num
 from .resolve import SchemaIndex, escape_pointer
-from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, ObjectShape,
-                     meet_arrays, meet_objects,
-                     Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa, join,
-                     meet, only)
+from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
+                     ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
+                     join, meet, meet_arrays, meet_objects, only)
 from .strings import any_string_contents, literal_contents_dfa, with_length
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
                     "minProperties", "maxProperties")
-_ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems")
-_REFUSED = {"contains": "contains", "$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef"}
+_ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains")
+_REFUSED = {"$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef"}
+MAX_CONTAINS_COUNT = 50
+"""Largest minContains/maxContains (every count is a state of the array's rules)."""
 
 
 def _decimal(value) -> Decimal:
@@ -50,12 +51,9 @@ def _is_number(value) -> bool:
 class Evaluator:
     """Evaluates references of one schema document; results are memoised."""
 
-    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset(),
-                 integer_fraction: bool | None = None):
+    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset()):
         self.index = index
         self.draft = index.draft
-        # "1.0" is an integer from draft 6 on; pydantic's strict mode and most parsers disagree
-        self.integer_fraction = self.draft >= 6 if integer_fraction is None else integer_fraction
         self.max_states = max_states
         self.approximate = approximate
         self._shapes: dict[Ref, Shape] = {}
@@ -201,7 +199,7 @@ class Evaluator:
             elif name == "number":
                 part = Shape(number=ALL_NUMBERS)
             elif name == "integer":
-                part = Shape(number=num.integers(self.integer_fraction))
+                part = Shape(number=num.integers(self.draft >= 6))
             elif name == "string":
                 part = Shape(string=any_string_contents())
             elif name == "object":
@@ -412,8 +410,32 @@ class Evaluator:
             rest = _schema_ref(f"{pointer}/items", items)
         minimum = int(node.get("minItems", 0))
         maximum = int(node["maxItems"]) if "maxItems" in node else None
-        shape = ArrayShape(prefix, rest, minimum, maximum).normalized()
+        contains = self._contains(node, pointer)
+        shape = ArrayShape(prefix, rest, minimum, maximum, contains).normalized()
         return () if shape.is_empty else (shape,)
+
+    def _contains(self, node: dict, pointer: str) -> tuple[Contains, ...]:
+        """``contains`` with minContains/maxContains (2019-09 on; before, at least one match)."""
+        if "contains" not in node or self.draft < 6:
+            return ()
+        counts = {}
+        for keyword, default in (("minContains", 1), ("maxContains", None)):
+            value = node.get(keyword, default) if self.draft >= 2019 else default
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or value != int(value) or value < 0):
+                raise SchemaCompileError(f"{keyword} must be a non-negative integer", pointer, keyword)
+            counts[keyword] = None if value is None else int(value)
+        least, most = counts["minContains"], counts["maxContains"]
+        if most is not None and most > MAX_CONTAINS_COUNT or least > MAX_CONTAINS_COUNT:
+            raise SchemaCompileError(f"minContains/maxContains above {MAX_CONTAINS_COUNT} (each count is a state "
+                                     f"of the array's rules)", pointer, "maxContains" if most else "minContains")
+        ref = _schema_ref(f"{pointer}/contains", node["contains"])
+        if ref is None:  # no item matches `false`: satisfiable only when no match is needed
+            impossible = Contains(ANY, 1, 0, f"{pointer}/contains")  # at least one and at most zero
+            return () if least == 0 else (impossible,)
+        if least == 0 and most is None:
+            return ()
+        return (Contains(ref, least, most, f"{pointer}/contains"),)
 
     def _dependencies(self, node: dict, pointer: str) -> list[Shape]:
         """``dependentRequired``/``dependentSchemas`` (``dependencies`` before 2019-09): for each
@@ -504,16 +526,14 @@ class Evaluator:
             return (ANY_ARRAY,)
         if any(a.is_unconstrained for a in arrays):
             return ()
-        if len(arrays) == 1 and not arrays[0].prefix and arrays[0].rest == ANY:
-            shape = arrays[0]
-            result = []
-            if shape.min_items > 0:
-                result.append(ArrayShape(max_items=shape.min_items - 1))
-            if shape.max_items is not None:
-                result.append(ArrayShape(min_items=shape.max_items + 1))
-            return tuple(result)
-        raise SchemaCompileError("the complement of an array schema with items constraints is not supported",
-                                 pointer, "not")
+        result: tuple[ArrayShape, ...] = (ANY_ARRAY,)
+        for shape in arrays:  # not (A or B) = not A and not B
+            witnesses = _array_witnesses(shape, pointer)
+            result = tuple(m for x in result for y in witnesses if (m := meet_arrays(x, y)) is not None)
+            if len(result) > 64:
+                raise SchemaCompileError("the complement of these array constraints has too many cases", pointer,
+                                         "not")
+        return result
 
     def _exactly_one(self, branches: list[Shape], pointer: str) -> Shape:
         """oneOf: values in exactly one branch."""
@@ -605,6 +625,33 @@ class Evaluator:
 def _object_with(name: str, value: Ref | None, *, required: bool) -> ObjectShape:
     others = difference(any_string_contents(), literal_contents_dfa([name]))
     return ObjectShape((name,), (value,), frozenset([name]) if required else frozenset(), ((others, ANY),))
+
+
+def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
+    """Arrays outside ``shape``, as a union: one reason to fail per alternative."""
+    witnesses = []
+    if shape.min_items > 0:
+        witnesses.append(ArrayShape(max_items=shape.min_items - 1))
+    if shape.max_items is not None:
+        witnesses.append(ArrayShape(min_items=shape.max_items + 1))
+    for i, ref in enumerate(shape.prefix):
+        if ref != ANY:
+            wrong = None if ref is None else frozenset([("not", ref, pointer)])
+            witnesses.append(ArrayShape(prefix=(ANY,) * i + (wrong,), min_items=i + 1))
+    start = len(shape.prefix)
+    if shape.rest is None:
+        witnesses.append(ArrayShape(min_items=start + 1))
+    elif shape.rest != ANY:  # some item after the prefix outside `rest`
+        wrong = frozenset([("not", shape.rest, pointer)])
+        witnesses.append(ArrayShape(contains=(Contains(wrong, 1, None, pointer, start),)))
+    for needed in shape.contains:  # too few matches, or too many
+        if needed.minimum > 0:
+            witnesses.append(ArrayShape(contains=(Contains(needed.ref, 0, needed.minimum - 1, needed.pointer,
+                                                           needed.start),)))
+        if needed.maximum is not None:
+            witnesses.append(ArrayShape(contains=(Contains(needed.ref, needed.maximum + 1, None, needed.pointer,
+                                                           needed.start),)))
+    return [w.normalized() for w in witnesses if not w.is_empty]
 
 
 def _same_language(a, b) -> bool:

@@ -78,15 +78,33 @@ class ObjectShape:
         return any(self.value_of(name) is None for name in self.required)
 
 
+@dataclass(frozen=True)
+class Contains:
+    """``contains``: between ``minimum`` and ``maximum`` (None: no bound) items at positions
+    ``start`` and later are in ``ref`` (``start`` > 0 only in complements of ``items``)."""
+
+    ref: Ref
+    minimum: int = 1
+    maximum: int | None = None
+    pointer: str = ""
+    start: int = 0
+
+    @property
+    def cap(self) -> int:
+        """The largest match count worth telling apart from larger ones."""
+        return self.maximum if self.maximum is not None else self.minimum
+
+
 @dataclass(frozen=True, eq=False)
 class ArrayShape:
-    """Arrays: a value per leading position, ``rest`` for the others (None: forbidden), and
-    length bounds."""
+    """Arrays: a value per leading position, ``rest`` for the others (None: forbidden),
+    length bounds, and ``contains`` constraints (each counted separately)."""
 
     prefix: tuple[Ref | None, ...] = ()
     rest: Ref | None = ANY
     min_items: int = 0
     max_items: int | None = None
+    contains: tuple[Contains, ...] = ()
 
     def item(self, position: int) -> Ref | None:
         return self.prefix[position] if position < len(self.prefix) else self.rest
@@ -105,11 +123,15 @@ class ArrayShape:
 
     @property
     def is_unconstrained(self) -> bool:
-        return not self.prefix and self.rest == ANY and self.min_items == 0 and self.max_items is None
+        return (not self.prefix and self.rest == ANY and self.min_items == 0 and self.max_items is None
+                and not self.contains)
 
     @property
     def is_empty(self) -> bool:
-        return self.max_items is not None and self.min_items > self.max_items
+        if any(c.maximum is not None and c.minimum > c.maximum for c in self.contains):
+            return True
+        most = self.max_items
+        return most is not None and (self.min_items > most or any(c.minimum > most for c in self.contains))
 
 
 ANY_OBJECT = ObjectShape(extras=((any_string_contents(), ANY),))
@@ -238,11 +260,16 @@ def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
     length = max(len(a.prefix), len(b.prefix))
     prefix = tuple(meet_refs(a.item(i), b.item(i)) for i in range(length))
     maxima = [m for m in (a.max_items, b.max_items) if m is not None]
+    contains = a.contains + tuple(c for c in b.contains if c not in a.contains)
+    if len(contains) > MAX_CONTAINS:
+        raise TooManyAlternatives(f"more than {MAX_CONTAINS} contains constraints on one array")
     shape = ArrayShape(prefix, meet_refs(a.rest, b.rest), max(a.min_items, b.min_items),
-                       min(maxima) if maxima else None).normalized()
+                       min(maxima) if maxima else None, contains).normalized()
     return None if shape.is_empty else shape
 
 
+MAX_CONTAINS = 3
+"""contains constraints one array may have (each is a counter in the array's rules)."""
 MAX_ALTERNATIVES = 64
 """Object (or array) alternatives one value may have after anyOf/allOf expansion."""
 
