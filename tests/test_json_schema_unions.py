@@ -1,4 +1,5 @@
-"""Overlapping object/array value classes, contains counts and array complements.
+"""Overlapping object/array value classes, contains counts, complements of arrays and of
+closed objects.
 
 These are the cases where the grammar must read values that several alternatives share a
 first token for (two object-valued branches for one key, an item matching `contains` or
@@ -82,6 +83,36 @@ def test_every_walk_through_the_masks_is_valid(name):
     assert len(texts) >= 20
     for text in texts:
         assert is_valid_text(schema, text), text
+
+
+CLOSED_OBJECT_SCHEMAS = {
+    "not a closed object": {"type": "object", "not": {"properties": {"a": {"type": "integer"}},
+                                                      "additionalProperties": False}},
+    "not patternProperties": {"type": "object", "not": {"patternProperties": {"^x": {"type": "string"}}}},
+    "oneOf a closed and an open object": {"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+        {"type": "object", "properties": {"b": {"type": "integer"}}}]},
+    "if a closed object": {"type": "object", "if": {"properties": {"k": {"const": 1}}, "required": ["k"],
+                                                    "additionalProperties": False},
+                           "then": {"maxProperties": 1}, "else": {"minProperties": 2}},
+}
+
+
+@pytest.mark.parametrize("name", list(CLOSED_OBJECT_SCHEMAS))
+def test_complements_of_closed_objects_agree_with_jsonschema(name):
+    """Every object of up to two members over a few keys and values, in every key order."""
+    schema = CLOSED_OBJECT_SCHEMAS[name]
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema, property_order="any")))
+    validator = jsonschema.Draft202012Validator(schema)
+    disagreements = []
+    for size in range(3):
+        for keys in itertools.permutations(["a", "b", "k", "x1", "zz"], size):
+            for values in itertools.product([None, 0, 1, "s", {}, {"a": 1}], repeat=size):
+                instance = dict(zip(keys, values))
+                text = json.dumps(instance, separators=(",", ":"))
+                if parser.accepts(text.encode()) != validator.is_valid(instance):
+                    disagreements.append(text)
+    assert not disagreements, disagreements[:10]
 
 
 def test_contains_limits_are_clear_errors():

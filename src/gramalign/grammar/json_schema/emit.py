@@ -162,7 +162,8 @@ class Emitter:
         """Objects of ``groups[tag]``; the other groups' objects share the rules' states (the
         groups are disjoint value classes whose objects the first token cannot tell apart)."""
         lbrace = self._punctuation("LBRACE", "{")
-        single = len(groups) == 1 and len(groups[0]) == 1 and self.layout.property_order == "schema"
+        single = (len(groups) == 1 and len(groups[0]) == 1 and self.layout.property_order == "schema"
+                  and not groups[0][0].some)
         return self._later(self._memo, ("objects", groups, tag), "object",
                            lambda: [(lbrace, self._object_chain(groups[0][0]) if single
                                      else self._object_union(groups, tag))])
@@ -228,7 +229,12 @@ class Emitter:
         atoms = self._key_atoms(shapes, all_names)
         symbols = [(self._key_terminal(literal_contents_dfa([n])), ("name", n)) for n in all_names]
         symbols += [(self._key_terminal(contents), ("atom", owners)) for contents, owners in atoms]
+        key_languages = [literal_contents_dfa([n]) for n in all_names] + [contents for contents, _ in atoms]
         names: dict = {}
+        # which `some` conditions a key symbol can satisfy (atoms lie inside or outside each one's keys)
+        satisfies = [[tuple(j for j, (keys, _) in enumerate(shape.some)
+                            if not is_empty_dfa(intersect(language, keys, max_states=self.max_states)))
+                      for shape in shapes] for language in key_languages]
 
         any_order = self.layout.property_order == "any"
         if any_order:
@@ -251,7 +257,7 @@ class Emitter:
             return any(shape.names[k] in shape.required for k in range(progress, len(shape.names)))
 
         def step(element, symbol):
-            x, progress, count = element
+            x, progress, count, _ = element
             shape = shapes[x]
             if shape.max_properties is not None and count >= shape.max_properties:
                 return None
@@ -263,10 +269,10 @@ class Emitter:
                 if any_order:
                     if j in progress:  # written already: no duplicate keys
                         return None
-                    return shape.values[j], (x, progress | {j}, counted(shape, count))
+                    return shape.values[j], (progress | {j}, counted(shape, count))
                 if j < progress or any(shape.names[k] in shape.required for k in range(progress, j)):
                     return None
-                return shape.values[j], (x, j + 1, counted(shape, count))
+                return shape.values[j], (j + 1, counted(shape, count))
             if not any_order and missing_required(shape, progress):
                 return None
             if kind == "name":
@@ -279,12 +285,30 @@ class Emitter:
                     return None
                 value = shape.extras[index][1]
             # extra keys come after the named ones in schema order, anywhere in any order
-            return value, (x, progress if any_order else len(shape.names), counted(shape, count))
+            return value, (progress if any_order else len(shape.names), counted(shape, count))
+
+        def moves(element, index: int, symbol) -> list:
+            """(value ref, successor) for the member: one per way its value can settle the
+            shape's open `some` conditions its key is eligible for."""
+            found = step(element, symbol)
+            if found is None:
+                return []
+            value, (progress, count) = found
+            x, satisfied = element[0], element[3]
+            cases = [(value, satisfied)]
+            for j in satisfies[index][x]:
+                if j in satisfied:
+                    continue
+                wanted = shapes[x].some[j][1]
+                cases = [case for ref, done in cases
+                         for case in ((ref | wanted, done | {j}), (ref | {("not", wanted, "")}, done))]
+            return [(ref, (x, progress, count, done)) for ref, done in cases]
 
         def accepting(element) -> bool:
-            x, progress, count = element
+            x, progress, count, satisfied = element
             shape = shapes[x]
-            return count >= shape.min_properties and not missing_required(shape, progress)
+            return (count >= shape.min_properties and not missing_required(shape, progress)
+                    and len(satisfied) == len(shape.some))
 
         def state(elements: frozenset, first: bool) -> str:
             return self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
@@ -294,15 +318,15 @@ class Emitter:
             alternatives = []
             if _accepting_group(elements, accepting, group_of) == tag:
                 alternatives.append((rbrace,))
-            for terminal, symbol in symbols:
-                moves = [m for e in elements if (m := step(e, symbol)) is not None]
-                for value_rule, successors in self._split_values(moves):
-                    if any(group_of[x] == tag for x, _, _ in successors):
+            for index, (terminal, symbol) in enumerate(symbols):
+                member_moves = [m for e in elements for m in moves(e, index, symbol)]
+                for value_rule, successors in self._split_values(member_moves):
+                    if any(group_of[successor[0]] == tag for successor in successors):
                         alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
 
         start = frozenset() if any_order else 0
-        return state(frozenset((x, start, 0) for x in range(len(shapes))), True)
+        return state(frozenset((x, start, 0, frozenset()) for x in range(len(shapes))), True)
 
     def _key_atoms(self, shapes, all_names):
         """Disjoint key languages for keys no shape names: each with, per shape, the index of
@@ -322,6 +346,11 @@ class Emitter:
                         remaining = difference(remaining, keys, max_states=self.max_states)
                 if not is_empty_dfa(remaining):
                     refined.append((remaining, owners + (None,)))
+            for keys, _ in shape.some:  # each atom inside or outside the condition's keys
+                refined = [(part, owners) for contents, owners in refined
+                           for part in (intersect(contents, keys, max_states=self.max_states),
+                                        difference(contents, keys, max_states=self.max_states))
+                           if not is_empty_dfa(part)]
             atoms = refined
             if len(atoms) > 64:
                 raise SchemaCompileError("the keys of these object alternatives split into too many classes")

@@ -15,7 +15,7 @@ import math
 from decimal import Decimal
 
 from ...errors import RegexError, SchemaCompileError
-from ..automata import MAX_STATES, difference, intersect
+from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import StateLimitError
 from . import numbers as num
 from .resolve import SchemaIndex, escape_pointer
@@ -498,16 +498,20 @@ class Evaluator:
 
     def _object_witnesses(self, shape: ObjectShape, pointer: str) -> list[ObjectShape]:
         """Objects outside ``shape``, as a union: one reason to fail per alternative."""
-        if not (len(shape.extras) == 1 and shape.extras[0][1] == ANY and all(
-                shape.extras[0][0].matches(n.encode()) is False for n in shape.names)):
-            other_keys = any_string_contents()
-            if shape.names:
-                other_keys = difference(other_keys, literal_contents_dfa(shape.names), max_states=self.max_states)
-            covered = shape.extras[0][0] if len(shape.extras) == 1 else None
-            if covered is None or shape.extras[0][1] != ANY or not _same_language(covered, other_keys):
-                raise SchemaCompileError("the complement of an object schema with additionalProperties, "
-                                         "patternProperties or propertyNames is not supported", pointer, "not")
+        if shape.some:
+            raise SchemaCompileError("the complement of a complement of a closed object is not supported", pointer,
+                                     "not")
         witnesses = []
+        # a key no name or extra allows, or an extra member whose value is outside its schema
+        allowed = literal_contents_dfa(shape.names)
+        for keys, value in shape.extras:
+            allowed = union(allowed, keys, max_states=self.max_states)
+            if value != ANY:
+                witnesses.append(ObjectShape(extras=((any_string_contents(), ANY),),
+                                             some=((keys, frozenset([("not", value, pointer)])),)))
+        forbidden = difference(any_string_contents(), allowed, max_states=self.max_states)
+        if not is_empty_dfa(forbidden):
+            witnesses.append(ObjectShape(extras=((any_string_contents(), ANY),), some=((forbidden, ANY),)))
         for name in shape.required:
             witnesses.append(_object_with(name, None, required=False))
         for name, value in zip(shape.names, shape.values):
@@ -652,10 +656,6 @@ def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
             witnesses.append(ArrayShape(contains=(Contains(needed.ref, needed.maximum + 1, None, needed.pointer,
                                                            needed.start),)))
     return [w.normalized() for w in witnesses if not w.is_empty]
-
-
-def _same_language(a, b) -> bool:
-    return is_empty_dfa(difference(a, b)) and is_empty_dfa(difference(b, a))
 
 
 def _minus_numbers(a, b, max_states):

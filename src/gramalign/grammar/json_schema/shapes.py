@@ -43,7 +43,9 @@ def is_empty_dfa(dfa: ByteDFA | None) -> bool:
 class ObjectShape:
     """Objects: named properties (schema order), their values (None: the name may not
     appear), required names, and ``extras`` — disjoint key-contents languages for the
-    other keys, each with the value its members must have (keys in no extra are forbidden).
+    other keys, each with the value its members must have (keys in no extra are forbidden),
+    and ``some``: (keys, value) pairs each needing at least one member with a key in
+    ``keys`` and a value in ``value`` (complements of closed objects need them).
     """
 
     names: tuple[str, ...] = ()
@@ -52,6 +54,7 @@ class ObjectShape:
     extras: tuple[tuple[ByteDFA, Ref], ...] = ()
     min_properties: int = 0
     max_properties: int | None = None
+    some: tuple[tuple[ByteDFA, Ref], ...] = ()
 
     def value_of(self, name: str) -> Ref | None:
         """The value constraint on key ``name`` (None: the key is forbidden)."""
@@ -67,7 +70,7 @@ class ObjectShape:
     def is_unconstrained(self) -> bool:
         return (not self.names and not self.required and self.min_properties == 0 and self.max_properties is None
                 and len(self.extras) == 1 and self.extras[0][1] == ANY
-                and self.extras[0][0] is any_string_contents())
+                and self.extras[0][0] is any_string_contents() and not self.some)
 
     @property
     def is_empty(self) -> bool:
@@ -247,8 +250,11 @@ def meet_objects(a: ObjectShape, b: ObjectShape, max_states: int = MAX_STATES) -
             if not is_empty_dfa(keys):
                 extras.append((keys, value_a | value_b))
     maxima = [m for m in (a.max_properties, b.max_properties) if m is not None]
+    some = a.some + tuple(pair for pair in b.some if pair not in a.some)
+    if len(some) > MAX_SOME:
+        raise TooManyAlternatives(f"more than {MAX_SOME} 'some member' conditions on one object")
     shape = ObjectShape(names, values, a.required | b.required, tuple(extras),
-                        max(a.min_properties, b.min_properties), min(maxima) if maxima else None)
+                        max(a.min_properties, b.min_properties), min(maxima) if maxima else None, some)
     return None if shape.is_empty else shape
 
 
@@ -270,6 +276,8 @@ def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
 
 MAX_CONTAINS = 3
 """contains constraints one array may have (each is a counter in the array's rules)."""
+MAX_SOME = 3
+"""'some member' conditions one object may have (each is a flag in the object's rules)."""
 MAX_ALTERNATIVES = 64
 """Object (or array) alternatives one value may have after anyOf/allOf expansion."""
 
