@@ -410,7 +410,7 @@ def test_size_limits_fail_fast(pattern: str, max_states: int) -> None:
     with pytest.raises(RegexError, match="too large") as info:
         ecma_pattern_dfa(pattern, max_states=max_states)
     assert info.value.position is None
-    assert time.perf_counter() - start < 5.0  # minutes without the limits
+    assert time.perf_counter() - start < 30.0  # minutes without the limits (generous: CI machines are busy)
 
 
 def test_deep_nesting_is_an_error_not_a_crash() -> None:
@@ -428,3 +428,22 @@ def test_large_anchored_repeat_is_not_refused() -> None:
 def test_non_str_pattern_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         ecma_pattern_dfa(b"abc")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pattern", [r"^[\w\-\.]+\@[\w\-]+\.\w+$", r"\_\@\#\ \'\"\:\,\%\&\~\=\<\>\!", r"^\+?[0-9\ \-]{3,}$",
+                                     r"[\é\ü]x"])
+def test_lenient_escapes_read_punctuation_literally(pattern: str) -> None:
+    """Real schemas escape punctuation the u flag forbids escaping; Python's re (the
+    jsonschema package's engine) reads such escapes as the character, and so do we."""
+    import re
+
+    with pytest.raises(RegexError):
+        ecma_pattern_dfa(pattern)
+    dfa = ecma_pattern_dfa(pattern, lenient_escapes=True)
+    rng = random.Random(pattern)
+    alphabet = "ab_@# '\":,%&~=<>!-.+0é9üx"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert dfa.matches(text.encode()) == (re.search(pattern, text) is not None), text
+    with pytest.raises(RegexError):
+        ecma_pattern_dfa(r"\q", lenient_escapes=True)  # letters stay errors: \q means nothing

@@ -229,10 +229,12 @@ def _is_group_name(name: str) -> bool:
 
 
 class _Parser:
-    """Recursive descent over ECMA-262 ``Pattern[+UnicodeMode]`` (no Annex B leniency)."""
+    """Recursive descent over ECMA-262 ``Pattern[+UnicodeMode]``; ``lenient`` admits one
+    piece of Annex B, identity escapes of characters other than ASCII letters and digits."""
 
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, lenient: bool = False):
         self.pattern = pattern
+        self.lenient = lenient
         self.pos = 0
         self.group_count = _count_capturing_groups(pattern)
 
@@ -441,7 +443,7 @@ class _Parser:
             return 0x08
         if in_class and char == "-":
             return 0x2D
-        if char in _SYNTAX_CHARACTERS:
+        if char in _SYNTAX_CHARACTERS or (self.lenient and not (char.isascii() and char.isalnum())):
             return ord(char)
         raise self.error("invalid escape", start)
 
@@ -721,7 +723,7 @@ def _widest_subset(nfa: NFA) -> int:
 # --------------------------------------------------------------------------- entry point
 
 
-def ecma_pattern_dfa(pattern: str, *, max_states: int = 50_000) -> ByteDFA:
+def ecma_pattern_dfa(pattern: str, *, max_states: int = 50_000, lenient_escapes: bool = False) -> ByteDFA:
     """Trimmed minimal DFA over UTF-8 bytes for the JSON Schema ``pattern`` keyword.
 
     Accepts ``s.encode("utf-8")`` exactly when ``new RegExp(pattern, "u").test(s)``: an
@@ -737,8 +739,12 @@ def ecma_pattern_dfa(pattern: str, *, max_states: int = 50_000) -> ByteDFA:
     ``[^]`` anything), capturing, non-capturing and named groups, alternation, greedy and
     lazy ``* + ? {n} {n,} {n,m}``, and ``^ $ \\b \\B`` anywhere.
 
+    ``lenient_escapes`` reads ``\\X`` as the character X for any X but an ASCII letter or
+    digit (``\\-``, ``\\_``, ``\\@``, ``\\ ``), as Annex B and Python's ``re`` do; real
+    schemas often escape punctuation that the u flag does not allow escaping.
+
     Raises :class:`~gramalign.errors.RegexError` with the 0-based position of the
-    offending construct for invalid syntax (u-flag rules: no Annex B leniency) and for
+    offending construct for invalid syntax (u-flag rules) and for
     back-references, lookahead, lookbehind, inline modifiers and other Unicode properties
     (scripts, binary properties). Size limits raise RegexError without a position: an NFA
     above :data:`MAX_NFA_STATES` states, a DFA above ``max_states`` states, or a subset
@@ -747,13 +753,13 @@ def ecma_pattern_dfa(pattern: str, *, max_states: int = 50_000) -> ByteDFA:
     """
     if not isinstance(pattern, str):
         raise TypeError(f"ecma_pattern_dfa needs a str pattern, not {type(pattern).__name__}")
-    return _cached_pattern_dfa(pattern, int(max_states))
+    return _cached_pattern_dfa(pattern, int(max_states), bool(lenient_escapes))
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_pattern_dfa(pattern: str, max_states: int) -> ByteDFA:
+def _cached_pattern_dfa(pattern: str, max_states: int, lenient_escapes: bool) -> ByteDFA:
     try:
-        nfa = _search_nfa(_Parser(pattern).parse())
+        nfa = _search_nfa(_Parser(pattern, lenient_escapes).parse())
     except StateLimitError:
         raise RegexError(f"pattern too large: its NFA needs more than {MAX_NFA_STATES} states", pattern) from None
     except RecursionError:

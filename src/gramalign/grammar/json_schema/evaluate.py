@@ -308,7 +308,7 @@ class Evaluator:
         from .ecma_regex import ecma_pattern_dfa
 
         try:
-            return ecma_pattern_dfa(pattern, max_states=self.max_states)
+            return ecma_pattern_dfa(pattern, max_states=self.max_states, lenient_escapes=True)
         except RegexError as exc:
             raise SchemaCompileError(f"pattern {pattern!r}: {exc.message}", pointer, keyword) from None
 
