@@ -42,6 +42,7 @@ def check_schema(path: str, whitespace: str, property_order: str) -> dict:
         parser = IncrementalParser(build_parser_tables(grammar))
     except SchemaCompileError as exc:
         result["reason"] = f"{exc.keyword or exc.message.split(':')[0][:60]}"
+        result["detail"] = str(exc)[:300]
         return result
     except Exception as exc:  # a crash is a bug: report it as such
         result["reason"] = f"CRASH {type(exc).__name__}: {str(exc)[:80]}"
@@ -56,6 +57,7 @@ def check_schema(path: str, whitespace: str, property_order: str) -> dict:
             result["agree"] += 1
         elif test["valid"]:
             result["valid_rejected"] += 1
+            result.setdefault("rejected_valid", []).append(text[:300])
         else:
             result["invalid_accepted"] += 1
             result.setdefault("accepted_invalid", []).append(text[:200])
@@ -98,6 +100,7 @@ def main() -> None:
     parser.add_argument("--property-order", default="schema")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=15, help="how many refusal reasons to list")
+    parser.add_argument("--details", help="write every refusal message and rejected valid instance to this file")
     args = parser.parse_args()
     import gramalign.grammar.parser  # noqa: F401 - import (and numba-compile) once before forking
 
@@ -106,7 +109,7 @@ def main() -> None:
     for path in sorted(root.glob("*.json")):
         by_dataset[dataset_of(path.stem)].append(path)
     rng = random.Random(args.seed)
-    rows, reasons, accepted_invalid = [], collections.Counter(), []
+    rows, reasons, accepted_invalid, details = [], collections.Counter(), [], []
     totals = collections.Counter()
     started = time.time()
     for dataset in sorted(by_dataset):
@@ -126,6 +129,8 @@ def main() -> None:
                 reasons[result["reason"]] += 1
             for text in result.get("accepted_invalid", []):
                 accepted_invalid.append((path.name, text))
+            if "detail" in result or "rejected_valid" in result:
+                details.append(f"{path.name}: {result.get('detail') or 'valid rejected: ' + ' | '.join(result['rejected_valid'][:2])}")
         rows.append((dataset, counts))
         totals.update(counts)
     print(f"| dataset | schemas | compiled | all tests agree | valid rejected | invalid accepted | timeouts |")
@@ -141,6 +146,8 @@ def main() -> None:
         print("\ninvalid instances accepted:")
         for name, text in accepted_invalid[:20]:
             print(f"- {name}: {text}")
+    if args.details:
+        Path(args.details).write_text("\n".join(details) + "\n")
     print(f"\n{time.time() - started:.0f} s")
 
 

@@ -24,6 +24,8 @@ from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
+MAX_VALUE_CLASSES = 64
+"""Disjoint classes the competing value schemas of one key may split into."""
 MAX_ANY_ORDER_NAMES = 10
 """Named properties per object under property_order='any' (the rules track subsets of them)."""
 
@@ -372,21 +374,21 @@ class Emitter:
             classes = [(ref, shape, frozenset(by_ref[ref])) for ref in refs
                        if not (shape := self.evaluator.shape(ref)).is_empty]
             return self._class_rules(classes)
-        if len(refs) > 6:
-            raise SchemaCompileError("more than 6 different value schemas compete for one key in these "
-                                     "anyOf/oneOf alternatives")
-        classes = []
-        for mask in range(1, 1 << len(refs)):
-            literals = set()
-            for i, ref in enumerate(refs):
-                literals |= ref if mask >> i & 1 else {("not", ref, "")}
-            class_ref = frozenset(literals)
-            shape = self.evaluator.shape(class_ref)
-            if shape.is_empty:
-                continue
-            successors = frozenset(s for i, ref in enumerate(refs) if mask >> i & 1 for s in by_ref[ref])
-            classes.append((class_ref, shape, successors))
-        return self._class_rules(classes)
+        # partition refinement: split every class by each ref in turn, dropping empty classes
+        classes = [(frozenset(), frozenset())]
+        for ref in refs:
+            refined = []
+            for literals, successors in classes:
+                for part, following in ((literals | ref, successors | by_ref[ref]),
+                                        (literals | {("not", ref, "")}, successors)):
+                    if not self.evaluator.shape(part).is_empty:
+                        refined.append((part, following))
+            classes = refined
+            if len(classes) > MAX_VALUE_CLASSES:
+                raise SchemaCompileError(f"the value schemas that compete for one key in these anyOf/oneOf "
+                                         f"alternatives split into more than {MAX_VALUE_CLASSES} classes")
+        return self._class_rules([(literals, self.evaluator.shape(literals), successors)
+                                  for literals, successors in classes if successors])
 
     def _class_rules(self, classes: list) -> list:
         """[(value rule, successors)] for disjoint value classes [(ref, shape, successors)].
