@@ -364,7 +364,7 @@ class Emitter:
             return []
         by_ref: dict = {}
         for ref, successor in moves:
-            by_ref.setdefault(ref, set()).add(successor)
+            by_ref.setdefault(self.evaluator.canonical(ref), set()).add(successor)
         if len(by_ref) == 1:
             ref, successors = next(iter(by_ref.items()))
             return [(self.value_rule(ref), frozenset(successors))]

@@ -83,6 +83,11 @@ class Evaluator:
         self._shapes[ref] = result
         return result
 
+    def canonical(self, ref: Ref) -> Ref:
+        """``ref`` with every location replaced by the first copy of the same subschema."""
+        return frozenset(self.index.canonical(lit) if isinstance(lit, str)
+                         else ("not", self.canonical(lit[1]), lit[2]) if lit[0] == "not" else lit for lit in ref)
+
     def _literal(self, literal) -> Shape:
         if isinstance(literal, str):
             return self.shape_at(literal)

@@ -68,10 +68,22 @@ class SchemaIndex:
         self.draft = draft
         self.locations: dict[str, _Location] = {}
         self.uris: dict[str, str] = {}  # absolute URI (with fragment for anchors) -> pointer
+        self._canonical: dict[str, str] = {}
+        self._by_text: dict[tuple, str] = {}
         self._walk(root, "", DEFAULT_BASE)
 
     def node(self, pointer: str):
         return self.locations[pointer].node
+
+    def canonical(self, pointer: str) -> str:
+        """The first pointer seen whose subschema is the same text under the same base URI:
+        copies of one subschema (pasted definitions, generated schemas) mean the same thing."""
+        found = self._canonical.get(pointer)
+        if found is None:
+            location = self.locations[pointer]
+            key = (location.base, json.dumps(location.node, sort_keys=True))
+            found = self._canonical[pointer] = self._by_text.setdefault(key, pointer)
+        return found
 
     def base(self, pointer: str) -> str:
         return self.locations[pointer].base

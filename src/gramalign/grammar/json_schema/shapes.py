@@ -89,8 +89,13 @@ class Contains:
     ref: Ref
     minimum: int = 1
     maximum: int | None = None
-    pointer: str = ""
+    pointer: str = field(default="", compare=False)
     start: int = 0
+
+    @property
+    def meaning(self) -> tuple:
+        """What the condition says, without the pointers kept for error messages."""
+        return frozenset(_without_pointer(literal) for literal in self.ref), self.minimum, self.maximum, self.start
 
     @property
     def cap(self) -> int:
@@ -250,7 +255,9 @@ def meet_objects(a: ObjectShape, b: ObjectShape, max_states: int = MAX_STATES) -
             if not is_empty_dfa(keys):
                 extras.append((keys, value_a | value_b))
     maxima = [m for m in (a.max_properties, b.max_properties) if m is not None]
-    some = a.some + tuple(pair for pair in b.some if pair not in a.some)
+    seen = {(id(keys), frozenset(map(_without_pointer, value))) for keys, value in a.some}
+    some = a.some + tuple((keys, value) for keys, value in b.some
+                          if (id(keys), frozenset(map(_without_pointer, value))) not in seen)
     if len(some) > MAX_SOME:
         raise TooManyAlternatives(f"more than {MAX_SOME} 'some member' conditions on one object")
     shape = ObjectShape(names, values, a.required | b.required, tuple(extras),
@@ -266,7 +273,8 @@ def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
     length = max(len(a.prefix), len(b.prefix))
     prefix = tuple(meet_refs(a.item(i), b.item(i)) for i in range(length))
     maxima = [m for m in (a.max_items, b.max_items) if m is not None]
-    contains = a.contains + tuple(c for c in b.contains if c not in a.contains)
+    seen = {c.meaning for c in a.contains}
+    contains = a.contains + tuple(c for c in b.contains if c.meaning not in seen)
     if len(contains) > MAX_CONTAINS:
         raise TooManyAlternatives(f"more than {MAX_CONTAINS} contains constraints on one array")
     shape = ArrayShape(prefix, meet_refs(a.rest, b.rest), max(a.min_items, b.min_items),
@@ -274,9 +282,9 @@ def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
     return None if shape.is_empty else shape
 
 
-MAX_CONTAINS = 3
+MAX_CONTAINS = 6
 """contains constraints one array may have (each is a counter in the array's rules)."""
-MAX_SOME = 3
+MAX_SOME = 6
 """'some member' conditions one object may have (each is a flag in the object's rules)."""
 MAX_ALTERNATIVES = 64
 """Object (or array) alternatives one value may have after anyOf/allOf expansion."""
@@ -316,6 +324,11 @@ def _join_alternatives(a: tuple, b: tuple) -> tuple:
     if any(x.is_unconstrained for x in b):
         return b
     return a + tuple(x for x in b if x not in a)
+
+
+def _without_pointer(literal):
+    """A ref literal without the JSON pointer a negation keeps for error messages."""
+    return literal[:2] if isinstance(literal, tuple) and literal[0] == "not" else literal
 
 
 class TooManyAlternatives(Exception):
