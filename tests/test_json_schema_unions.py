@@ -92,6 +92,8 @@ CLOSED_OBJECT_SCHEMAS = {
     "oneOf a closed and an open object": {"oneOf": [
         {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
         {"type": "object", "properties": {"b": {"type": "integer"}}}]},
+    "not not a closed object": {"type": "object", "not": {"not": {
+        "patternProperties": {"^x": {"type": "string"}}, "additionalProperties": False}}},
     "if a closed object": {"type": "object", "if": {"properties": {"k": {"const": 1}}, "required": ["k"],
                                                     "additionalProperties": False},
                            "then": {"maxProperties": 1}, "else": {"minProperties": 2}},

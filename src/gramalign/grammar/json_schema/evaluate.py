@@ -503,10 +503,12 @@ class Evaluator:
 
     def _object_witnesses(self, shape: ObjectShape, pointer: str) -> list[ObjectShape]:
         """Objects outside ``shape``, as a union: one reason to fail per alternative."""
-        if shape.some:
-            raise SchemaCompileError("the complement of a complement of a closed object is not supported", pointer,
-                                     "not")
         witnesses = []
+        for keys, value in shape.some:  # no member with such a key has such a value
+            others = difference(any_string_contents(), keys, max_states=self.max_states)
+            negated = frozenset([("not", value, pointer)])
+            witnesses.append(ObjectShape(extras=((keys, negated),) + (((others, ANY),) if not is_empty_dfa(others)
+                                                                      else ())))
         # a key no name or extra allows, or an extra member whose value is outside its schema
         allowed = literal_contents_dfa(shape.names)
         for keys, value in shape.extras:
