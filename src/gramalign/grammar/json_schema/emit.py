@@ -420,7 +420,9 @@ class Emitter:
         comma, rsqb = self._punctuation("COMMA", ","), self._punctuation("RSQB", "]")
         shapes = tuple(shape for group in groups for shape in group)
         group_of = tuple(g for g, group in enumerate(groups) for _ in group)
-        caps = [s.max_items if s.max_items is not None else max(len(s.prefix), s.min_items) for s in shapes]
+        # positions are counted up to where nothing changes any more (contains may start later)
+        caps = [s.max_items if s.max_items is not None else
+                max([len(s.prefix), s.min_items] + [c.start for c in s.contains]) for s in shapes]
         names: dict = {}
 
         def accepting(element) -> bool:

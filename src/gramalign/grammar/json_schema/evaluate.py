@@ -519,13 +519,15 @@ class Evaluator:
         forbidden = difference(any_string_contents(), allowed, max_states=self.max_states)
         if not is_empty_dfa(forbidden):
             witnesses.append(ObjectShape(extras=((any_string_contents(), ANY),), some=((forbidden, ANY),)))
+        # each witness lists the shape's names in order, so schema-order output stays possible
         for name in shape.required:
-            witnesses.append(_object_with(name, None, required=False))
+            witnesses.append(_object_with(name, None, required=False, order=shape.names))
         for name, value in zip(shape.names, shape.values):
             if value is None:
-                witnesses.append(_object_with(name, ANY, required=True))
+                witnesses.append(_object_with(name, ANY, required=True, order=shape.names))
             elif value != ANY:
-                witnesses.append(_object_with(name, frozenset([("not", value, pointer)]), required=True))
+                witnesses.append(_object_with(name, frozenset([("not", value, pointer)]), required=True,
+                                              order=shape.names))
         if shape.min_properties > 0:
             witnesses.append(ObjectShape(extras=((any_string_contents(), ANY),), max_properties=shape.min_properties - 1))
         if shape.max_properties is not None:
@@ -633,9 +635,13 @@ class Evaluator:
         return all(self._arrays_disjoint(a, b, depth) for a in x.arrays for b in y.arrays)
 
 
-def _object_with(name: str, value: Ref | None, *, required: bool) -> ObjectShape:
-    others = difference(any_string_contents(), literal_contents_dfa([name]))
-    return ObjectShape((name,), (value,), frozenset([name]) if required else frozenset(), ((others, ANY),))
+def _object_with(name: str, value: Ref | None, *, required: bool, order: tuple[str, ...] = ()) -> ObjectShape:
+    """Objects whose member ``name`` has ``value`` (None: is absent), everything else free;
+    ``order`` lists names to keep in that order (``name`` is added if missing)."""
+    names = order if name in order else order + (name,)
+    others = difference(any_string_contents(), literal_contents_dfa(names))
+    return ObjectShape(names, tuple(value if n == name else ANY for n in names),
+                       frozenset([name]) if required else frozenset(), ((others, ANY),))
 
 
 def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
@@ -684,7 +690,18 @@ def _minus_strings(a, b, max_states):
 
 
 def _const_ref(value) -> Ref:
-    return frozenset([("const", json.dumps(value))])
+    return frozenset([("const", _json_text(value))])
+
+
+def _json_text(value) -> str:
+    """``json.dumps`` that also writes the Decimal numbers of re-read constants, exactly."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(map(_json_text, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(key) + ":" + _json_text(item) for key, item in value.items()) + "}"
+    return json.dumps(value)
 
 
 def _schema_ref(pointer: str, schema) -> Ref | None:

@@ -173,10 +173,14 @@ ANY_SHAPE = Shape(True, True, True, ALL_NUMBERS, any_string_contents(), (ANY_OBJ
 EMPTY_SHAPE = Shape()
 
 
-def only(*, null=True, booleans=True, number=ALL_NUMBERS, string=None, objects=None, arrays=None) -> Shape:
+_EVERY = object()  # `only`'s default for a type it does not constrain (None means "no values")
+
+
+def only(*, null=True, booleans=True, number=ALL_NUMBERS, string=_EVERY, objects=_EVERY,
+         arrays=_EVERY) -> Shape:
     """A shape that constrains some types and lets every value of the others through."""
-    return Shape(null, booleans, booleans, number, any_string_contents() if string is None else string,
-                 (ANY_OBJECT,) if objects is None else objects, (ANY_ARRAY,) if arrays is None else arrays)
+    return Shape(null, booleans, booleans, number, any_string_contents() if string is _EVERY else string,
+                 (ANY_OBJECT,) if objects is _EVERY else objects, (ANY_ARRAY,) if arrays is _EVERY else arrays)
 
 
 def _clean_dfa(dfa: ByteDFA | None) -> ByteDFA | None:
