@@ -124,3 +124,23 @@ def test_contains_limits_are_clear_errors():
     with pytest.raises(ga.SchemaCompileError) as error:
         ga.Grammar.from_json_schema({"contains": {"type": "string"}, "maxContains": -1})
     assert error.value.keyword == "maxContains"
+
+
+def test_any_order_for_large_objects_tracks_required_names():
+    """Above 10 names only required names are remembered: every order of a valid object is
+    accepted, a missing or repeated required name is rejected, and an optional name may
+    repeat (its last value is what parsers keep, and each one is valid)."""
+    names = [f"p{i}" for i in range(12)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names},
+              "required": ["p0", "p5", "p11"], "additionalProperties": False}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema, property_order="any")))
+    validator = jsonschema.Draft202012Validator(schema)
+    import random
+
+    rng = random.Random(5)
+    for _ in range(300):
+        members = [(n, rng.choice([1, "x"])) for n in rng.sample(names, rng.randint(0, 12))]
+        text = "{" + ",".join(f'"{n}":{json.dumps(v)}' for n, v in members) + "}"
+        assert parser.accepts(text.encode()) == validator.is_valid(dict(members)), text
+    assert not parser.accepts(b'{"p0":1,"p5":2,"p11":3,"p0":4}')  # a required name twice
+    assert parser.accepts(b'{"p1":1,"p0":1,"p5":2,"p1":7,"p11":3}')  # an optional one twice

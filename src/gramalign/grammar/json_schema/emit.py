@@ -239,13 +239,19 @@ class Emitter:
                       for shape in shapes] for language in key_languages]
 
         any_order = self.layout.property_order == "any"
+        # any order: the rules remember which names were written (no name twice); objects
+        # with more names remember only the required ones, and optional names may repeat
+        # (the last one wins, as JSON parsers read it; every occurrence is valid)
+        tracked = [frozenset(range(len(shape.names))) if len(shape.names) <= MAX_ANY_ORDER_NAMES
+                   else frozenset(j for j, n in enumerate(shape.names) if n in shape.required) for shape in shapes]
         if any_order:
-            for shape in shapes:
-                if len(shape.names) > MAX_ANY_ORDER_NAMES:
+            for shape, remembered in zip(shapes, tracked):
+                if len(remembered) > MAX_ANY_ORDER_NAMES or (len(remembered) < len(shape.names)
+                                                             and shape.min_properties > 0):
                     raise SchemaCompileError(
-                        f"property_order='any' tracks which of an object's properties were written, at most "
-                        f"{MAX_ANY_ORDER_NAMES} names per object; this object has {len(shape.names)} "
-                        f"(use property_order='schema')")
+                        f"property_order='any' remembers which of an object's names were written: at most "
+                        f"{MAX_ANY_ORDER_NAMES} names per object, or {MAX_ANY_ORDER_NAMES} required ones and no "
+                        f"minProperties; this object has {len(shape.names)} (use property_order='schema')")
 
         def counted(shape: ObjectShape, count: int) -> int:
             cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
@@ -271,7 +277,7 @@ class Emitter:
                 if any_order:
                     if j in progress:  # written already: no duplicate keys
                         return None
-                    return shape.values[j], (progress | {j}, counted(shape, count))
+                    return shape.values[j], (progress | {j} if j in tracked[x] else progress, counted(shape, count))
                 if j < progress or any(shape.names[k] in shape.required for k in range(progress, j)):
                     return None
                 return shape.values[j], (j + 1, counted(shape, count))
