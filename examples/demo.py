@@ -13,6 +13,7 @@ import jsonschema
 import torch
 
 import gramalign as ga
+from gramalign.integrations.hf import generate_chat
 from gramalign.integrations.smollm2 import load_smollm2
 
 EVENT_SCHEMA = {
@@ -47,22 +48,6 @@ PROMPTS = [
 ]
 
 
-def generate(model, tokenizer, vocab, compiled, question: str, max_new_tokens: int):
-    """(text, finished, number of tokens, seconds) of a greedy constrained answer."""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
-    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                           return_dict=True)
-    start = time.perf_counter()
-    output = model.generate(**prompt, max_new_tokens=max_new_tokens, do_sample=False,
-                            logits_processor=[ga.GrammarLogitsProcessor(compiled)])
-    seconds = time.perf_counter() - start
-    new_tokens = output[0, prompt["input_ids"].shape[1]:].tolist()
-    finished = bool(new_tokens) and new_tokens[-1] in vocab.eos_token_ids
-    if finished:
-        new_tokens = new_tokens[:-1]
-    return vocab.decode_bytes(new_tokens).decode("utf-8"), finished, len(new_tokens), seconds
-
-
 def main() -> None:
     torch.manual_seed(0)
     model, tokenizer = load_smollm2()
@@ -76,8 +61,10 @@ def main() -> None:
     validator = jsonschema.Draft202012Validator(EVENT_SCHEMA, format_checker=jsonschema.FormatChecker())
     all_valid = True
     for question in PROMPTS:
-        text, finished, n_tokens, seconds = generate(model, tokenizer, vocab, compiled, question, 250)
-        if not finished:
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+        answer = generate_chat(model, tokenizer, compiled, messages, max_new_tokens=250)
+        text = answer.text
+        if not answer.finished:
             verdict = "unfinished: the token budget ran out (every prefix is still valid)"
         else:
             errors = [error.message for error in validator.iter_errors(json.loads(text))]
@@ -85,7 +72,7 @@ def main() -> None:
             all_valid &= not errors
         print(f"== {question}")
         print("   " + text.strip().replace("\n", "\n   "))
-        print(f"   jsonschema: {verdict}   ({n_tokens} tokens in {seconds:.1f} s)\n")
+        print(f"   jsonschema: {verdict}   ({len(answer.token_ids)} tokens in {answer.seconds:.1f} s)\n")
     print("Every finished object validates against the schema." if all_valid else "Some object is invalid!")
     if not all_valid:
         raise SystemExit(1)

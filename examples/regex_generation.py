@@ -15,6 +15,7 @@ import time
 import torch
 
 import gramalign as ga
+from gramalign.integrations.hf import generate_chat
 from gramalign.integrations.smollm2 import load_smollm2
 
 EXAMPLES = [
@@ -33,21 +34,11 @@ EXAMPLES = [
 JSON_QUESTION = "Give the weather forecast for Paris for the next two days as JSON."
 
 
-def generate(model, tokenizer, vocab, compiled, question: str, max_new_tokens: int):
+def generate(model, tokenizer, compiled, question: str, max_new_tokens: int):
     """(text, finished, number of tokens, seconds) of a greedy constrained answer."""
-    messages = [{"role": "user", "content": question}]
-    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                           return_dict=True)
-    start = time.perf_counter()
-    output = model.generate(**prompt, max_new_tokens=max_new_tokens, do_sample=False,
-                            logits_processor=[ga.GrammarLogitsProcessor(compiled)])
-    seconds = time.perf_counter() - start
-    new_tokens = output[0, prompt["input_ids"].shape[1]:].tolist()
-    finished = bool(new_tokens) and new_tokens[-1] in vocab.eos_token_ids
-    if finished:
-        new_tokens = new_tokens[:-1]
-    text = b"".join(vocab.token_to_bytes(t) for t in new_tokens).decode("utf-8")
-    return text, finished, len(new_tokens), seconds
+    answer = generate_chat(model, tokenizer, compiled, [{"role": "user", "content": question}],
+                           max_new_tokens=max_new_tokens)
+    return answer.text, answer.finished, len(answer.token_ids), answer.seconds
 
 
 def main() -> None:
@@ -60,7 +51,7 @@ def main() -> None:
         start = time.perf_counter()
         compiled = ga.compile(ga.Grammar.from_regex(pattern), vocab)
         compile_ms = (time.perf_counter() - start) * 1000
-        text, _, n_tokens, seconds = generate(model, tokenizer, vocab, compiled, question, 64)
+        text, _, n_tokens, seconds = generate(model, tokenizer, compiled, question, 64)
         matches = re.fullmatch(pattern, text) is not None
         all_match &= matches
         print(f"== {title}  (regex compiled in {compile_ms:.0f} ms)")
@@ -73,7 +64,7 @@ def main() -> None:
     start = time.perf_counter()
     compiled = ga.compile(ga.Grammar.builtin("json"), vocab)
     compile_ms = (time.perf_counter() - start) * 1000
-    text, finished, n_tokens, seconds = generate(model, tokenizer, vocab, compiled, JSON_QUESTION, 200)
+    text, finished, n_tokens, seconds = generate(model, tokenizer, compiled, JSON_QUESTION, 200)
     try:
         json.loads(text)
         verdict = "yes"

@@ -12,6 +12,7 @@ import torch
 
 import gramalign as ga
 from gramalign.grammar.builtin import builtin_grammar_text
+from gramalign.integrations.hf import generate_chat
 from gramalign.integrations.smollm2 import load_smollm2
 
 SCHEMA = ("Tables: employees(id, name, department_id, salary, hired_on), "
@@ -34,17 +35,8 @@ def main() -> None:
     ok = True
     for question in QUESTIONS:
         messages = [{"role": "system", "content": SCHEMA}, {"role": "user", "content": question}]
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                               return_dict=True)
-        start = time.perf_counter()
-        output = model.generate(**prompt, max_new_tokens=80, do_sample=False,
-                                logits_processor=[ga.GrammarLogitsProcessor(compiled)])
-        seconds = time.perf_counter() - start
-        new_tokens = output[0, prompt["input_ids"].shape[1]:].tolist()
-        finished = bool(new_tokens) and new_tokens[-1] in vocab.eos_token_ids
-        if finished:
-            new_tokens = new_tokens[:-1]
-        text = b"".join(vocab.token_to_bytes(t) for t in new_tokens).decode("utf-8")
+        answer = generate_chat(model, tokenizer, compiled, messages, max_new_tokens=80)
+        text, finished, new_tokens, seconds = answer.text, answer.finished, answer.token_ids, answer.seconds
         try:
             oracle.parse(text)
             verdict = "parses with lark"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -90,3 +92,38 @@ class GrammarLogitsProcessor(LogitsProcessor):
             matcher.fill_next_token_bitmask(self._bitmask, row)
         apply_token_bitmask_inplace(scores, self._bitmask, vocab_size=self._vocab_size)
         return scores
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """A constrained answer: its text, whether it ended with EOS (not the token budget),
+    the generated token ids (EOS excluded) and the wall time of ``model.generate``."""
+
+    text: str
+    finished: bool
+    token_ids: tuple[int, ...]
+    seconds: float
+
+
+def generate_chat(model, tokenizer, compiled: CompiledGrammar, messages: list[dict], *, max_new_tokens: int = 256,
+                  **generate_options) -> ChatAnswer:
+    """Greedy (unless ``generate_options`` say otherwise) answer to chat ``messages`` whose
+    text follows ``compiled``'s grammar, through the model's chat template.
+
+    >>> answer = generate_chat(model, tokenizer, compiled, [{"role": "user", "content": "Hi"}])  # doctest: +SKIP
+    >>> answer.text, answer.finished                                                               # doctest: +SKIP
+    """
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                           return_dict=True)
+    generate_options.setdefault("do_sample", False)
+    start = time.perf_counter()
+    output = model.generate(**prompt, max_new_tokens=max_new_tokens,
+                            logits_processor=[GrammarLogitsProcessor(compiled)], **generate_options)
+    seconds = time.perf_counter() - start
+    new_tokens = output[0, prompt["input_ids"].shape[1]:].tolist()
+    vocab = compiled.vocabulary
+    finished = bool(new_tokens) and new_tokens[-1] in vocab.eos_token_ids
+    if finished:
+        new_tokens = new_tokens[:-1]
+    return ChatAnswer(vocab.decode_bytes(new_tokens).decode("utf-8", errors="replace"), finished,
+                      tuple(new_tokens), seconds)
