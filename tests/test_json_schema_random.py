@@ -60,6 +60,8 @@ from gramalign.errors import SchemaCompileError
 from gramalign.grammar.grammar import Grammar
 from gramalign.grammar.parser import IncrementalParser, build_parser_tables
 
+from test_json_schema_suite import _reversed_keys
+
 SEEDS = (0, 1, 2, 3, 4)
 SCHEMAS_PER_SEED = 60
 MAX_SCHEMA_DEPTH = 3  # subschema nesting below the root
@@ -682,14 +684,6 @@ def canonical(value, plain_integers: bool = True):
         return [canonical(item, plain_integers) for item in value]
     if plain_integers and isinstance(value, float) and value.is_integer():
         return int(value)
-    return value
-
-
-def _reversed_keys(value):
-    if isinstance(value, dict):
-        return {key: _reversed_keys(value[key]) for key in reversed(value)}
-    if isinstance(value, list):
-        return [_reversed_keys(item) for item in value]
     return value
 
 
