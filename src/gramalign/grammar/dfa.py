@@ -631,29 +631,63 @@ def minimize(dfa: ByteDFA) -> ByteDFA:
     return dfa_from_table(dfa.transitions, dfa.initial, dfa.accepting)
 
 
-def literal_dfa(strings: Iterable[bytes]) -> ByteDFA:
-    """Minimal ByteDFA accepting exactly the given byte strings (empty iterable: empty language)."""
-    trie: list[dict[int, int]] = [{}]
-    final = [False]
-    any_string = False
-    for data in strings:
-        any_string = True
-        state = 0
-        for byte in bytes(data):
-            nxt = trie[state].get(byte)
-            if nxt is None:
-                nxt = trie[state][byte] = len(trie)
-                trie.append({})
-                final.append(False)
-            state = nxt
-        final[state] = True
-    if not any_string:
+def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> ByteDFA:
+    """Minimal ByteDFA accepting exactly the given byte strings (empty iterable: empty language).
+
+    Built incrementally over the sorted strings (Daciuk et al., 2000): a finished branch is
+    merged at once with an equal state, so memory follows the minimal automaton, not the
+    total length of the strings (100,000 enum members sharing a long suffix stay small).
+    Raises StateLimitError when the minimal automaton needs more than ``max_states``.
+    """
+    words = sorted({bytes(data) for data in strings})
+    if not words:
         return empty_byte_dfa()
-    transitions = np.full((len(trie), 256), DEAD, dtype=np.int32)
-    for state, children in enumerate(trie):
-        if children:
-            transitions[state, list(children)] = list(children.values())
-    return dfa_from_table(transitions, 0, np.array(final, dtype=bool))
+    children: dict[int, dict[int, int]] = {0: {}}
+    final = {0: False}
+    register: dict[tuple, int] = {}
+    next_id = 1
+
+    def merge_tail(path: list[int], word: bytes, keep: int) -> None:
+        """Replace each state of ``path`` below depth ``keep`` by an equal registered one."""
+        for depth in range(len(path) - 1, keep, -1):
+            state = path[depth]
+            signature = (final[state], tuple(sorted(children[state].items())))
+            twin = register.get(signature)
+            if twin is None:
+                register[signature] = state
+                if max_states is not None and len(register) > max_states:
+                    raise StateLimitError(f"the literal strings need more than {max_states} automaton states")
+            else:
+                children[path[depth - 1]][word[depth - 1]] = twin
+                del children[state], final[state]
+
+    previous = b""
+    path = [0]
+    for word in words:
+        common = 0
+        for a, b in zip(previous, word):
+            if a != b:
+                break
+            common += 1
+        merge_tail(path, previous, common)
+        del path[common + 1:]
+        for byte in word[common:]:
+            children[next_id], final[next_id] = {}, False
+            children[path[-1]][byte] = next_id
+            path.append(next_id)
+            next_id += 1
+        final[path[-1]] = True
+        previous = word
+    merge_tail(path, previous, 0)
+    number = {state: i for i, state in enumerate(children)}  # the root is first
+    transitions = np.full((len(number), 256), DEAD, dtype=np.int32)
+    accepting = np.zeros(len(number), dtype=bool)
+    for state, edges in children.items():
+        row = number[state]
+        accepting[row] = final[state]
+        if edges:
+            transitions[row, list(edges)] = [number[target] for target in edges.values()]
+    return dfa_from_table(transitions, 0, accepting)
 
 
 # --------------------------------------------------------------------------- UTF-8

@@ -9,6 +9,9 @@ deterministic grammar (:mod:`.emit`) whose leaves are exact automata for strings
 from __future__ import annotations
 
 import json
+import math
+import sys
+from decimal import Decimal
 
 from ...errors import SchemaCompileError
 from ..automata import MAX_STATES
@@ -16,13 +19,49 @@ from ..dfa import StateLimitError
 from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
-from .resolve import SchemaIndex, draft_of
+from .resolve import SchemaIndex, draft_of, escape_pointer, json_text
 from .types import is_schema_type, schema_of_type
 
 __all__ = ["compile_json_schema"]
 
 WHITESPACE_MODES = ("compact", "flexible")
 MAX_SCHEMA_BYTES = 16 << 20
+
+
+MAX_NUMBER_DIGITS = 1000
+"""Longest number a schema may hold, in digits (and largest decimal exponent)."""
+_DIGITS_LIMIT = 10 ** MAX_NUMBER_DIGITS
+
+
+def _parse_int(text: str) -> int | Decimal:
+    """Integers too long for ``int()`` stay Decimal, so the limit check can name their place."""
+    return int(text) if len(text) <= MAX_NUMBER_DIGITS + 1 else Decimal(text)
+
+
+def _check_json_data(schema) -> None:
+    """Raise SchemaCompileError at the first value JSON cannot hold (a set, NaN, a non-string
+    key) or that is beyond the documented limits (a number of more than 1000 digits)."""
+    stack = [(schema, "", None)]
+    while stack:
+        value, pointer, keyword = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise SchemaCompileError(f"object keys must be strings, not {key!r}", pointer, keyword)
+                stack.append((item, f"{pointer}/{escape_pointer(keyword)}" if keyword else pointer, key))
+        elif isinstance(value, list):
+            stack.extend((item, pointer, keyword) for item in value)
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _DIGITS_LIMIT:
+            raise SchemaCompileError(f"a number here has more than {MAX_NUMBER_DIGITS} digits", pointer, keyword)
+        elif isinstance(value, Decimal):
+            if not value.is_finite():
+                raise SchemaCompileError(f"not JSON data: {value!r}"[:120], pointer, keyword)
+            if len(value.as_tuple().digits) > MAX_NUMBER_DIGITS or abs(value.adjusted()) > MAX_NUMBER_DIGITS:
+                raise SchemaCompileError(f"a number here has more than {MAX_NUMBER_DIGITS} digits (or a larger "
+                                         "exponent)", pointer, keyword)
+        elif not (value is None or isinstance(value, (str, bool, int))
+                  or (isinstance(value, float) and math.isfinite(value))):
+            raise SchemaCompileError(f"not JSON data: {value!r}"[:120], pointer, keyword)
 
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
@@ -34,30 +73,34 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
     if isinstance(schema, (str, bytes)):
         if len(schema) > MAX_SCHEMA_BYTES:
             raise SchemaCompileError(f"the schema is larger than {MAX_SCHEMA_BYTES >> 20} MiB")
-        try:
-            schema = json.loads(schema)
+        try:  # exact decimals: a bound of 0.1000000000000000000001 is not the double 0.1
+            schema = json.loads(schema, parse_float=Decimal, parse_int=_parse_int)
         except json.JSONDecodeError as exc:
             raise SchemaCompileError(f"the schema is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise SchemaCompileError("the schema nests too deeply") from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaCompileError(f"a schema must be an object or a boolean, not {type(schema).__name__}")
+    _check_json_data(schema)
     if whitespace not in WHITESPACE_MODES:
         raise ValueError(f"whitespace must be one of {WHITESPACE_MODES}, not {whitespace!r}")
     if not isinstance(max_whitespace, int) or max_whitespace < 1:
         raise ValueError("max_whitespace must be a positive integer")
-    approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
-    index = SchemaIndex(schema, draft_of(schema))
-    evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
     if string_escapes not in ("minimal", "all"):
         raise ValueError(f"string_escapes must be 'minimal' or 'all', not {string_escapes!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
+    approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
     layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order,
                     integer_fraction)
-    source = json.dumps(schema, sort_keys=True)
     try:
+        index = SchemaIndex(schema, draft_of(schema))
+        evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
+        source = json_text(schema, sort_keys=True)
         grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
     except StateLimitError as exc:
         raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
-    except RecursionError:
-        raise SchemaCompileError("the schema nests too deeply") from None
+    except RecursionError:  # the evaluator recurses once per nested subschema
+        raise SchemaCompileError(f"the schema nests too deeply (Python's recursion limit is "
+                                 f"{sys.getrecursionlimit()})") from None
     return Grammar(grammar.terminals, grammar.rules, grammar.start, source=source, strict=True)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from ...errors import SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
-from ..dfa import ByteDFA, literal_dfa
+from ..dfa import ByteDFA, StateLimitError, literal_dfa
 from ..grammar import Grammar, Rule, Terminal
-from .evaluate import Evaluator
+from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
 from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
@@ -117,8 +117,18 @@ class Emitter:
         return self._rule("start", [(value,), ("WS", value)])
 
     def value_rule(self, ref: Ref) -> str:
-        return self._later(self._value_rules, ref, "value",
-                           lambda: self._value_alternatives(self.evaluator.shape(ref)))
+        return self._later(self._value_rules, ref, "value", lambda: self._located_alternatives(ref))
+
+    def _located_alternatives(self, ref: Ref) -> list[tuple[str, ...]]:
+        shape = self.evaluator.shape(ref)
+        try:
+            return self._value_alternatives(shape)
+        except StateLimitError as exc:  # a string's JSON spelling (escapes) outgrew its contents
+            pointer = first_pointer(ref)
+            node = self.evaluator.index.node(pointer) if pointer in self.evaluator.index.locations else None
+            keyword = next((k for k in ("pattern", "format", "maxLength", "minLength", "enum", "const")
+                            if isinstance(node, dict) and k in node), None)
+            raise SchemaCompileError(f"an automaton for this value is too large: {exc}", pointer, keyword) from None
 
     def _value_alternatives(self, shape: Shape, objects: tuple | None = None,
                             arrays: tuple | None = None) -> list[tuple[str, ...]]:

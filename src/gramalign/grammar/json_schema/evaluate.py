@@ -18,7 +18,7 @@ from ...errors import RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import StateLimitError
 from . import numbers as num
-from .resolve import SchemaIndex, escape_pointer
+from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
                      join, meet, meet_arrays, meet_objects, only)
@@ -30,6 +30,10 @@ _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "
                     "minProperties", "maxProperties")
 _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains")
 _REFUSED = {"$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef"}
+_PLAIN_REF_KEYWORDS = frozenset(["$ref", "$comment", "$defs", "definitions", "$id", "$anchor", "$schema", "title",
+                                  "description", "default", "examples", "deprecated", "readOnly", "writeOnly"])
+MAX_PROPERTIES = 1000
+"""Most names (``properties`` plus ``required``) one object schema may have."""
 MAX_CONTAINS_COUNT = 50
 """Largest minContains/maxContains (every count is a state of the array's rules)."""
 
@@ -68,7 +72,7 @@ class Evaluator:
         if ref in self._in_progress:
             raise SchemaCompileError("this reference cycle never reaches a value (a schema that is its own "
                                      "allOf/$ref/not without an object or array in between)",
-                                     _first_pointer(ref))
+                                     first_pointer(ref))
         self._in_progress.add(ref)
         try:
             result = ANY_SHAPE
@@ -77,7 +81,7 @@ class Evaluator:
                 if result.is_empty:
                     break
         except TooManyAlternatives as exc:
-            raise SchemaCompileError(f"{exc}: the combinations here multiply out", _first_pointer(ref)) from None
+            raise SchemaCompileError(f"{exc}: the combinations here multiply out", first_pointer(ref)) from None
         finally:
             self._in_progress.discard(ref)
         self._shapes[ref] = result
@@ -103,19 +107,35 @@ class Evaluator:
     # ------------------------------------------------------------------ locations
 
     def shape_at(self, pointer: str) -> Shape:
+        pointer = self._end_of_ref_chain(pointer)
         node = self.index.node(pointer)
         if node is True or node == {}:
             return ANY_SHAPE
         if node is False:
             return EMPTY_SHAPE
         if not isinstance(node, dict):
-            raise SchemaCompileError(f"a schema must be an object or a boolean, not {json.dumps(node)[:40]}", pointer)
+            raise SchemaCompileError(f"a schema must be an object or a boolean, not {json_text(node)[:40]}", pointer)
         try:
             return self._shape_of_keywords(node, pointer)
         except TooManyAlternatives as exc:
             raise SchemaCompileError(f"{exc}: the anyOf/oneOf/allOf combinations here multiply out", pointer) from None
         except StateLimitError as exc:
             raise SchemaCompileError(f"an automaton for this schema is too large: {exc}", pointer) from None
+
+    def _end_of_ref_chain(self, pointer: str) -> str:
+        """Follow schemas that are nothing but a ``$ref`` (and annotations) without recursing,
+        so a chain of thousands of plain references is as cheap as its last target."""
+        seen = {pointer}
+        node = self.index.node(pointer)
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and (
+                self.draft < 2019 or node.keys() <= _PLAIN_REF_KEYWORDS):
+            pointer = self.index.resolve(node["$ref"], pointer)
+            if pointer in seen:
+                raise SchemaCompileError("this reference cycle never reaches a value (a chain of $ref that "
+                                         "comes back to itself)", min(seen, key=len))
+            seen.add(pointer)
+            node = self.index.node(pointer)
+        return pointer
 
     def _shape_of_keywords(self, node: dict, pointer: str) -> Shape:
         if "$ref" in node and self.draft < 2019:
@@ -139,12 +159,9 @@ class Evaluator:
             values = node["enum"]
             if not isinstance(values, list):
                 raise SchemaCompileError("enum must be an array", pointer, "enum")
-            shape = EMPTY_SHAPE
-            for value in values:
-                shape = join(shape, self.const_shape(value), self.max_states)
-            parts.append(shape)
+            parts.append(self._enum_shape(values, pointer))
         if "const" in node:
-            parts.append(self.const_shape(node["const"]))
+            parts.append(self.const_shape(node["const"], pointer, "const"))
         if any(k in node for k in _NUMBER_KEYWORDS):
             parts.append(only(number=self._number_constraint(node, pointer)))
         if any(k in node for k in _STRING_KEYWORDS):
@@ -218,7 +235,28 @@ class Evaluator:
             shape = join(shape, part, self.max_states)
         return shape
 
-    def const_shape(self, value) -> Shape:
+    def _enum_shape(self, values: list, pointer: str) -> Shape:
+        """One automaton for all string members and one for all numbers (joining thousands of
+        members one by one would be quadratic); objects and arrays join one by one."""
+        strings = [v for v in values if isinstance(v, str)]
+        numbers = [_decimal(v) for v in values if _is_number(v)]
+        shape = EMPTY_SHAPE
+        try:
+            if strings:
+                shape = join(shape, Shape(string=literal_contents_dfa(strings, max_states=self.max_states)),
+                             self.max_states)
+            if numbers:
+                shape = join(shape, Shape(number=num.number_literals(numbers)), self.max_states)
+            for value in values:
+                if not (isinstance(value, str) or _is_number(value)):
+                    shape = join(shape, self.const_shape(value, pointer, "enum"), self.max_states)
+        except TooManyAlternatives as exc:
+            raise SchemaCompileError(f"{exc} among the members", pointer, "enum") from None
+        except StateLimitError as exc:
+            raise SchemaCompileError(f"the enum needs too large an automaton: {exc}", pointer, "enum") from None
+        return shape
+
+    def const_shape(self, value, pointer: str = "", keyword: str | None = None) -> Shape:
         """The values equal to ``value`` (numbers by value: 1 and 1.0 are equal)."""
         if value is None:
             return Shape(null=True)
@@ -236,7 +274,7 @@ class Evaluator:
         if isinstance(value, dict):
             names = tuple(value)
             return Shape(objects=(ObjectShape(names, tuple(_const_ref(value[n]) for n in names), frozenset(names)),))
-        raise SchemaCompileError(f"not a JSON value: {value!r}")
+        raise SchemaCompileError(f"not a JSON value: {value!r}"[:200], pointer, keyword)
 
     # ------------------------------------------------------------------ numbers and strings
 
@@ -286,17 +324,12 @@ class Evaluator:
 
     def _string_constraint(self, node: dict, pointer: str):
         contents = any_string_contents()
-        for keyword in ("minLength", "maxLength"):
-            if keyword in node and not (isinstance(node[keyword], int) and not isinstance(node[keyword], bool)
-                                        and node[keyword] >= 0):
-                if not (isinstance(node[keyword], float) and node[keyword].is_integer() and node[keyword] >= 0):
-                    raise SchemaCompileError(f"{keyword} must be a non-negative integer", pointer, keyword)
+        minimum = _count(node, "minLength", pointer, 0)
+        maximum = _count(node, "maxLength", pointer, None)
         if "pattern" in node:
             contents = self._pattern(node["pattern"], pointer, "pattern")
         if "format" in node and isinstance(node["format"], str):
             contents = self._format(node["format"], contents, pointer)
-        minimum = int(node.get("minLength", 0))
-        maximum = int(node["maxLength"]) if "maxLength" in node else None
         if maximum is not None and maximum < minimum:
             return None
         try:
@@ -335,8 +368,9 @@ class Evaluator:
     def _object_constraint(self, node: dict, pointer: str) -> tuple[ObjectShape, ...]:
         properties = node.get("properties", {})
         patterns = node.get("patternProperties", {})
-        if not isinstance(properties, dict) or not isinstance(patterns, dict):
-            raise SchemaCompileError("properties and patternProperties must be objects", pointer)
+        for keyword, value in (("properties", properties), ("patternProperties", patterns)):
+            if not isinstance(value, dict):
+                raise SchemaCompileError(f"{keyword} must be an object", pointer, keyword)
         required = node.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaCompileError("required must be an array of strings", pointer, "required")
@@ -350,6 +384,10 @@ class Evaluator:
             key_shape = self.shape(frozenset([f"{pointer}/propertyNames"]))
             key_filter = key_shape.string if key_shape.string is not None else literal_contents_dfa([])
         names = list(properties) + [r for r in required if r not in properties]
+        if len(names) > MAX_PROPERTIES:
+            raise SchemaCompileError(f"an object with more than {MAX_PROPERTIES} named properties (this one names "
+                                     f"{len(names)}; the grammar and its parser grow with every name)", pointer,
+                                     "properties" if len(properties) > MAX_PROPERTIES else "required")
         values = []
         for name in names:
             encoded = name.encode("utf-8")
@@ -392,8 +430,8 @@ class Evaluator:
                     continue
                 refs = set(additional_ref)
             extras.append((keys, frozenset(refs)))
-        minimum = node.get("minProperties", 0)
-        maximum = node.get("maxProperties")
+        minimum = _count(node, "minProperties", pointer, 0)
+        maximum = _count(node, "maxProperties", pointer, None)
         shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
                             int(maximum) if maximum is not None else None)
         return () if shape.is_empty else (shape,)
@@ -404,6 +442,8 @@ class Evaluator:
         items = node.get("items")
         if self.draft >= 2020:
             if "prefixItems" in node:
+                if not isinstance(node["prefixItems"], list):
+                    raise SchemaCompileError("prefixItems must be an array of schemas", pointer, "prefixItems")
                 prefix = tuple(_schema_ref(f"{pointer}/prefixItems/{i}", s) for i, s in enumerate(node["prefixItems"]))
             if "items" in node:
                 rest = _schema_ref(f"{pointer}/items", items)
@@ -413,8 +453,8 @@ class Evaluator:
                 rest = _schema_ref(f"{pointer}/additionalItems", node["additionalItems"])
         elif "items" in node:
             rest = _schema_ref(f"{pointer}/items", items)
-        minimum = int(node.get("minItems", 0))
-        maximum = int(node["maxItems"]) if "maxItems" in node else None
+        minimum = _count(node, "minItems", pointer, 0)
+        maximum = _count(node, "maxItems", pointer, None)
         contains = self._contains(node, pointer)
         shape = ArrayShape(prefix, rest, minimum, maximum, contains).normalized()
         return () if shape.is_empty else (shape,)
@@ -689,19 +729,19 @@ def _minus_strings(a, b, max_states):
     return None if is_empty_dfa(result) else result
 
 
+def _count(node: dict, keyword: str, pointer: str, default):
+    """A non-negative integer keyword (``3.0`` counts as 3), or ``default`` when absent."""
+    value = node.get(keyword, default)
+    if value is default:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        raise SchemaCompileError(f"{keyword} must be a non-negative integer, not {json_text(value)[:40]}",
+                                 pointer, keyword)
+    return int(value)
+
+
 def _const_ref(value) -> Ref:
-    return frozenset([("const", _json_text(value))])
-
-
-def _json_text(value) -> str:
-    """``json.dumps`` that also writes the Decimal numbers of re-read constants, exactly."""
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ",".join(map(_json_text, value)) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(key) + ":" + _json_text(item) for key, item in value.items()) + "}"
-    return json.dumps(value)
+    return frozenset([("const", json_text(value))])
 
 
 def _schema_ref(pointer: str, schema) -> Ref | None:
@@ -712,7 +752,7 @@ def _schema_ref(pointer: str, schema) -> Ref | None:
     return frozenset([pointer])
 
 
-def _first_pointer(ref: Ref) -> str:
+def first_pointer(ref: Ref) -> str:
     for literal in ref:
         if isinstance(literal, str):
             return literal

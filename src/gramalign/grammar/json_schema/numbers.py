@@ -19,7 +19,8 @@ from ..dfa import NFA, ByteDFA, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa
 from ..json_numbers import integer_range_dfa
 from ..regex import regex_to_dfa
 
-__all__ = ["MAX_MULTIPLE_STATES", "all_numbers", "bounded", "decimals", "integers", "multiple_of", "number_literal"]
+__all__ = ["MAX_MULTIPLE_STATES", "all_numbers", "bounded", "decimals", "integers", "multiple_of", "number_literal",
+           "number_literals"]
 
 MAX_MULTIPLE_STATES = 200_000
 """Largest remainder automaton ``multipleOf`` may need (numerator times fraction digits)."""
@@ -64,7 +65,7 @@ def _at_least(bound: Decimal, strict: bool) -> ByteDFA:
     else:
         parts.append(regex_to_dfa(_UNSIGNED_DECIMAL))
     if bound < 0 or (bound == 0 and not strict):
-        parts.append(_negative(_magnitude(-bound, above=False, strict=strict)))
+        parts.append(_negative(_magnitude(bound.copy_negate(), above=False, strict=strict)))
     return _union_all(parts)
 
 
@@ -74,7 +75,7 @@ def _at_most(bound: Decimal, strict: bool) -> ByteDFA:
     if bound > 0 or (bound == 0 and not strict):
         parts.append(_magnitude(bound, above=False, strict=strict))
     if bound <= 0:
-        parts.append(_negative(_magnitude(-bound, above=True, strict=strict)))
+        parts.append(_negative(_magnitude(bound.copy_negate(), above=True, strict=strict)))
     else:
         parts.append(_negative(regex_to_dfa(_UNSIGNED_DECIMAL)))
     return _union_all(parts)
@@ -148,7 +149,9 @@ def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> B
     integer divisible by a: at most d significant fraction digits, and a remainder automaton
     over the digits. Raises StateLimitError when a times (d + 2) exceeds ``max_states``.
     """
-    sign, digits, exponent = divisor.normalize().as_tuple()
+    sign, digits, exponent = divisor.as_tuple()
+    while len(digits) > 1 and digits[-1] == 0:  # normalize() would round to 28 digits
+        digits, exponent = digits[:-1], exponent + 1
     numerator = int("".join(map(str, digits)))
     places = -exponent if exponent < 0 else 0
     if exponent > 0:
@@ -205,9 +208,25 @@ def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> B
 
 def number_literal(value: Decimal) -> ByteDFA:
     """Every exponent-free spelling of ``value``: ``1``, ``1.0``, ``1.00``; ``-0`` for zero too."""
-    magnitude = abs(value)
-    whole, fraction = _split(magnitude)
-    body = str(whole) + (r"\." + fraction + "0*" if fraction else r"(?:\.0+)?")
-    if value == 0:
-        return regex_to_dfa("-?" + body)
-    return regex_to_dfa(("-" if value < 0 else "") + body)
+    return number_literals([value])
+
+
+def number_literals(values) -> ByteDFA:
+    """Every exponent-free spelling of each of ``values`` (Decimals), built as two tries, so
+    an enum of many numbers costs one automaton, not one union per member."""
+    whole_numbers, fractional, zero = [], [], False
+    for value in values:
+        whole, fraction = _split(value.copy_abs())  # exact: abs() would round to 28 digits
+        sign = "-" if value < 0 else ""
+        if value == 0:
+            zero = True
+        elif fraction:
+            fractional.append(f"{sign}{whole}.{fraction}".encode())
+        else:
+            whole_numbers.append(f"{sign}{whole}".encode())
+    parts = [regex_to_dfa(r"-?0(?:\.0+)?")] if zero else []
+    if whole_numbers:
+        parts.append(concatenate([literal_dfa(whole_numbers), regex_to_dfa(r"(?:\.0+)?")]))
+    if fractional:
+        parts.append(concatenate([literal_dfa(fractional), regex_to_dfa("0*")]))
+    return _union_all(parts)

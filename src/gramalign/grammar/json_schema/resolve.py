@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ...errors import SchemaCompileError
@@ -81,7 +82,7 @@ class SchemaIndex:
         found = self._canonical.get(pointer)
         if found is None:
             location = self.locations[pointer]
-            key = (location.base, json.dumps(location.node, sort_keys=True))
+            key = (location.base, json_text(location.node, sort_keys=True))
             found = self._canonical[pointer] = self._by_text.setdefault(key, pointer)
         return found
 
@@ -89,7 +90,8 @@ class SchemaIndex:
         return self.locations[pointer].base
 
     def _walk(self, node, pointer: str, base: str) -> None:
-        if not isinstance(node, (dict, bool)):
+        if not isinstance(node, (dict, bool)):  # not a schema: kept so the error can point at it
+            self.locations.setdefault(pointer, _Location(node, base))
             return
         if isinstance(node, dict):
             identifier = node.get("id" if self.draft == 4 else "$id")
@@ -116,9 +118,9 @@ class SchemaIndex:
             child = f"{pointer}/{escape_pointer(key)}"
             if key in ("enum", "const", "examples", "default"):
                 continue
-            if key in _SCHEMA_VALUED or (key == "items" and isinstance(value, (dict, bool))):
+            if key in _SCHEMA_VALUED or (key == "items" and not isinstance(value, list)):
                 self._walk(value, child, base)
-            elif key in _SCHEMA_LISTS or (key == "items" and isinstance(value, list)):
+            elif key in _SCHEMA_LISTS or key == "items":
                 if isinstance(value, list):
                     for i, item in enumerate(value):
                         self._walk(item, f"{child}/{i}", base)
@@ -140,6 +142,8 @@ class SchemaIndex:
 
     def resolve(self, ref: str, pointer: str) -> str:
         """The pointer a ``$ref`` found at ``pointer`` refers to."""
+        if not isinstance(ref, str):
+            raise SchemaCompileError(f"$ref must be a string, not {json_text(ref)[:40]}", pointer, "$ref")
         base = self.base(pointer)
         target = urljoin(base, ref)
         uri, fragment = urldefrag(target)
@@ -166,8 +170,24 @@ class SchemaIndex:
                 node = node[int(name)]
             else:
                 raise SchemaCompileError(f"$ref {ref!r} does not resolve: no {name!r} in "
-                                         f"{json.dumps(node)[:60]}", pointer, "$ref")
+                                         f"{json_text(node)[:60]}", pointer, "$ref")
             path = f"{path}/{escape_pointer(name)}"
         if path not in self.locations:
             self._walk(node, path, self.base(resource))
         return path
+
+
+def json_text(value, *, sort_keys: bool = False) -> str:
+    """``json.dumps`` that also writes Decimal numbers (schemas are read with exact decimals)."""
+    try:
+        return json.dumps(value, sort_keys=sort_keys)
+    except TypeError:  # a Decimal somewhere inside
+        pass
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(json_text(item, sort_keys=sort_keys) for item in value) + "]"
+    if isinstance(value, dict):
+        keys = sorted(value) if sort_keys else value
+        return "{" + ",".join(json.dumps(key) + ":" + json_text(value[key], sort_keys=sort_keys) for key in keys) + "}"
+    return json.dumps(value)

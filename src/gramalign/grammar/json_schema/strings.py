@@ -34,9 +34,9 @@ def any_string_contents() -> ByteDFA:
     return nfa_to_utf8_dfa(nfa)
 
 
-def literal_contents_dfa(strings) -> ByteDFA:
+def literal_contents_dfa(strings, *, max_states: int | None = None) -> ByteDFA:
     """Exactly the given strings."""
-    return literal_dfa(s.encode("utf-8") for s in strings)
+    return literal_dfa((s.encode("utf-8") for s in strings), max_states=max_states)
 
 
 @functools.lru_cache(maxsize=256)
