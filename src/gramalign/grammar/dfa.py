@@ -606,24 +606,15 @@ def dfa_from_table(transitions: np.ndarray, initial: int, accepting: np.ndarray)
 
 
 def _distinct_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes whose columns are identical behave as one symbol: (distinct columns, class of byte)."""
+    """Bytes whose columns are identical behave as one symbol: (distinct columns, class of byte),
+    classes numbered in the order of their first byte."""
     by_byte = np.ascontiguousarray(transitions.T)
-    weights = np.random.default_rng(0).integers(1, 2**63, size=by_byte.shape[1], dtype=np.uint64)
-    hashes = (by_byte.astype(np.uint64) * weights).sum(axis=1).tolist()  # wraps modulo 2**64
-    class_of_byte = np.empty(256, dtype=np.int64)
-    representatives: list[int] = []
-    classes_by_hash: dict[int, list[int]] = {}
-    for byte, digest in enumerate(hashes):
-        candidates = classes_by_hash.setdefault(digest, [])
-        for symbol_class in candidates:  # confirm: equal hashes need not mean equal columns
-            if np.array_equal(by_byte[representatives[symbol_class]], by_byte[byte]):
-                class_of_byte[byte] = symbol_class
-                break
-        else:
-            class_of_byte[byte] = len(representatives)
-            candidates.append(len(representatives))
-            representatives.append(byte)
-    return np.ascontiguousarray(by_byte[representatives].T), class_of_byte
+    _, first_byte, inverse = np.unique(by_byte, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first_byte)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    class_of_byte = rank[inverse.reshape(-1)].astype(np.int64)
+    return np.ascontiguousarray(by_byte[first_byte[order]].T), class_of_byte
 
 
 def minimize(dfa: ByteDFA) -> ByteDFA:

@@ -22,7 +22,6 @@ from ..errors import GrammarError
 from .dfa import DEAD
 from .grammar import Terminal
 
-START_MARKER = -2
 MAX_LEXER_STATES = 200_000
 """Product states before :func:`build_lexer` gives up (terminals that interact badly)."""
 
@@ -92,47 +91,45 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
     _, byte_class, representative = _byte_classes(big)
 
     words = (len(ranked) + 63) // 64
-    # The start state carries a marker so that no transition re-enters it: state 0 always
-    # means "the lexeme is empty", even for terminals whose DFAs cycle back to their start.
-    start = (START_MARKER,) + tuple(int(offsets[k] + d.initial) for k, d in enumerate(dfas))
-    index = {start: 0}
+    # A product state is the array of its members' global states, in terminal order (each
+    # terminal DFA contributes at most one), keyed by its bytes. The start state's key carries
+    # a marker so that no transition re-enters it: state 0 always means "the lexeme is
+    # empty", even for terminals whose DFAs cycle back to their start.
+    start = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
+    index = {b"S" + start.tobytes(): 0}
     members = [start]
     class_rows: list[np.ndarray] = []
     position = 0
     while position < len(members):
-        state = np.asarray([g for g in members[position] if g != START_MARKER], dtype=np.int64)
+        successors = big[members[position]][:, representative]  # [members, classes]
         position += 1
-        successors = big[state][:, representative]  # [members, classes]
+        alive = successors >= 0
         row = np.full(len(representative), DEAD, dtype=np.int32)
-        for c in range(len(representative)):
-            column = successors[:, c]
-            target = tuple(int(s) for s in column[column >= 0])
-            if not target:
-                continue
-            found = index.get(target)
+        for c in np.flatnonzero(alive.any(axis=0)).tolist():
+            target = successors[alive[:, c], c]
+            key = target.tobytes()
+            found = index.get(key)
             if found is None:
                 found = len(members)
                 if found >= max_states:
                     raise GrammarError(
                         f"the lexer automaton of this grammar exceeds {max_states} states; "
                         "some terminals overlap too much (simplify the terminal regexes)")
-                index[target] = found
+                index[key] = found
                 members.append(target)
             row[c] = found
         class_rows.append(row)
 
     transitions = np.stack(class_rows)[:, byte_class].astype(np.int32)
-    accept_bits = np.zeros((len(members), words), dtype=np.uint64)
+    state_of = np.repeat(np.arange(len(members)), [len(m) for m in members])
+    flat = np.concatenate(members)
+    terminal = owner[flat]
+    bits = np.left_shift(np.uint64(1), (terminal & 63).astype(np.uint64))
     alive_bits = np.zeros((len(members), words), dtype=np.uint64)
-    for s, member in enumerate(members):
-        for g in member:
-            if g == START_MARKER:
-                continue
-            k = int(owner[g])
-            bit = np.uint64(1) << np.uint64(k & 63)
-            alive_bits[s, k >> 6] |= bit
-            if big_accepting[g]:
-                accept_bits[s, k >> 6] |= bit
+    accept_bits = np.zeros((len(members), words), dtype=np.uint64)
+    np.bitwise_or.at(alive_bits, (state_of, terminal >> 6), bits)
+    accepted = big_accepting[flat]
+    np.bitwise_or.at(accept_bits, (state_of[accepted], terminal[accepted] >> 6), bits[accepted])
     return LexerDFA(ranked, transitions, 0, accept_bits, alive_bits)
 
 

@@ -15,7 +15,8 @@ import functools
 import numpy as np
 
 from ..automata import MAX_STATES, intersect
-from ..dfa import DEAD, NFA, UNICODE_SCALARS, ByteDFA, literal_dfa, nfa_to_byte_dfa, nfa_to_utf8_dfa
+from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, dfa_from_table, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa,
+                   nfa_to_utf8_dfa)
 
 __all__ = ["any_string_contents", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
 
@@ -70,9 +71,41 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     ``contents`` must read UTF-8 (as the DFAs of this package do). Raises StateLimitError
     beyond ``max_states``.
     """
-    nfa = NFA(max_states=max_states * 4)
     if contents.initial == DEAD:
-        return nfa_to_byte_dfa(nfa)
+        return empty_byte_dfa()
+    key = (contents.transitions.tobytes(), contents.initial, contents.accepting.tobytes(), escapes)
+    found = _JSON_STRINGS.get(key)
+    if found is None:
+        if escapes == "minimal" and not (contents.transitions[:, _NEEDS_ESCAPE] != DEAD).any():
+            found = _quoted(contents)  # nothing to escape: the spelling is the text itself
+        else:
+            found = _escaped(contents, escapes, max_states)
+        if len(_JSON_STRINGS) >= _CACHE_SIZE:
+            _JSON_STRINGS.pop(next(iter(_JSON_STRINGS)))
+        _JSON_STRINGS[key] = found
+    return found
+
+
+_JSON_STRINGS: dict[tuple, ByteDFA] = {}  # schemas share most strings (keys, formats, any string)
+_CACHE_SIZE = 4096
+_NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
+
+
+def _quoted(contents: ByteDFA) -> ByteDFA:
+    """``"`` + contents + ``"`` when no string of ``contents`` has a character to escape."""
+    n = contents.num_states
+    opening, closing = n, n + 1
+    table = np.full((n + 2, 256), DEAD, dtype=np.int32)
+    table[:n] = contents.transitions
+    table[opening, 0x22] = contents.initial
+    table[np.flatnonzero(contents.accepting), 0x22] = closing
+    accepting = np.zeros(n + 2, dtype=bool)
+    accepting[closing] = True
+    return dfa_from_table(table, opening, accepting)
+
+
+def _escaped(contents: ByteDFA, escapes: str, max_states: int) -> ByteDFA:
+    nfa = NFA(max_states=max_states * 4)
     table = contents.transitions
     n = contents.num_states
     pieces_of = _boundary_pieces(contents)
