@@ -217,7 +217,7 @@ def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool
         compiled = engine.compile(document["schema"])
         engine.fill(engine.matcher(compiled), bitmask)
     except Exception as exc:  # noqa: BLE001 - any refusal is a compile error of that engine
-        return {"status": "compile_error", "error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+        return {"status": "compile_error", "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"}
     ttfm = (time.perf_counter() - started) * 1e6
     masks, valid_rejected, invalid_accepted = [], 0, 0
     for ids, valid in walks:

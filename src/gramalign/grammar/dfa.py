@@ -609,7 +609,8 @@ def _distinct_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bytes whose columns are identical behave as one symbol: (distinct columns, class of byte),
     classes numbered in the order of their first byte."""
     by_byte = np.ascontiguousarray(transitions.T)
-    _, first_byte, inverse = np.unique(by_byte, axis=0, return_index=True, return_inverse=True)
+    rows = by_byte.view(np.dtype((np.void, by_byte.itemsize * by_byte.shape[1]))).ravel()  # a row as one value
+    _, first_byte, inverse = np.unique(rows, return_index=True, return_inverse=True)
     order = np.argsort(first_byte)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
