@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import json
 import multiprocessing as mp
 import os
@@ -96,6 +97,20 @@ def dataset_of(name: str) -> str:
     return name.split("---")[0] if "---" in name else name.rsplit("_", 1)[0]
 
 
+def sample_paths(per_dataset: int, seed: int) -> list[Path]:
+    """MaskBench schema files, ``per_dataset`` drawn from each dataset (0: all), grouped by dataset."""
+    root = data_dir() / "jsonschemabench" / "maskbench" / "data"
+    by_dataset = collections.defaultdict(list)
+    for path in sorted(root.glob("*.json")):
+        by_dataset[dataset_of(path.stem)].append(path)
+    rng = random.Random(seed)
+    chosen = []
+    for dataset in sorted(by_dataset):
+        paths = by_dataset[dataset]
+        chosen += sorted(rng.sample(paths, min(per_dataset, len(paths)))) if per_dataset else paths
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=0, help="schemas per dataset (0: all)")
@@ -108,18 +123,10 @@ def main() -> None:
     args = parser.parse_args()
     import gramalign.grammar.parser  # noqa: F401 - import (and numba-compile) once before forking
 
-    root = data_dir() / "jsonschemabench" / "maskbench" / "data"
-    by_dataset = collections.defaultdict(list)
-    for path in sorted(root.glob("*.json")):
-        by_dataset[dataset_of(path.stem)].append(path)
-    rng = random.Random(args.seed)
     rows, reasons, accepted_invalid, details = [], collections.Counter(), [], []
     totals = collections.Counter()
     started = time.time()
-    for dataset in sorted(by_dataset):
-        paths = by_dataset[dataset]
-        if args.sample:
-            paths = sorted(rng.sample(paths, min(args.sample, len(paths))))
+    for dataset, paths in itertools.groupby(sample_paths(args.sample, args.seed), key=lambda p: dataset_of(p.stem)):
         counts = collections.Counter()
         for path in paths:
             result = run_one(str(path), args.whitespace, args.property_order, args.timeout)

@@ -33,7 +33,6 @@ import json
 import multiprocessing as mp
 import os
 import platform
-import random
 import statistics
 import sys
 import time
@@ -43,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grammar_masks import llama_tokenizer, percentile  # noqa: E402
-from json_schema_conformance import data_dir, dataset_of  # noqa: E402
+from json_schema_conformance import sample_paths  # noqa: E402
 
 EOS = 128001
 
@@ -289,19 +288,6 @@ class Worker:
             self.process.join(10)
 
 
-def sample_paths(per_dataset: int, seed: int) -> list[Path]:
-    root = data_dir() / "jsonschemabench" / "maskbench" / "data"
-    by_dataset = collections.defaultdict(list)
-    for path in sorted(root.glob("*.json")):
-        by_dataset[dataset_of(path.stem)].append(path)
-    rng = random.Random(seed)
-    chosen = []
-    for dataset in sorted(by_dataset):
-        paths = by_dataset[dataset]
-        chosen += sorted(rng.sample(paths, min(per_dataset, len(paths)))) if per_dataset else paths
-    return chosen
-
-
 def summarize(results: list[dict]) -> dict:
     counts = collections.Counter(r["status"] for r in results)
     done = [r for r in results if r["status"] == "ok"]
@@ -366,7 +352,7 @@ def main() -> None:
     print("|---|" + "---:|" * len(columns))
     for name, summary in summaries.items():
         print(f"| {name} | " + " | ".join(_cell(summary[c]) for c in columns) + " |")
-    if "gramalign" in summaries:
+    if "gramalign" in summaries and len(summaries) > 1:
         ratios = ["TTFM p50 (ms)", "TTFM mean (ms)", "TBM p50 (µs)", "TBM p99 (µs)", "TBM max (µs)"]
         print("\nRatios gramalign / other (below 1: gramalign is faster)\n")
         print("| other | " + " | ".join(ratios) + " |")

@@ -182,12 +182,15 @@ def json_text(value, *, sort_keys: bool = False) -> str:
     try:
         return json.dumps(value, sort_keys=sort_keys)
     except TypeError:  # a Decimal somewhere inside
-        pass
+        return _exact_json_text(value, sort_keys)
+
+
+def _exact_json_text(value, sort_keys: bool) -> str:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, list):
-        return "[" + ",".join(json_text(item, sort_keys=sort_keys) for item in value) + "]"
+        return "[" + ",".join(_exact_json_text(item, sort_keys) for item in value) + "]"
     if isinstance(value, dict):
         keys = sorted(value) if sort_keys else value
-        return "{" + ",".join(json.dumps(key) + ":" + json_text(value[key], sort_keys=sort_keys) for key in keys) + "}"
+        return "{" + ",".join(json.dumps(key) + ":" + _exact_json_text(value[key], sort_keys) for key in keys) + "}"
     return json.dumps(value)

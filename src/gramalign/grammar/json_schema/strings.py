@@ -11,6 +11,7 @@ the key ``a`` exactly as a JSON parser sees it, and a language minus ``a`` exclu
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import numpy as np
 
@@ -73,7 +74,9 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     """
     if contents.initial == DEAD:
         return empty_byte_dfa()
-    key = (contents.transitions.tobytes(), contents.initial, contents.accepting.tobytes(), escapes)
+    digest = hashlib.blake2b(contents.transitions.tobytes(), digest_size=16)
+    digest.update(contents.accepting.tobytes())
+    key = (digest.digest(), contents.initial, escapes, max_states)  # not the tables: they can be megabytes
     found = _JSON_STRINGS.get(key)
     if found is None:
         if escapes == "minimal" and not (contents.transitions[:, _NEEDS_ESCAPE] != DEAD).any():
