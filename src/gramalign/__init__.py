@@ -19,6 +19,7 @@ from .errors import (GramalignError, GrammarError, RegexError, SchemaCompileErro
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
 from .grammar.json_schema.types import parse_as
+from .masking.batch import BatchMatcher
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
 from .masking.compiler import CompiledGrammar, compile
 from .masking.matcher import GrammarMatcher
@@ -47,7 +48,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
+    "BatchMatcher", "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
     "RegexError", "SchemaCompileError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from ..errors import StringRejected, TokenRejected
@@ -161,6 +163,32 @@ class GrammarMatcher:
         bits = np.unpackbits(words.view(np.uint8), bitorder="little")[: self.compiled.vocabulary.size]
         return np.flatnonzero(bits)
 
+    def forced_bytes(self, max_bytes: int = 256) -> bytes:
+        """The bytes every continuation starts with, as far as the grammar forces them.
+
+        Empty when the text may end here or more than one next byte is possible. Bytes are
+        judged through the vocabulary (a byte no allowed token starts with is not a
+        possibility), and the result is cut at a whole UTF-8 character. The state is unchanged;
+        use it to write forced text without asking the model (see :mod:`gramalign.samplers.jump_forward`).
+        """
+        if self._terminated:
+            return b""
+        first_bytes = self.compiled.vocabulary.first_bytes
+        size = self.compiled.vocabulary.size
+        probe = self.fork()
+        words = np.empty((1, self.compiled.bitmask_width), dtype=np.int32)
+        forced = bytearray()
+        while len(forced) < max_bytes and not probe.can_terminate():
+            probe._cursor.fill(probe._state, words[0].view(np.uint32))
+            allowed = np.unpackbits(words.view(np.uint8), bitorder="little")[:size].astype(bool)
+            starts = np.unique(first_bytes[allowed])
+            if starts.size != 1 or starts[0] < 0:
+                break
+            byte = bytes([int(starts[0])])
+            probe.accept_string(byte)
+            forced += byte
+        return _whole_characters(bytes(forced))
+
     # -- transitions -------------------------------------------------------------------
 
     def accept_token(self, token_id: int) -> None:
@@ -189,6 +217,71 @@ class GrammarMatcher:
         finally:
             self._cursor.release(mark)
         return True
+
+    def validate_draft(self, draft_tokens: "Sequence[int]", bitmask=None, *, row_offset: int = 0) -> int:
+        """How many leading tokens of ``draft_tokens`` the grammar accepts; the state is unchanged.
+
+        With ``bitmask``, row ``row_offset + i`` receives the mask before draft token ``i`` for
+        ``i = 0 .. n`` (``n`` the returned count): the masks speculative sampling needs at every
+        draft position, the last one being the bonus position (or the first rejected one). Later
+        rows are not written.
+        """
+        accepted = 0
+        try:
+            for token_id in draft_tokens:
+                if bitmask is not None:
+                    self.fill_next_token_bitmask(bitmask, row_offset + accepted)
+                if not self.try_accept_token(token_id):
+                    return accepted
+                accepted += 1
+            if bitmask is not None:
+                self.fill_next_token_bitmask(bitmask, row_offset + accepted)
+            return accepted
+        finally:
+            self.rollback(accepted)
+
+    def validate_draft_tree(self, draft_tokens: "Sequence[int]", parents: "Sequence[int]", bitmask=None, *,
+                            row_offset: int = 0) -> np.ndarray:
+        """Which nodes of a draft tree the grammar accepts; the state is unchanged.
+
+        Node ``i`` holds ``draft_tokens[i]`` and follows node ``parents[i]`` (``-1``: the current
+        state); parents come before their children. A node is accepted when its parent is and its
+        token is allowed there. With ``bitmask``, row ``row_offset`` receives the mask of the
+        current state and row ``row_offset + 1 + i`` the mask after each accepted node ``i`` (the
+        distribution its children are checked against); rows of rejected nodes are not written.
+        Returns a bool array, one entry per node.
+        """
+        count = len(draft_tokens)
+        if len(parents) != count:
+            raise ValueError(f"{count} draft tokens but {len(parents)} parent indices")
+        children: list[list[int]] = [[] for _ in range(count + 1)]  # slot 0 is the root
+        for node, parent in enumerate(parents):
+            parent = int(parent)
+            if not -1 <= parent < node:
+                raise ValueError(f"draft node {node} has parent {parent}: parents must be -1 or an earlier node")
+            children[parent + 1].append(node)
+        accepted = np.zeros(count, dtype=bool)
+        if bitmask is not None:
+            self.fill_next_token_bitmask(bitmask, row_offset)
+        # Depth-first, so each step is one accept and one rollback: O(nodes) matcher steps.
+        start = len(self._history)
+        pending = [(node, False) for node in reversed(children[0])]
+        try:
+            while pending:
+                node, leaving = pending.pop()
+                if leaving:
+                    self.rollback(1)
+                    continue
+                if not self.try_accept_token(draft_tokens[node]):
+                    continue
+                accepted[node] = True
+                if bitmask is not None:
+                    self.fill_next_token_bitmask(bitmask, row_offset + 1 + node)
+                pending.append((node, True))
+                pending.extend((child, False) for child in reversed(children[node + 1]))
+        finally:
+            self.rollback(len(self._history) - start)
+        return accepted
 
     def accept_string(self, text: "str | bytes") -> None:
         """Advance by raw text (not a token); raises :class:`StringRejected` and keeps the state if forbidden.
@@ -258,3 +351,15 @@ class GrammarMatcher:
             self._cursor.release(mark)
             raise TokenRejected(token_id, f"its bytes {data!r} cannot continue the text here")
         return state, False
+
+
+def _whole_characters(data: bytes) -> bytes:
+    """``data`` without a UTF-8 character cut at its end."""
+    for back in range(1, min(4, len(data)) + 1):
+        lead = data[-back]
+        if lead < 0x80:
+            return data  # ASCII: nothing is cut
+        if lead >= 0xC0:  # the lead byte of the last character
+            length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            return data if back >= length else data[:-back]
+    return data

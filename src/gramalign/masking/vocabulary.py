@@ -234,6 +234,16 @@ class Vocabulary:
         return ids
 
     @cached_property
+    def first_bytes(self) -> np.ndarray:
+        """int16 array of length ``size``: the first byte of each grammar token, -1 for the rest
+        (special, EOS, empty and padding ids). Shared and read-only."""
+        first = np.full(self.size, -1, dtype=np.int16)
+        ids = self._grammar_token_ids
+        first[ids] = np.fromiter((self.token_bytes[i][0] for i in ids.tolist()), dtype=np.int16, count=ids.size)
+        first.flags.writeable = False
+        return first
+
+    @cached_property
     def fingerprint(self) -> str:
         """SHA-256 hex digest of everything a compiled mask depends on."""
         header = {

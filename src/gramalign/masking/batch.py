@@ -1,0 +1,135 @@
+"""Masks for a whole batch of sequences in one call, optionally on a thread pool.
+
+The expensive part of a mask (a numba walk of the token trie when a lexical context or a
+stack shape is met for the first time) releases the GIL, so rows run in parallel on a
+thread pool; the cheap part (a cached row, a few microseconds of Python) does not, so a
+pool only pays for itself on large batches or new contexts, and ``num_threads=1`` (the
+default below 16 rows) fills the rows in order on the calling thread.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+import numpy as np
+
+from .bitmask import as_numpy_bitmask
+from .compiler import CompiledGrammar
+from .matcher import GrammarMatcher
+
+PARALLEL_FROM_ROWS = 16
+"""Batches with fewer rows than this are filled on the calling thread unless asked otherwise."""
+
+
+class BatchMatcher:
+    """One :class:`GrammarMatcher` per row of a batch, filled and advanced together.
+
+    >>> import gramalign as ga
+    >>> vocab = ga.Vocabulary.from_token_bytes([b"a", b"b", b"</s>"], eos_token_ids=[2])
+    >>> batch = ga.BatchMatcher(ga.compile(ga.Grammar.from_regex("a+b"), vocab), batch_size=2)
+    >>> batch.accept_tokens([0, 0])
+    [True, True]
+    >>> bitmask = ga.allocate_token_bitmask_numpy(2, vocab.size)
+    >>> batch.fill_next_token_bitmask(bitmask)
+    >>> batch.accept_tokens([1, 2], indices=[0, 1])   # row 1 cannot end after "a"
+    [True, False]
+    """
+
+    def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]", batch_size: int | None = None, *,
+                 num_threads: int | None = None):
+        if isinstance(compiled, CompiledGrammar):
+            if batch_size is None:
+                raise ValueError("batch_size is required with a single compiled grammar")
+            compiled = [compiled] * batch_size
+        elif batch_size is not None and batch_size != len(compiled):
+            raise ValueError(f"batch_size {batch_size} but {len(compiled)} compiled grammars")
+        widths = {c.bitmask_width for c in compiled}
+        if len(widths) > 1:
+            raise ValueError("all rows' grammars must be compiled for vocabularies of one size")
+        self.matchers: list[GrammarMatcher] = [c.matcher() for c in compiled]
+        self._num_threads = num_threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_threads = 0
+
+    def __len__(self) -> int:
+        return len(self.matchers)
+
+    def _rows(self, indices: "Sequence[int] | None") -> list[int]:
+        if indices is None:
+            return list(range(len(self.matchers)))
+        rows = [int(i) for i in indices]
+        for row in rows:
+            if not 0 <= row < len(self.matchers):
+                raise IndexError(f"row {row} out of range for a batch of {len(self.matchers)}")
+        return rows
+
+    def _threads_for(self, rows: int) -> int:
+        if self._num_threads is not None:
+            return max(1, self._num_threads)
+        return 1 if rows < PARALLEL_FROM_ROWS else min(8, os.cpu_count() or 1)
+
+    def fill_next_token_bitmask(self, bitmask, indices: "Sequence[int] | None" = None) -> None:
+        """Fill row ``i`` of ``bitmask`` from row ``i``'s matcher, for every ``i`` in ``indices``
+        (default: all rows); other rows are left as they are."""
+        array = as_numpy_bitmask(bitmask)
+        if array.shape[0] < len(self.matchers):
+            raise ValueError(f"bitmask has {array.shape[0]} rows for a batch of {len(self.matchers)}")
+        rows = self._rows(indices)
+        threads = self._threads_for(len(rows))
+        if threads == 1:
+            for row in rows:
+                self.matchers[row].fill_next_token_bitmask(array, row)
+            return
+        if self._pool is None or self._pool_threads != threads:
+            self.close()
+            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gramalign-mask")
+            self._pool_threads = threads
+        chunks = [rows[start::threads] for start in range(threads)]
+
+        def fill(chunk: list[int]) -> None:
+            for row in chunk:
+                self.matchers[row].fill_next_token_bitmask(array, row)
+
+        for future in [self._pool.submit(fill, chunk) for chunk in chunks if chunk]:
+            future.result()  # re-raises a row's error here
+
+    def accept_tokens(self, token_ids: "Sequence[int]", indices: "Sequence[int] | None" = None) -> list[bool]:
+        """Feed ``token_ids[k]`` to row ``indices[k]`` (default: token ``i`` to row ``i``).
+
+        Returns, per token, whether it was accepted; a rejected token leaves its row unchanged.
+        Rows that have terminated are skipped (reported as True) when fed their EOS again, so a
+        batch whose finished rows keep emitting EOS needs no bookkeeping.
+        """
+        rows = self._rows(indices)
+        if len(rows) != len(token_ids):
+            raise ValueError(f"{len(token_ids)} tokens for {len(rows)} rows")
+        results = []
+        for row, token in zip(rows, np.asarray(token_ids).tolist()):
+            matcher = self.matchers[row]
+            if matcher.is_terminated() and token in matcher.compiled.vocabulary.eos_token_ids:
+                results.append(True)
+            else:
+                results.append(matcher.try_accept_token(token))
+        return results
+
+    def is_terminated(self) -> list[bool]:
+        """Per row: has it accepted EOS?"""
+        return [m.is_terminated() for m in self.matchers]
+
+    def rollback(self, num_steps: int = 1, indices: "Sequence[int] | None" = None) -> None:
+        """Undo the last ``num_steps`` tokens of each row in ``indices`` (default: all)."""
+        for row in self._rows(indices):
+            self.matchers[row].rollback(num_steps)
+
+    def close(self) -> None:
+        """Stop the thread pool (it is started again when needed)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)

@@ -1,0 +1,101 @@
+"""Forced bytes and jump-forward against finite languages, whose every string is enumerated:
+the forced text after a prefix is the longest common continuation of the strings that
+extend it (nothing when the prefix is itself a string of the language)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+
+import numpy as np
+import pytest
+
+import gramalign as ga
+from gramalign.samplers.jump_forward import jump_forward
+
+from test_drafts import mask_row, replay
+from test_grammar_masks import gpt2_vocabulary
+from tokenizer_zoo import gpt2_hf_fast
+
+
+def finite_regex_language() -> tuple[ga.Grammar, list[bytes]]:
+    fruits, dishes = ["apple", "apricot", "banana", "ba\u00f1o"], ["", " pie", " tart", " pie\u00e9"]
+    strings = [f + d for f, d in itertools.product(fruits, dishes)]
+    pattern = "(apple|apricot|banana|ba\u00f1o)( pie| tart| pie\u00e9)?"
+    return ga.Grammar.from_regex(pattern), [s.encode() for s in strings]
+
+
+def finite_schema_language() -> tuple[ga.Grammar, list[bytes]]:
+    schema = {"type": "object", "additionalProperties": False, "required": ["kind", "n", "tag"],
+              "properties": {"kind": {"enum": ["alpha", "alpine", "beta"]}, "n": {"const": 3},
+                             "tag": {"enum": ["x", "xy"]}}}
+    strings = [json.dumps({"kind": k, "n": 3, "tag": t}, separators=(",", ":")).encode()
+               for k in ("alpha", "alpine", "beta") for t in ("x", "xy")]
+    return ga.Grammar.from_json_schema(schema), strings
+
+
+def forced_oracle(strings: list[bytes], prefix: bytes) -> bytes:
+    rests = [s[len(prefix):] for s in strings if s.startswith(prefix)]
+    if b"" in rests:
+        return b""
+    common = os.path.commonprefix(rests)
+    while common:  # forced text ends at a whole character (it may finish one the prefix began)
+        try:
+            (prefix + common).decode("utf-8")
+            return common
+        except UnicodeDecodeError:
+            common = common[:-1]
+    return common
+
+
+LANGUAGES = {"regex": finite_regex_language, "schema": finite_schema_language}
+
+
+@pytest.mark.parametrize("name", sorted(LANGUAGES))
+def test_forced_bytes_equal_the_common_continuation(name):
+    grammar, strings = LANGUAGES[name]()
+    compiled = ga.compile(grammar, gpt2_vocabulary())
+    prefixes = {s[:cut] for s in strings for cut in range(len(s) + 1)}
+    for prefix in sorted(prefixes):
+        matcher = compiled.matcher()
+        matcher.accept_string(prefix)
+        before = mask_row(matcher)
+        assert matcher.forced_bytes() == forced_oracle(strings, prefix), prefix
+        np.testing.assert_array_equal(mask_row(matcher), before)  # state unchanged
+    matcher = compiled.matcher()
+    assert matcher.forced_bytes(max_bytes=2) == forced_oracle(strings, b"")[:2]
+
+
+@pytest.mark.parametrize("name", sorted(LANGUAGES))
+def test_jump_forward_keeps_a_canonical_tokenization(name):
+    grammar, strings = LANGUAGES[name]()
+    tokenizer = gpt2_hf_fast()
+    vocab = gpt2_vocabulary()
+    compiled = ga.compile(grammar, vocab)
+
+    def encode(text):
+        return tokenizer.encode(text, add_special_tokens=False)
+
+    rng = np.random.default_rng(3)
+    eos = vocab.eos_token_ids[0]
+    jumps = 0
+    for _ in range(30):
+        matcher, tokens = compiled.matcher(), []
+        while not matcher.is_terminated():
+            jump = jump_forward(matcher, encode, tokens)
+            if jump is not None:
+                jumps += 1
+                kept = tokens[:len(tokens) - jump.rollback]
+                tail_text = vocab.decode_bytes(tokens[len(kept):]) + jump.forced
+                assert list(jump.token_ids) == encode(tail_text.decode())[:-1]  # canonical across the boundary
+                tokens = kept + list(jump.token_ids)
+                np.testing.assert_array_equal(mask_row(matcher), mask_row(replay(compiled, tokens)))
+            text = vocab.decode_bytes(tokens)
+            assert any(s.startswith(text) for s in strings), text
+            allowed = matcher.allowed_token_ids()
+            token = int(rng.choice(allowed))
+            matcher.accept_token(token)
+            tokens.append(token)
+        assert vocab.decode_bytes(tokens[:-1]) in strings and tokens[-1] == eos
+    assert jumps >= 3  # the walks do meet forced text (every jump above was checked)
