@@ -1,0 +1,95 @@
+"""Tool-calling grammars: random texts of the grammar parse into calls whose arguments the
+jsonschema package validates against their tool's schema; hand-made wrong answers are rejected."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+import gramalign as ga
+from gramalign.integrations.tools import HERMES, ToolCallFormat, parse_tool_calls, tool_calling_grammar
+
+from grammar_walks import byte_vocabulary, random_texts
+
+WEATHER = {"type": "object", "required": ["city"], "additionalProperties": False,
+           "properties": {"city": {"type": "string", "maxLength": 12},
+                          "unit": {"enum": ["celsius", "fahrenheit"]}}}
+ADD = {"type": "object", "required": ["a", "b"], "properties": {"a": {"type": "integer", "minimum": -5, "maximum": 99},
+                                                              "b": {"type": "integer"}}}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather now", "parameters": WEATHER}},
+         {"type": "function", "function": {"name": "add", "parameters": ADD}}]
+SCHEMAS = {"get_weather": WEATHER, "add": ADD}
+
+
+def accepts(grammar: ga.Grammar, text: str) -> bool:
+    matcher = ga.compile(grammar, byte_vocabulary()).matcher()
+    try:
+        matcher.accept_string(text.encode())
+    except ga.StringRejected:
+        return False
+    return matcher.can_terminate()
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", "none", "add"])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_random_answers_parse_into_valid_calls(choice, parallel):
+    tool_choice = {"type": "function", "function": {"name": "add"}} if choice == "add" else choice
+    grammar = tool_calling_grammar(TOOLS, tool_choice=tool_choice, parallel_tool_calls=parallel)
+    texts = random_texts(grammar, 25, seed=len(choice) * 2 + parallel, max_bytes=400)
+    assert len(texts) >= 15
+    kinds = set()
+    for data in texts:
+        result = parse_tool_calls(data.decode())
+        kinds.add("calls" if result.calls else "text")
+        if not result.calls:
+            assert choice in ("auto", "none") and result.content and not result.content.startswith(HERMES.open)
+            continue
+        assert choice != "none" and result.content == ""
+        assert parallel or len(result.calls) == 1
+        for call in result.calls:
+            assert choice != "add" or call.name == "add"
+            jsonschema.validate(call.arguments, SCHEMAS[call.name])
+    # (random bytes rarely spell the call marker, so 'auto' walks are mostly text; calls in
+    # 'auto' are checked by hand in test_wrong_answers_are_rejected)
+    assert kinds == {"required": {"calls"}, "none": {"text"}, "add": {"calls"}}[choice] if choice != "auto" \
+        else "text" in kinds
+
+
+def test_wrong_answers_are_rejected():
+    grammar = tool_calling_grammar(TOOLS)
+    call = '<tool_call>\n{"name":"add","arguments":{"a":1,"b":2}}\n</tool_call>'
+    assert accepts(grammar, call) and accepts(grammar, call + "\n" + call) and accepts(grammar, "It is sunny.")
+    for wrong in [call.replace('"a":1', '"a":100'),  # above the maximum
+                  call.replace('"add"', '"mul"'),  # no such tool
+                  call.replace('{"a":1,"b":2}', '{"a":1}'),  # a required argument missing
+                  call + call,  # no separator
+                  "<tool_call>\nnot json\n</tool_call>",
+                  "<tool_call>\n"]:  # text may not start like a call
+        assert not accepts(grammar, wrong), wrong
+    single = tool_calling_grammar(TOOLS, parallel_tool_calls=False)
+    assert not accepts(single, call + "\n" + call)
+
+
+def test_other_formats_and_parse_back():
+    fmt = ToolCallFormat(open="[CALL]", close="[/CALL]", separator="")
+    grammar = tool_calling_grammar(TOOLS, tool_choice="required", format=fmt)
+    text = '[CALL]{"name":"get_weather","arguments":{"city":"Oslo"}}[/CALL][CALL]{"name":"add","arguments":{"a":2,"b":3}}[/CALL]'
+    assert accepts(grammar, text)
+    calls = parse_tool_calls(text, format=fmt).calls
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Oslo"}), ("add", {"a": 2, "b": 3})]
+    with pytest.raises(ValueError, match="offset"):
+        parse_tool_calls('<tool_call>\n{"name":"add","arguments":{}}', format=HERMES)
+
+
+def test_bad_tool_lists_are_named():
+    with pytest.raises(ga.GrammarError, match=r"tools\[1\]"):
+        tool_calling_grammar([TOOLS[0], {"type": "function", "function": {}}])
+    with pytest.raises(ga.GrammarError, match="unique"):
+        tool_calling_grammar([TOOLS[0], TOOLS[0]])
+    with pytest.raises(ga.GrammarError, match="'sub'"):
+        tool_calling_grammar(TOOLS, tool_choice={"type": "function", "function": {"name": "sub"}})
+    with pytest.raises(ga.SchemaCompileError, match="anyOf/0/properties/arguments"):
+        tool_calling_grammar([{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"x": {"type": "string", "pattern": "(a"}}}}}])
