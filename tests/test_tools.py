@@ -7,11 +7,14 @@ import json
 
 import jsonschema
 import pytest
+import torch
 
 import gramalign as ga
 from gramalign.integrations.tools import HERMES, ToolCallFormat, parse_tool_calls, tool_calling_grammar
 
 from grammar_walks import byte_vocabulary, random_texts
+from test_hf_processor import tiny_model  # noqa: F401 (a fixture)
+from tokenizer_zoo import gpt2_hf_fast
 
 WEATHER = {"type": "object", "required": ["city"], "additionalProperties": False,
            "properties": {"city": {"type": "string", "maxLength": 12},
@@ -93,3 +96,18 @@ def test_bad_tool_lists_are_named():
     with pytest.raises(ga.SchemaCompileError, match="anyOf/0/properties/arguments"):
         tool_calling_grammar([{"type": "function", "function": {"name": "f", "parameters": {
             "type": "object", "properties": {"x": {"type": "string", "pattern": "(a"}}}}}])
+
+
+def test_generate_with_tools_in_a_real_generate_loop(tiny_model):
+    """A random model through model.generate: only the grammar can make its call valid."""
+    from gramalign.integrations.tools import generate_with_tools
+
+    tokenizer = gpt2_hf_fast()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    for seed in range(2):
+        torch.manual_seed(seed)
+        result = generate_with_tools(tiny_model, tokenizer, [{"role": "user", "content": "Weather in Oslo?"}], TOOLS,
+                                     tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                                     parallel_tool_calls=False, max_new_tokens=120, do_sample=True)
+        assert result.content == "" and len(result.calls) == 1 and result.calls[0].name == "get_weather"
+        jsonschema.validate(result.calls[0].arguments, WEATHER)

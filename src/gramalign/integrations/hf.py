@@ -106,15 +106,16 @@ class ChatAnswer:
 
 
 def generate_chat(model, tokenizer, compiled: CompiledGrammar, messages: list[dict], *, max_new_tokens: int = 256,
-                  **generate_options) -> ChatAnswer:
+                  chat_template_kwargs: dict | None = None, **generate_options) -> ChatAnswer:
     """Greedy (unless ``generate_options`` say otherwise) answer to chat ``messages`` whose
-    text follows ``compiled``'s grammar, through the model's chat template.
+    text follows ``compiled``'s grammar, through the model's chat template (``chat_template_kwargs``
+    go to ``apply_chat_template``, e.g. ``{"tools": tools}``).
 
     >>> answer = generate_chat(model, tokenizer, compiled, [{"role": "user", "content": "Hi"}])  # doctest: +SKIP
     >>> answer.text, answer.finished                                                               # doctest: +SKIP
     """
     prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                           return_dict=True)
+                                           return_dict=True, **(chat_template_kwargs or {}))
     generate_options.setdefault("do_sample", False)
     start = time.perf_counter()
     output = model.generate(**prompt, max_new_tokens=max_new_tokens,

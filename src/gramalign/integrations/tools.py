@@ -167,3 +167,42 @@ def parse_tool_calls(text: str, *, format: ToolCallFormat = HERMES) -> ToolCallR
             return ToolCallResult("", tuple(calls))
         if format.separator and text.startswith(format.separator, position):
             position += len(format.separator)
+
+
+def tools_system_prompt(tools: Sequence[Mapping[str, Any]], *, format: ToolCallFormat = HERMES) -> str:
+    """A system message describing ``tools`` and the call format, for chat templates that
+    have no tool support of their own."""
+    listing = "\n".join(json.dumps(tool.get("function", tool), ensure_ascii=False) for tool in tools)
+    example = format.open + '{"name": <tool name>, "arguments": <arguments object>}' + format.close
+    return ("You can call these tools:\n" + listing + "\n\nTo call a tool, answer only with:\n" + example
+            + "\nOtherwise answer the user in plain text.")
+
+
+def generate_with_tools(model, tokenizer, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], *,
+                        tool_choice: "str | Mapping" = "auto", parallel_tool_calls: bool = True,
+                        format: ToolCallFormat = HERMES, max_new_tokens: int = 256, **generate_options) -> ToolCallResult:
+    """One assistant turn of a Hugging Face chat model that may call ``tools``.
+
+    Templates that render ``tools`` themselves get them; for the others a system message from
+    :func:`tools_system_prompt` is put first. The answer is constrained by
+    :func:`tool_calling_grammar` and parsed with :func:`parse_tool_calls`; calls cut short by
+    ``max_new_tokens`` raise ``RuntimeError``.
+    """
+    from ..masking.compiler import compile as compile_grammar
+    from .hf import generate_chat, vocabulary_for_model
+
+    messages = [dict(message) for message in messages]
+    template = getattr(tokenizer, "chat_template", None) or ""
+    template_kwargs = {}
+    if "tools" in template:
+        template_kwargs["tools"] = list(tools)
+    elif tools and tool_choice != "none":
+        messages.insert(0, {"role": "system", "content": tools_system_prompt(tools, format=format)})
+    grammar = tool_calling_grammar(tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
+                                   format=format)
+    compiled = compile_grammar(grammar, vocabulary_for_model(tokenizer, model))
+    answer = generate_chat(model, tokenizer, compiled, messages, max_new_tokens=max_new_tokens,
+                           chat_template_kwargs=template_kwargs, **generate_options)
+    if not answer.finished and answer.text.startswith(format.open):
+        raise RuntimeError(f"the tool calls did not finish within {max_new_tokens} tokens: {answer.text[:200]!r}")
+    return parse_tool_calls(answer.text, format=format)  # free text cut by the token budget stays as it is
