@@ -1,15 +1,16 @@
 """Masks for a whole batch of sequences in one call, optionally on a thread pool.
 
 The expensive part of a mask (a numba walk of the token trie when a lexical context or a
-stack shape is met for the first time) releases the GIL, so rows run in parallel on a
-thread pool; the cheap part (a cached row, a few microseconds of Python) does not, so a
-pool only pays for itself on large batches or new contexts, and ``num_threads=1`` (the
-default below 16 rows) fills the rows in order on the calling thread.
+stack shape is met for the first time) releases the GIL, so rows can run in parallel on a
+thread pool; the cheap part (a cached row, a few microseconds of Python) holds it. Measured
+with the JSON grammar (benchmarks/batch_masks.py, docs/benchmarks.md), the Python part
+dominates and two threads are slower than one, so rows are filled in order on the calling
+thread unless ``num_threads`` asks for a pool (worth trying for grammars whose masks are
+mostly first encounters).
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -18,10 +19,6 @@ import numpy as np
 from .bitmask import as_numpy_bitmask
 from .compiler import CompiledGrammar
 from .matcher import GrammarMatcher
-
-PARALLEL_FROM_ROWS = 16
-"""Batches with fewer rows than this are filled on the calling thread unless asked otherwise."""
-
 
 class BatchMatcher:
     """One :class:`GrammarMatcher` per row of a batch, filled and advanced together.
@@ -66,9 +63,7 @@ class BatchMatcher:
         return rows
 
     def _threads_for(self, rows: int) -> int:
-        if self._num_threads is not None:
-            return max(1, self._num_threads)
-        return 1 if rows < PARALLEL_FROM_ROWS else min(8, os.cpu_count() or 1)
+        return max(1, min(self._num_threads or 1, rows))
 
     def fill_next_token_bitmask(self, bitmask, indices: "Sequence[int] | None" = None) -> None:
         """Fill row ``i`` of ``bitmask`` from row ``i``'s matcher, for every ``i`` in ``indices``
