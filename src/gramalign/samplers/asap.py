@@ -141,7 +141,7 @@ class ASApSampler:
         nodes = [[list(prefix), node.allowed_mass, node.estimate,
                   [[token, prob] for token, prob in node.child_probs.items()]]
                  for prefix, node in self._nodes.items()]
-        document = {"format": _FORMAT, "version": 1, "vocabulary": self.compiled.vocabulary.fingerprint(),
+        document = {"format": _FORMAT, "version": 1, "vocabulary": self.compiled.vocabulary.fingerprint,
                     "prompt_ids": list(self.prompt_ids), "nodes": nodes}
         Path(path).write_text(json.dumps(document))
 
@@ -154,7 +154,7 @@ class ASApSampler:
             raise ValueError(f"{path}: not an ASAp trie file (invalid JSON: {error})") from None
         if not isinstance(document, dict) or document.get("format") != _FORMAT or document.get("version") != 1:
             raise ValueError(f"{path}: not an ASAp trie file (format {_FORMAT!r} version 1 expected)")
-        if document["vocabulary"] != compiled.vocabulary.fingerprint():
+        if document["vocabulary"] != compiled.vocabulary.fingerprint:
             raise ValueError(f"{path}: the trie was built with another vocabulary than the grammar's")
         sampler = cls(model, compiled, prompt_ids=document["prompt_ids"])
         for prefix, allowed_mass, estimate, children in document["nodes"]:

@@ -170,7 +170,7 @@ def awrs_sample(model: LanguageModel, compiled: CompiledGrammar, *, prompt_ids: 
         if step.token is None:
             return Sample(tuple(tokens), False, logprob, log_weight, checks)
         matcher.accept_token(step.token)
-        logprob += logprobs[step.token]
+        logprob += float(logprobs[step.token])
         if step.token in eos_ids:
             return Sample(tuple(tokens), True, logprob, log_weight, checks)
         tokens.append(step.token)
