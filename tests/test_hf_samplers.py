@@ -50,6 +50,18 @@ def test_generate_every_sampler_matches_grammar(demo, sampler):
         assert all(re.fullmatch(pattern, vocab.decode_bytes(p.token_ids).decode()) for p in out.particles)
 
 
+def test_generate_asap_keeps_learning_across_calls(demo):
+    model, tokenizer = demo
+    grammar = ga.Grammar.from_regex(r"(yes|no)")
+    first = ga.generate(model, tokenizer, "Is 7 prime?", grammar=grammar, sampler="asap", seed=0)
+    bound = first.asap.grammatical_mass_bound()
+    second = ga.generate(model, tokenizer, "Is 7 prime?", grammar=grammar, sampler="asap", asap=first.asap, seed=1)
+    assert second.asap is first.asap and first.asap.num_nodes >= 2
+    assert re.fullmatch("yes|no", second.text) and first.asap.grammatical_mass_bound() <= bound
+    with pytest.raises(ValueError, match="another prompt"):
+        ga.generate(model, tokenizer, "Is 9 prime?", grammar=grammar, sampler="asap", asap=first.asap)
+
+
 def test_generate_rejects_unknown_sampler(demo):
     model, tokenizer = demo
     with pytest.raises(ValueError, match="sampler must be one of"):

@@ -29,7 +29,8 @@ class Generation:
     ``log_weight`` its log importance weight (AWRS, SMC; None otherwise). For SMC,
     ``particles`` holds every weighted particle (the output is one drawn by weight) and
     ``log_normaliser`` estimates log P(grammar | prompt). ``constraint_checks`` counts
-    AWRS's single-token checks.
+    AWRS's single-token checks. For ASAp, ``asap`` is the sampler with its trie: pass it
+    back as ``generate(..., asap=previous.asap)`` to keep learning.
     """
 
     text: str
@@ -40,6 +41,7 @@ class Generation:
     particles: "tuple[Sample, ...] | None" = None
     log_normaliser: "float | None" = None
     constraint_checks: int = 0
+    asap: "ASApSampler | None" = None
 
 
 def prompt_token_ids(tokenizer, prompt: "str | Sequence[dict]", *, chat_template: bool = True) -> list[int]:
@@ -70,7 +72,9 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}; got {sampler!r}")
     language_model = model if isinstance(model, HFLanguageModel) else HFLanguageModel(model)
-    if isinstance(grammar, Grammar):
+    if asap is not None:
+        grammar = asap.compiled  # the trie's grammar; compiling again would give another object
+    elif isinstance(grammar, Grammar):
         grammar = compile(grammar, vocabulary_for_model(tokenizer, language_model.model))
     elif not isinstance(grammar, CompiledGrammar):
         raise TypeError(f"grammar must be a gramalign Grammar or CompiledGrammar, got {type(grammar).__name__}")
@@ -86,8 +90,9 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
     elif sampler == "asap":
         if asap is None:
             asap = ASApSampler(language_model, grammar, prompt_ids=prompt_ids)
-        elif asap.prompt_ids != tuple(prompt_ids) or asap.compiled is not grammar:
-            raise ValueError("the ASAp sampler passed in was built for another prompt or grammar")
+        elif asap.prompt_ids != tuple(prompt_ids):
+            raise ValueError("the ASAp sampler passed in was built for another prompt")
+        language_model = asap.model
         sample = asap.sample(max_new_tokens=max_new_tokens, rng=rng)
     elif sampler == "awrs":
         sample = awrs_sample(language_model, grammar, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens,
@@ -100,4 +105,4 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
         checks = result.constraint_checks
     text = grammar.vocabulary.decode_bytes(sample.token_ids).decode("utf-8", errors="replace")
     return Generation(text, sample.token_ids, sample.finished, sample.logprob, sample.log_weight, particles,
-                      log_normaliser, checks)
+                      log_normaliser, checks, asap)

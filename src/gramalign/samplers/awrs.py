@@ -101,7 +101,7 @@ def awrs_step(logprobs: np.ndarray, matcher: GrammarMatcher, rng: np.random.Gene
     rejected: set[int] = set()
     rejected_mass = 0.0
     pool_mass = total
-    explicit: "np.ndarray | None" = None  # cdf of the pool, rebuilt when the pool is mostly rejected
+    explicit: "np.ndarray | None" = None  # cdf of the pool as of its last rebuild
     accepted: set[int] = set()
     token = None
     checks = 0
@@ -127,8 +127,11 @@ def awrs_step(logprobs: np.ndarray, matcher: GrammarMatcher, rng: np.random.Gene
         rejected.add(draw)
         positive_left -= 1
         rejected_mass += probs[draw]
-        pool_mass = total - rejected_mass
-        if pool_mass < 0.25 * total:  # few draws would land in the pool: sample it directly
+        pool_mass -= probs[draw]
+        # Draws come from the last rebuilt cdf (a superset of the pool) and redraw on a
+        # rejected token, which is exact; rebuild when under half of it is still in the
+        # pool, so redraws stay few and rebuilds (O(V)) are logarithmically many.
+        if pool_mass < 0.5 * (explicit[-1] if explicit is not None else total):
             pool = probs.copy()
             pool[list(rejected)] = 0.0
             explicit = np.cumsum(pool)
