@@ -290,3 +290,18 @@ def test_model_vocabulary_mismatch_is_a_clear_error():
     _, compiled, _ = distortion_case()
     with pytest.raises(ValueError, match="compiled for a vocabulary of 4"):
         masked_sample(TableModel(5, {}, default=[0, 0, 0, 0, 1]), compiled)
+
+
+def test_dead_ends_raise_clear_errors():
+    _, compiled, _ = distortion_case()
+    only_c = TableModel(4, {}, default=[0, 0, 1, 0])  # 'c' first is never grammatical
+    with pytest.raises(ga.SamplingError, match="every allowed token has probability 0"):
+        masked_sample(only_c, compiled)
+    step = awrs_step(np.array([-np.inf, -np.inf, 0.0, -np.inf]), compiled.matcher(), np.random.default_rng(0))
+    assert step.token is None and step.log_weight == -math.inf and step.checks == 1
+    with pytest.raises(ga.ParticlesExhausted):
+        smc_sample(only_c, compiled, num_particles=3, rng=0)
+    with pytest.raises(ga.SamplingError, match="probability zero to every string"):
+        ASApSampler(only_c, compiled).sample(rng=0)
+    with pytest.raises(ga.ModelError, match=r"shape \(3,\), expected \(4,\)"):
+        TableModel(4, {}, default=[0.5, 0.5, 0]).next_token_logprobs([[]])

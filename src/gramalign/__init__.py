@@ -14,7 +14,8 @@ Torch-facing names (``allocate_token_bitmask``, ``apply_token_bitmask_inplace``,
 
 from __future__ import annotations
 
-from .errors import (GramalignError, GrammarError, RegexError, SchemaCompileError, StringRejected, TokenRejected,
+from .errors import (GramalignError, GrammarError, ModelError, ParticlesExhausted, RegexError, SamplingError,
+                     SchemaCompileError, StringRejected, TokenRejected,
                      VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
@@ -56,6 +57,6 @@ __all__ = [
     "RegexError", "SchemaCompileError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
-    "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
+    "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
     "masked_sample", "smc_sample", "generate", "Generation", "HFLanguageModel",
 ]

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..masking.bitmask import allocate_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar
-from .masked import SamplingError, check_model_fits, unpack_bitmask
+from ..errors import SamplingError
+from .masked import check_model_fits, unpack_bitmask
 from .model import LanguageModel, checked_logprobs
 from .result import Sample
 

@@ -13,15 +13,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import GramalignError
+from ..errors import SamplingError
 from ..masking.bitmask import allocate_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar
 from .model import LanguageModel, checked_logprobs
 from .result import Sample
-
-
-class SamplingError(GramalignError, RuntimeError):
-    """Sampling cannot continue: every allowed token has probability zero under the model."""
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,7 @@ from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..errors import GramalignError
-
-
-class ModelError(GramalignError, ValueError):
-    """A language model returned something the samplers cannot use (bad shape, NaN, ...)."""
+from ..errors import ModelError
 
 
 @runtime_checkable

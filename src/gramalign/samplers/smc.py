@@ -18,16 +18,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import GramalignError
+from ..errors import ParticlesExhausted
 from ..masking.compiler import CompiledGrammar
 from .awrs import awrs_step
 from .masked import check_model_fits
 from .model import LanguageModel, checked_logprobs
 from .result import Sample
-
-
-class ParticlesExhausted(GramalignError, RuntimeError):
-    """Every particle reached a dead end (all weights are zero)."""
 
 
 @dataclass(frozen=True)
