@@ -7,7 +7,7 @@ import gramalign as ga
 from gramalign.integrations.smollm2 import load_smollm2
 
 model, tokenizer = load_smollm2()
-compiled = ga.compile(ga.Grammar.from_regex(r"(yes|no), because [a-z ]{5,40}\."),
+compiled = ga.compile(ga.Grammar.from_regex(r"(Yes|No), because [A-Za-z ,']{5,60}\."),
                       ga.vocabulary_for_model(tokenizer, model))
 prompt = "Is the sun a star? Answer yes or no with a short reason."
 for sampler in ["masked", "asap", "awrs", "smc"]:
