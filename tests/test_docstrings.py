@@ -7,10 +7,11 @@ import pytest
 import gramalign.grammar.grammar
 import gramalign.grammar.json_numbers
 import gramalign.masking.matcher
+import gramalign.samplers.model
 
 
 @pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.grammar.json_numbers,
-                                    gramalign.masking.matcher])
+                                    gramalign.masking.matcher, gramalign.samplers.model])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

@@ -14,7 +14,8 @@ Torch-facing names (``allocate_token_bitmask``, ``apply_token_bitmask_inplace``,
 
 from __future__ import annotations
 
-from .errors import (GramalignError, GrammarError, RegexError, SchemaCompileError, StringRejected, TokenRejected,
+from .errors import (GramalignError, GrammarError, ModelError, ParticlesExhausted, RegexError, SamplingError,
+                     SchemaCompileError, StringRejected, TokenRejected,
                      VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
@@ -24,6 +25,8 @@ from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
 from .masking.compiler import CompiledGrammar, compile
 from .masking.matcher import GrammarMatcher
 from .masking.vocabulary import Vocabulary
+from .samplers import (ASApSampler, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel, awrs_sample,
+                       masked_sample, smc_sample)
 
 __version__ = "0.1.0"
 
@@ -33,6 +36,9 @@ _TORCH_NAMES = {
     "unpack_token_bitmask": "gramalign.integrations.torch_ops",
     "GrammarLogitsProcessor": "gramalign.integrations.hf",
     "vocabulary_for_model": "gramalign.integrations.hf",
+    "generate": "gramalign.integrations.generate",
+    "Generation": "gramalign.integrations.generate",
+    "HFLanguageModel": "gramalign.integrations.hf_model",
 }
 
 
@@ -52,4 +58,6 @@ __all__ = [
     "RegexError", "SchemaCompileError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
+    "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
+    "masked_sample", "smc_sample", "generate", "Generation", "HFLanguageModel",
 ]

@@ -70,3 +70,15 @@ class StringRejected(GramalignError, ValueError):
         self.offset = offset
         self.reason = reason
         super().__init__(f"{reason} at byte offset {offset} of {text!r}")
+
+
+class ModelError(GramalignError, ValueError):
+    """A language model returned something the samplers cannot use (bad shape, NaN, ...)."""
+
+
+class SamplingError(GramalignError, RuntimeError):
+    """Sampling cannot continue: every allowed token has probability zero under the model."""
+
+
+class ParticlesExhausted(GramalignError, RuntimeError):
+    """Every particle reached a dead end (all weights are zero)."""

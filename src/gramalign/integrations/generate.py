@@ -1,0 +1,108 @@
+"""gramalign.generate: one entry point joining a Hugging Face model, a grammar and a sampler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..grammar.grammar import Grammar
+from ..masking.compiler import CompiledGrammar, compile
+from ..samplers.asap import ASApSampler
+from ..samplers.awrs import awrs_sample
+from ..samplers.masked import SamplingOptions, masked_sample
+from ..samplers.result import Sample
+from ..samplers.smc import smc_sample
+from .hf import vocabulary_for_model
+from .hf_model import HFLanguageModel
+
+SAMPLERS = ("masked", "asap", "awrs", "smc")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A constrained generation.
+
+    ``text``/``token_ids`` (EOS excluded) are the chosen output; ``finished`` says EOS
+    ended it; ``logprob`` is its log-probability under the unconstrained model;
+    ``log_weight`` its log importance weight (AWRS, SMC; None otherwise). For SMC,
+    ``particles`` holds every weighted particle (the output is one drawn by weight) and
+    ``log_normaliser`` estimates log P(grammar | prompt). ``constraint_checks`` counts
+    AWRS's single-token checks. For ASAp, ``asap`` is the sampler with its trie: pass it
+    back as ``generate(..., asap=previous.asap)`` to keep learning.
+    """
+
+    text: str
+    token_ids: tuple[int, ...]
+    finished: bool
+    logprob: float
+    log_weight: "float | None" = None
+    particles: "tuple[Sample, ...] | None" = None
+    log_normaliser: "float | None" = None
+    constraint_checks: int = 0
+    asap: "ASApSampler | None" = None
+
+
+def prompt_token_ids(tokenizer, prompt: "str | Sequence[dict]", *, chat_template: bool = True) -> list[int]:
+    """Token ids of ``prompt``: chat messages, or a string (as one user turn when the
+    tokenizer has a chat template and ``chat_template`` is true, else plain text)."""
+    if not isinstance(prompt, str):
+        return list(tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=True,
+                                                  return_dict=True)["input_ids"])
+    if chat_template and getattr(tokenizer, "chat_template", None):
+        return prompt_token_ids(tokenizer, [{"role": "user", "content": prompt}])
+    return list(tokenizer(prompt).input_ids)
+
+
+def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Grammar | CompiledGrammar",
+             sampler: str = "masked", max_new_tokens: int = 256, temperature: float = 1.0,
+             top_k: "int | None" = None, top_p: "float | None" = None, num_particles: int = 8,
+             ess_threshold: float = 0.5, asap: "ASApSampler | None" = None, chat_template: bool = True,
+             seed: "int | np.random.Generator | None" = None) -> Generation:
+    """Generate text that follows ``grammar`` from a transformers causal LM.
+
+    ``sampler``: "masked" (fast; temperature/top-k/top-p apply, temperature 0 is greedy),
+    "asap" (pass ``asap=`` a sampler from a previous call's ``ASApSampler`` to keep
+    learning across calls), "awrs" (one weighted sample, mask-free), or "smc"
+    (``num_particles`` AWRS particles). ``model`` may also be an HFLanguageModel.
+
+    >>> out = generate(model, tokenizer, "Is 7 prime?", grammar=ga.Grammar.from_regex("yes|no"))  # doctest: +SKIP
+    """
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}; got {sampler!r}")
+    language_model = model if isinstance(model, HFLanguageModel) else HFLanguageModel(model)
+    if asap is not None:
+        grammar = asap.compiled  # the trie's grammar; compiling again would give another object
+    elif isinstance(grammar, Grammar):
+        grammar = compile(grammar, vocabulary_for_model(tokenizer, language_model.model))
+    elif not isinstance(grammar, CompiledGrammar):
+        raise TypeError(f"grammar must be a gramalign Grammar or CompiledGrammar, got {type(grammar).__name__}")
+    prompt_ids = prompt_token_ids(tokenizer, prompt, chat_template=chat_template)
+    rng = np.random.default_rng(seed)
+    language_model.reset()
+    log_normaliser = particles = None
+    checks = 0
+    if sampler == "masked":
+        options = SamplingOptions(temperature=temperature, top_k=top_k, top_p=top_p)
+        sample = masked_sample(language_model, grammar, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens,
+                               options=options, rng=rng)[0]
+    elif sampler == "asap":
+        if asap is None:
+            asap = ASApSampler(language_model, grammar, prompt_ids=prompt_ids)
+        elif asap.prompt_ids != tuple(prompt_ids):
+            raise ValueError("the ASAp sampler passed in was built for another prompt")
+        language_model = asap.model
+        sample = asap.sample(max_new_tokens=max_new_tokens, rng=rng)
+    elif sampler == "awrs":
+        sample = awrs_sample(language_model, grammar, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens,
+                             rng=rng)
+        checks = sample.constraint_checks
+    else:
+        result = smc_sample(language_model, grammar, num_particles=num_particles, ess_threshold=ess_threshold,
+                            prompt_ids=prompt_ids, max_new_tokens=max_new_tokens, rng=rng)
+        sample, particles, log_normaliser = result.choose(rng), result.particles, result.log_normaliser
+        checks = result.constraint_checks
+    text = grammar.vocabulary.decode_bytes(sample.token_ids).decode("utf-8", errors="replace")
+    return Generation(text, sample.token_ids, sample.finished, sample.logprob, sample.log_weight, particles,
+                      log_normaliser, checks, asap)

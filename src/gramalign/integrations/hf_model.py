@@ -1,0 +1,61 @@
+"""HFLanguageModel: a Hugging Face causal LM behind the samplers' LanguageModel protocol."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+class HFLanguageModel:
+    """Next-token log-probabilities from a transformers causal LM, reusing its KV cache.
+
+    When every sequence of a call extends a sequence of the previous call by the same
+    number of tokens (the usual case: each step adds one token; SMC resampling reorders or
+    duplicates rows), only the new tokens are run, on the cache reordered to match.
+    Otherwise the call runs the full sequences (rows of different lengths one by one).
+    """
+
+    def __init__(self, model, *, vocab_size: "int | None" = None):
+        self.model = model
+        width = model.get_output_embeddings().weight.shape[0]
+        self.vocab_size = int(vocab_size if vocab_size is not None else width)
+        self._cache = None
+        self._rows: dict[tuple[int, ...], int] = {}
+        self._length = -1
+        self.reused_calls = 0  # calls answered from the cache, for tests and benchmarks
+
+    def reset(self) -> None:
+        """Drop the KV cache."""
+        self._cache, self._rows, self._length = None, {}, -1
+
+    @torch.no_grad()
+    def next_token_logprobs(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
+        """Float64 ``[batch, vocab_size]`` log-probabilities after each sequence."""
+        rows = [tuple(int(t) for t in s) for s in sequences]
+        lengths = {len(r) for r in rows}
+        if 0 in lengths:
+            raise ValueError("every sequence needs at least one token (a prompt or BOS)")
+        if len(lengths) != 1:
+            self.reset()
+            return np.concatenate([self.next_token_logprobs([r]) for r in rows])
+        length = lengths.pop()
+        logits = None
+        if self._cache is not None and self._length < length:
+            ancestors = [self._rows.get(r[: self._length]) for r in rows]
+            if all(a is not None for a in ancestors):
+                cache = self._cache
+                if ancestors != list(range(len(self._rows))):
+                    cache.batch_select_indices(torch.tensor(ancestors))
+                new = torch.tensor([r[self._length:] for r in rows])
+                out = self.model(input_ids=new, past_key_values=cache, use_cache=True)
+                logits, self._cache = out.logits[:, -1], out.past_key_values
+                self.reused_calls += 1
+        if logits is None:
+            out = self.model(input_ids=torch.tensor(rows), use_cache=True)
+            logits, self._cache = out.logits[:, -1], out.past_key_values
+        self._rows = {r: i for i, r in enumerate(rows)}
+        self._length = length
+        logprobs = torch.log_softmax(logits[:, : self.vocab_size].double(), dim=-1)
+        return logprobs.cpu().numpy()

@@ -1,0 +1,18 @@
+"""Samplers over a small LanguageModel protocol (numpy only, any backend).
+
+- ``masked``: locally constrained sampling (mask, then temperature/top-k/top-p), batched.
+- ``asap``: grammar-aligned sampling, converging to the model conditioned on the grammar.
+- ``awrs``: adaptive weighted rejection sampling, single-token checks and unbiased weights.
+- ``smc``: sequential Monte Carlo with AWRS proposals.
+"""
+
+from .asap import ASApSampler
+from .awrs import AWRSStep, awrs_sample, awrs_step, normaliser_estimate
+from .masked import SamplingError, SamplingOptions, constrained_distribution, masked_sample
+from .model import LanguageModel, ModelError, TableModel, log_softmax
+from .result import Sample
+from .smc import ParticlesExhausted, SMCResult, smc_sample
+
+__all__ = ["ASApSampler", "AWRSStep", "LanguageModel", "ModelError", "ParticlesExhausted", "SMCResult", "Sample",
+           "SamplingError", "SamplingOptions", "TableModel", "awrs_sample", "awrs_step", "constrained_distribution",
+           "log_softmax", "masked_sample", "normaliser_estimate", "smc_sample"]

