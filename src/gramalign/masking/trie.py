@@ -105,19 +105,18 @@ def _links(node_depth, token_start):
 def _subset_from_positions(parent, token_node, node_byte, node_depth, token_ids, positions):
     """Pre-order arrays of the sub-trie holding the tokens at ``positions`` (ascending):
     their nodes and every ancestor, found by walking up until a node already taken."""
-    taken = {}
-    nodes = []
+    taken = np.zeros(parent.shape[0], np.uint8)
+    nodes = np.empty(parent.shape[0], np.int32)
+    m = 0
     for p in range(positions.shape[0]):
         node = token_node[positions[p]]
-        while node >= 0 and node not in taken:
-            taken[node] = 0
-            nodes.append(node)
+        while node >= 0 and not taken[node]:
+            taken[node] = 1
+            nodes[m] = node
+            m += 1
             node = parent[node]
-    order = np.empty(len(nodes), np.int32)
-    for j in range(len(nodes)):
-        order[j] = nodes[j]
+    order = nodes[:m].copy()
     order.sort()  # pre-order is index order
-    m = order.shape[0]
     out_byte = np.empty(m, np.uint8)
     out_depth = np.empty(m, np.int32)
     out_end = np.empty(m, np.int32)
