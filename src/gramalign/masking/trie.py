@@ -8,7 +8,7 @@ skipping every token that shares the dead prefix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -24,6 +24,8 @@ class TokenTrie:
     token_start: np.ndarray  # int32 [n_nodes + 1]: tokens ending at node i are
     token_ids: np.ndarray  # int32: token_ids[token_start[i]:token_start[i + 1]]
     max_depth: int
+    # Lazily built (parent of each node, node of each token position) for subset_positions.
+    _links: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -49,13 +51,88 @@ class TokenTrie:
 
     def subset(self, keep: np.ndarray) -> "TokenTrie | None":
         """The trie of only the tokens with ``keep[id]`` set (uint8/bool per token id), or
-        None if there are none. Linear in the trie size; no sorting."""
-        arrays = _subset_preorder(self.node_byte, self.node_depth, self.token_start, self.token_ids,
-                                  keep.view(np.uint8))
-        node_byte, node_depth, subtree_end, token_start, token_ids = arrays
-        if token_ids.size == 0:
+        None if there are none."""
+        return self.subset_positions(_kept_positions(self.token_ids, keep.view(np.uint8)))
+
+    def subset_positions(self, positions: np.ndarray) -> "TokenTrie | None":
+        """The trie of only the tokens at the given ascending positions of ``token_ids``, or
+        None if there are none. Time grows with the sub-trie, not with this trie (after a
+        one-time pass that links every node to its parent)."""
+        if positions.size == 0:
             return None
+        if not self._links:
+            parent, token_node = _links(self.node_depth, self.token_start)
+            self._links.update(parent=parent, token_node=token_node)
+        arrays = _subset_from_positions(self._links["parent"], self._links["token_node"], self.node_byte,
+                                        self.node_depth, self.token_ids, positions.astype(np.int64, copy=False))
+        node_byte, node_depth, subtree_end, token_start, token_ids = arrays
         return TokenTrie(node_byte, node_depth, subtree_end, token_start, token_ids, int(node_depth.max()))
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_positions(token_ids, keep):
+    count = 0
+    for k in range(token_ids.shape[0]):
+        if keep[token_ids[k]]:
+            count += 1
+    out = np.empty(count, np.int64)
+    count = 0
+    for k in range(token_ids.shape[0]):
+        if keep[token_ids[k]]:
+            out[count] = k
+            count += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _links(node_depth, token_start):
+    """(parent node or -1 per node, node per token position) of a pre-order trie."""
+    n = node_depth.shape[0]
+    parent = np.empty(n, np.int32)
+    path = np.empty(n + 2, np.int32)
+    for i in range(n):
+        depth = node_depth[i]
+        path[depth] = i
+        parent[i] = path[depth - 1] if depth > 1 else -1
+    token_node = np.empty(token_start[n], np.int32)
+    for i in range(n):
+        for k in range(token_start[i], token_start[i + 1]):
+            token_node[k] = i
+    return parent, token_node
+
+
+@numba.njit(cache=True, nogil=True)
+def _subset_from_positions(parent, token_node, node_byte, node_depth, token_ids, positions):
+    """Pre-order arrays of the sub-trie holding the tokens at ``positions`` (ascending):
+    their nodes and every ancestor, found by walking up until a node already taken."""
+    taken = np.zeros(parent.shape[0], np.uint8)
+    nodes = np.empty(parent.shape[0], np.int32)
+    m = 0
+    for p in range(positions.shape[0]):
+        node = token_node[positions[p]]
+        while node >= 0 and not taken[node]:
+            taken[node] = 1
+            nodes[m] = node
+            m += 1
+            node = parent[node]
+    order = nodes[:m].copy()
+    order.sort()  # pre-order is index order
+    out_byte = np.empty(m, np.uint8)
+    out_depth = np.empty(m, np.int32)
+    out_end = np.empty(m, np.int32)
+    out_start = np.zeros(m + 1, np.int32)
+    out_ids = np.empty(positions.shape[0], np.int32)
+    p = 0
+    for j in range(m):
+        i = order[j]
+        out_byte[j] = node_byte[i]
+        out_depth[j] = node_depth[i]
+        while p < positions.shape[0] and token_node[positions[p]] == i:
+            out_ids[p] = token_ids[positions[p]]
+            p += 1
+        out_start[j + 1] = p
+    _fill_subtree_ends(out_depth, m, out_end)
+    return out_byte, out_depth, out_end, out_start, out_ids
 
 
 @numba.njit(cache=True, nogil=True)
@@ -73,62 +150,6 @@ def _fill_subtree_ends(node_depth, n_nodes, subtree_end):
     while top > 0:
         subtree_end[stack[top - 1]] = n_nodes
         top -= 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _subset_preorder(node_byte, node_depth, token_start, token_ids, keep):
-    """Pre-order arrays of the sub-trie of kept tokens (nodes with a kept token below them)."""
-    n = node_byte.shape[0]
-    kept_below = np.zeros(n + 1, np.int64)  # kept tokens in the subtree of each node
-    stack = np.empty(n + 1, np.int32)
-    # Children follow their parent in pre-order: accumulate counts from the end.
-    for i in range(n - 1, -1, -1):
-        count = 0
-        for k in range(token_start[i], token_start[i + 1]):
-            if keep[token_ids[k]]:
-                count += 1
-        kept_below[i] += count
-    # The parent of a node is the last node before it one level up.
-    parent = np.empty(n, np.int32)
-    for i in range(n):
-        depth = node_depth[i]
-        stack[depth] = i
-        parent[i] = stack[depth - 1] if depth > 1 else -1
-    for i in range(n - 1, -1, -1):
-        if parent[i] >= 0:
-            kept_below[parent[i]] += kept_below[i]
-    new_index = np.full(n, -1, np.int32)
-    m = 0
-    for i in range(n):
-        if kept_below[i] > 0:
-            new_index[i] = m
-            m += 1
-    out_byte = np.empty(m, np.uint8)
-    out_depth = np.empty(m, np.int32)
-    out_end = np.empty(m, np.int32)
-    out_start = np.zeros(m + 1, np.int32)
-    n_tokens = 0
-    for i in range(n):
-        j = new_index[i]
-        if j < 0:
-            continue
-        out_byte[j] = node_byte[i]
-        out_depth[j] = node_depth[i]
-        for k in range(token_start[i], token_start[i + 1]):
-            if keep[token_ids[k]]:
-                n_tokens += 1
-        out_start[j + 1] = n_tokens
-    out_ids = np.empty(n_tokens, np.int32)
-    t = 0
-    for i in range(n):
-        if new_index[i] < 0:
-            continue
-        for k in range(token_start[i], token_start[i + 1]):
-            if keep[token_ids[k]]:
-                out_ids[t] = token_ids[k]
-                t += 1
-    _fill_subtree_ends(out_depth, m, out_end)
-    return out_byte, out_depth, out_end, out_start, out_ids
 
 
 @numba.njit(cache=True, nogil=True)
