@@ -4,6 +4,8 @@
 - ``asap``: grammar-aligned sampling, converging to the model conditioned on the grammar.
 - ``awrs``: adaptive weighted rejection sampling, single-token checks and unbiased weights.
 - ``smc``: sequential Monte Carlo with AWRS proposals.
+- ``speculative``: draft-and-verify decoding with the law of masked sampling from the target.
+- ``jump_forward``: forced text written without the model, re-tokenized canonically.
 """
 
 from .asap import ASApSampler
@@ -12,7 +14,9 @@ from .masked import SamplingError, SamplingOptions, constrained_distribution, ma
 from .model import LanguageModel, ModelError, TableModel, log_softmax
 from .result import Sample
 from .smc import ParticlesExhausted, SMCResult, smc_sample
+from .speculative import SpeculativeResult, speculative_sample
 
 __all__ = ["ASApSampler", "AWRSStep", "LanguageModel", "ModelError", "ParticlesExhausted", "SMCResult", "Sample",
            "SamplingError", "SamplingOptions", "TableModel", "awrs_sample", "awrs_step", "constrained_distribution",
-           "log_softmax", "masked_sample", "normaliser_estimate", "smc_sample"]
+           "log_softmax", "masked_sample", "normaliser_estimate", "smc_sample", "SpeculativeResult",
+           "speculative_sample"]
