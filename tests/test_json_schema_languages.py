@@ -6,6 +6,7 @@ strings (raw, short escapes, \\u escapes in either case, surrogate pairs) and no
 against :class:`decimal.Decimal` arithmetic on many exponent-free spellings.
 """
 
+import itertools
 import json
 import random
 import re
@@ -140,3 +141,23 @@ def test_minimal_escapes_are_exactly_what_json_dumps_writes():
         other = random_spelling(text, rng)
         assert literals.matches(other.encode()) == (other == json.dumps(text, ensure_ascii=False)) or \
             json.loads(other) == text and other.lower() == json.dumps(text, ensure_ascii=False).lower()
+
+
+def test_code_point_lengths_match_enumeration():
+    """Fewest and most code points of a pattern's strings, against enumerating its language
+    (None when unbounded); a long maxLength the pattern already implies is then free."""
+    from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_dfa
+    from gramalign.grammar.json_schema.strings import code_point_lengths, with_length
+
+    alphabet = ["a", "b", "é", "😀"]
+    for pattern in ["^[ab]{1,3}$", "^é{2}(a|😀)?$", "^(ab|b)$", "^$", "^a*$", "^(a|é😀){0,2}b$"]:
+        dfa = ecma_pattern_dfa(pattern)
+        lengths = [n for n in range(6) for word in itertools.product(alphabet, repeat=n)
+                   if dfa.matches("".join(word).encode())]
+        shortest, longest = code_point_lengths(dfa)
+        assert shortest == min(lengths)
+        assert longest == (None if "*" in pattern else max(lengths))
+    bounded = ecma_pattern_dfa("^[a-z0-9]{1,30}$")
+    assert with_length(bounded, 1, 500) is bounded  # implied: no product built
+    cut = with_length(bounded, 3, 500)
+    assert not cut.matches(b"ab") and cut.matches(b"abc") and cut.matches(b"a" * 30)

@@ -144,3 +144,48 @@ def test_any_order_for_large_objects_tracks_required_names():
         assert parser.accepts(text.encode()) == validator.is_valid(dict(members)), text
     assert not parser.accepts(b'{"p0":1,"p5":2,"p11":3,"p0":4}')  # a required name twice
     assert parser.accepts(b'{"p1":1,"p0":1,"p5":2,"p1":7,"p11":3}')  # an optional one twice
+
+
+def test_any_order_with_too_many_required_names_reads_that_object_in_schema_order():
+    """An object with more than 10 required names cannot remember which were written; under
+    property_order='any' it is read in schema order (the rest of the schema keeps any order)
+    instead of refusing the schema. Oracle: jsonschema on permutations and omissions."""
+    names = [f"r{i}" for i in range(12)]
+    inner = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": names,
+             "additionalProperties": False}
+    schema = {"type": "object", "properties": {"big": inner, "a": {"type": "string"}, "b": {"type": "boolean"}},
+              "required": ["big"], "additionalProperties": False}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema, property_order="any")))
+    validator = jsonschema.Draft202012Validator(schema)
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        chosen = [n for n in names if rng.random() < 0.9]
+        big = {n: rng.choice([1, "x"]) if rng.random() < 0.1 else 1 for n in chosen}
+        outer = [("big", big)] + [(k, v) for k, v in (("a", "s"), ("b", True), ("a", 2)) if rng.random() < 0.4]
+        rng.shuffle(outer)
+        text = "{" + ",".join(f'"{k}":{json.dumps(v, separators=(",", ":"))}' for k, v in outer) + "}"
+        valid = validator.is_valid(dict(outer)) and len({k for k, _ in outer}) == len(outer)
+        assert parser.accepts(text.encode()) == valid, text
+    ordered = json.dumps({n: 1 for n in names}, separators=(",", ":"))
+    assert parser.accepts(f'{{"b":false,"big":{ordered}}}'.encode())  # outer object: any order
+    swapped = json.dumps({n: 1 for n in names[1::-1] + names[2:]}, separators=(",", ":"))
+    assert validator.is_valid({"big": json.loads(swapped)})
+    assert not parser.accepts(f'{{"big":{swapped}}}'.encode())  # inner object: schema order only
+
+
+def test_any_order_min_properties_over_untracked_names_uses_schema_order():
+    """minProperties on an object naming more than 10 optional properties: an optional name
+    may not repeat there (a repeat would count twice), so the object is read in schema order."""
+    names = [f"p{i}" for i in range(12)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "minProperties": 3,
+              "additionalProperties": False}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema, property_order="any")))
+    validator = jsonschema.Draft202012Validator(schema)
+    for size in range(5):
+        for keys in itertools.combinations(names[:6], size):
+            instance = {k: 1 for k in keys}
+            text = json.dumps(instance, separators=(",", ":"))
+            assert parser.accepts(text.encode()) == validator.is_valid(instance), text
+    assert not parser.accepts(b'{"p0":1,"p0":1,"p0":1}')  # one member, written three times

@@ -248,29 +248,27 @@ class Emitter:
                             if not is_empty_dfa(intersect(language, keys, max_states=self.max_states)))
                       for shape in shapes] for language in key_languages]
 
-        any_order = self.layout.property_order == "any"
         # any order: the rules remember which names were written (no name twice); objects
         # with more names remember only the required ones, and optional names may repeat
-        # (the last one wins, as JSON parsers read it; every occurrence is valid)
+        # (the last one wins, as JSON parsers read it; every occurrence is valid). An object
+        # whose required names are too many to remember (or that counts members over more
+        # names than it remembers) is read in schema order instead: its progress is a position.
+        any_order = self.layout.property_order == "any"
         tracked = [frozenset(range(len(shape.names))) if len(shape.names) <= MAX_ANY_ORDER_NAMES
                    else frozenset(j for j, n in enumerate(shape.names) if n in shape.required) for shape in shapes]
-        if any_order:
-            for shape, remembered in zip(shapes, tracked):
-                if len(remembered) > MAX_ANY_ORDER_NAMES or (len(remembered) < len(shape.names)
-                                                             and shape.min_properties > 0):
-                    raise SchemaCompileError(
-                        f"property_order='any' remembers which of an object's names were written: at most "
-                        f"{MAX_ANY_ORDER_NAMES} names per object, or {MAX_ANY_ORDER_NAMES} required ones and no "
-                        f"minProperties; this object has {len(shape.names)} (use property_order='schema')")
+        unordered = [any_order and len(remembered) <= MAX_ANY_ORDER_NAMES
+                     and not (len(remembered) < len(shape.names) and shape.min_properties > 0)
+                     for shape, remembered in zip(shapes, tracked)]
 
         def counted(shape: ObjectShape, count: int) -> int:
             cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
             return min(count + 1, cap)
 
-        def missing_required(shape: ObjectShape, progress) -> bool:
+        def missing_required(x: int, progress) -> bool:
             """Whether a required name is still to come: ``progress`` is the set of names
             written (any order) or the position reached in the schema order."""
-            if any_order:
+            shape = shapes[x]
+            if unordered[x]:
                 return any(name in shape.required and j not in progress for j, name in enumerate(shape.names))
             return any(shape.names[k] in shape.required for k in range(progress, len(shape.names)))
 
@@ -284,14 +282,14 @@ class Emitter:
                 j = shape.names.index(payload)
                 if shape.values[j] is None:
                     return None
-                if any_order:
+                if unordered[x]:
                     if j in progress:  # written already: no duplicate keys
                         return None
                     return shape.values[j], (progress | {j} if j in tracked[x] else progress, counted(shape, count))
                 if j < progress or any(shape.names[k] in shape.required for k in range(progress, j)):
                     return None
                 return shape.values[j], (j + 1, counted(shape, count))
-            if not any_order and missing_required(shape, progress):
+            if not unordered[x] and missing_required(x, progress):
                 return None
             if kind == "name":
                 value = shape.value_of(payload)  # not one of this shape's names: its extras decide
@@ -303,7 +301,7 @@ class Emitter:
                     return None
                 value = shape.extras[index][1]
             # extra keys come after the named ones in schema order, anywhere in any order
-            return value, (progress if any_order else len(shape.names), counted(shape, count))
+            return value, (progress if unordered[x] else len(shape.names), counted(shape, count))
 
         def moves(element, index: int, symbol) -> list:
             """(value ref, successor) for the member: one per way its value can settle the
@@ -325,7 +323,7 @@ class Emitter:
         def accepting(element) -> bool:
             x, progress, count, satisfied = element
             shape = shapes[x]
-            return (count >= shape.min_properties and not missing_required(shape, progress)
+            return (count >= shape.min_properties and not missing_required(x, progress)
                     and len(satisfied) == len(shape.some))
 
         def state(elements: frozenset, first: bool) -> str:
@@ -343,8 +341,8 @@ class Emitter:
                         alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
 
-        start = frozenset() if any_order else 0
-        return state(frozenset((x, start, 0, frozenset()) for x in range(len(shapes))), True)
+        return state(frozenset((x, frozenset() if unordered[x] else 0, 0, frozenset()) for x in range(len(shapes))),
+                     True)
 
     def _key_atoms(self, shapes, all_names):
         """Disjoint key languages for keys no shape names: each with, per shape, the index of

@@ -56,9 +56,89 @@ def length_dfa(minimum: int, maximum: int | None, *, max_states: int = MAX_STATE
 
 
 def with_length(contents: ByteDFA, minimum: int, maximum: int | None, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """The strings of ``contents`` with ``minimum`` to ``maximum`` code points."""
     if minimum == 0 and maximum is None:
         return contents
+    if maximum is not None and maximum > 64:
+        # a long maxLength times a pattern's states can outgrow the budget although the
+        # pattern already bounds the length (``^[a-z]{1,20}$`` with maxLength 500): drop
+        # the bounds the contents imply, exactly, before building the product
+        shortest, longest = code_point_lengths(contents)
+        if longest is not None and longest <= maximum:
+            maximum = None
+        if shortest >= minimum:
+            minimum = 0
+        if minimum == 0 and maximum is None:
+            return contents
     return intersect(contents, length_dfa(minimum, maximum, max_states=max_states), max_states=max_states)
+
+
+_LEADING_BYTES = np.array([not 0x80 <= b <= 0xBF for b in range(256)])  # bytes that start a code point
+
+
+def code_point_lengths(contents: ByteDFA) -> tuple[int, int | None]:
+    """The fewest and most code points of a string of ``contents`` (most: None when unbounded).
+
+    ``contents`` is trimmed (every state lies on an accepted path), so a cycle means
+    unbounded lengths, and otherwise the longest path over the DAG counts the bytes that
+    start a code point.
+    """
+    if contents.initial == DEAD:
+        return 0, 0
+    table = contents.transitions
+    n = contents.num_states
+    # edges (state, target, weight): a code point starts on that byte (weight 1) or continues (0)
+    edges = {}
+    for state in range(n):
+        row = table[state]
+        for weight, mask in ((1, _LEADING_BYTES), (0, ~_LEADING_BYTES)):
+            targets = np.unique(row[mask & (row != DEAD)])
+            edges.setdefault(state, []).extend((int(t), weight) for t in targets.tolist())
+    # Kahn's topological order over the trimmed states; leftovers lie on a cycle
+    indegree = [0] * n
+    for state in range(n):
+        for target, _ in edges[state]:
+            indegree[target] += 1
+    order, ready = [], [s for s in range(n) if indegree[s] == 0]
+    while ready:
+        state = ready.pop()
+        order.append(state)
+        for target, _ in edges[state]:
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                ready.append(target)
+    shortest = _shortest_accepted(contents, edges)
+    if len(order) < n:
+        return shortest, None
+    longest_from = [0] * n  # most code points from a state to acceptance (every state can accept later)
+    for state in reversed(order):
+        best = 0 if contents.accepting[state] else None
+        for target, weight in edges[state]:
+            if longest_from[target] is not None and (best is None or longest_from[target] + weight > best):
+                best = longest_from[target] + weight
+        longest_from[state] = best
+    return shortest, longest_from[contents.initial]
+
+
+def _shortest_accepted(contents: ByteDFA, edges: dict) -> int:
+    """Fewest code points to an accepting state (0/1 breadth-first search)."""
+    from collections import deque
+
+    distance = {contents.initial: 0}
+    queue = deque([contents.initial])
+    while queue:
+        state = queue.popleft()
+        if contents.accepting[state]:
+            return distance[state]
+        for target, weight in edges[state]:
+            candidate = distance[state] + weight
+            if candidate < distance.get(target, candidate + 1):
+                distance[target] = candidate
+                if weight:
+                    queue.append(target)
+                else:
+                    queue.appendleft(target)
+    return 0  # unreachable for a non-empty trimmed DFA
 
 
 def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int = MAX_STATES) -> ByteDFA:
