@@ -133,3 +133,17 @@ def test_prefix_written_in_the_prompt_is_part_of_the_match(tiny_model):
         assert re.fullmatch(pattern, "id=" + text), text
     with pytest.raises(ga.StringRejected):
         ga.GrammarLogitsProcessor(compiled, prefix="x")(prompt, torch.zeros(3, PADDED_WIDTH))
+
+
+def test_assisted_generation_is_refused_not_silently_wrong(tiny_model):
+    """Assisted generation moves the sequence length between calls: the processor must stop
+    with a clear error rather than restart its matchers mid-output."""
+    tokenizer = gpt2_hf_fast()
+    compiled = ga.compile(ga.Grammar.from_regex(r"[a-z]{3,40}"), ga.vocabulary_for_model(tokenizer, tiny_model))
+    torch.manual_seed(1)
+    config = tiny_model.config
+    assistant = LlamaForCausalLM(config).eval()
+    prompt = tokenizer("Words:", return_tensors="pt")
+    with pytest.raises(ga.GramalignError, match="assisted generation and beam search are not supported"):
+        tiny_model.generate(**prompt, assistant_model=assistant, logits_processor=[ga.GrammarLogitsProcessor(compiled)],
+                            max_new_tokens=30, do_sample=False)

@@ -9,6 +9,7 @@ from typing import Sequence
 import torch
 from transformers import LogitsProcessor
 
+from ..errors import GramalignError
 from ..masking.compiler import CompiledGrammar
 from ..masking.matcher import GrammarMatcher
 from ..masking.vocabulary import Vocabulary
@@ -39,8 +40,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
     Pass one compiled grammar for all rows, or a list with one per row. One matcher is
     kept per row; each call first feeds the token the previous step chose, then masks.
     EOS is allowed only where the row's text is complete, and once a row has ended only EOS
-    is allowed. A new generation (a prompt of another length) restarts the matchers; beam
-    search is not supported because it reorders rows.
+    is allowed. A new generation restarts the matchers; beam search and assisted generation
+    are refused with a :class:`GramalignError` (they move rows or lengths between calls).
 
     ``prefix`` is text the output already starts with: put it at the end of the prompt
     (after the chat template's generation prompt) to steer the model, and the grammar
@@ -56,6 +57,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.matchers: list[GrammarMatcher] = []
         self._expected_length: int | None = None
         self._bitmask: torch.Tensor | None = None
+        self._prompt: torch.Tensor | None = None
+        self._prompt_length = 0
 
     def reset(self) -> None:
         """Forget the current generation; the next call starts fresh matchers."""
@@ -81,7 +84,15 @@ class GrammarLogitsProcessor(LogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         batch_size, length = input_ids.shape
         if self._expected_length is None or length != self._expected_length or batch_size != len(self.matchers):
+            if (self._expected_length is not None and batch_size == len(self.matchers)
+                    and self._prompt_length < length and torch.equal(input_ids[:, :self._prompt_length], self._prompt)):
+                # Same prompt, but the sequence jumped: assisted generation or beam search.
+                raise GramalignError(
+                    f"GrammarLogitsProcessor expected a sequence of length {self._expected_length} and got {length} "
+                    "within one generation: it follows one token per call, so assisted generation and beam search "
+                    "are not supported (use gramalign.samplers.speculative_sample for speculative decoding)")
             self._start(batch_size)
+            self._prompt, self._prompt_length = input_ids.clone(), length
         else:
             last_tokens = input_ids[:, -1].tolist()
             for matcher, token in zip(self.matchers, last_tokens):
