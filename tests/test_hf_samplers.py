@@ -66,3 +66,41 @@ def test_generate_rejects_unknown_sampler(demo):
     model, tokenizer = demo
     with pytest.raises(ValueError, match="sampler must be one of"):
         ga.generate(model, tokenizer, "hi", grammar=ga.Grammar.from_regex("a"), sampler="beam")
+
+
+def test_positions_along_a_sequence_match_full_forwards(demo):
+    model, tokenizer = demo
+    lm = ga.HFLanguageModel(model)
+    ids = tokenizer("The capital of France is").input_ids
+    first = lm.next_token_logprobs_along(ids + [12, 13, 14], 3)
+    diverged = lm.next_token_logprobs_along(ids + [12, 40, 41, 42], 4)  # cache cropped after ids + [12]
+    fresh = ga.HFLanguageModel(model)
+    for rows, sequence in ((first, ids + [12, 13, 14]), (diverged, ids + [12, 40, 41, 42])):
+        count = len(rows)
+        expected = fresh.next_token_logprobs([sequence[:len(sequence) - count + 1 + i] for i in range(count)])
+        np.testing.assert_allclose(rows, expected, atol=2e-4)
+    assert lm.reused_calls == 1
+
+
+def test_greedy_speculative_decoding_equals_greedy_masked_decoding(demo):
+    """A truncated copy of the model drafts; greedy output must not change."""
+    import copy
+
+    from gramalign.samplers import SamplingOptions, masked_sample, speculative_sample
+
+    model, tokenizer = demo
+    draft_model = copy.deepcopy(model)
+    draft_model.model.layers = draft_model.model.layers[:6]
+    draft_model.config.num_hidden_layers = 6
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "object", "required": ["city", "population"],
+                                                       "properties": {"city": {"type": "string", "maxLength": 12},
+                                                                      "population": {"type": "integer"}}}),
+                          ga.vocabulary_for_model(tokenizer, model))
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Describe Paris as JSON."}],
+                                           add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    greedy = SamplingOptions(temperature=0)
+    plain = masked_sample(ga.HFLanguageModel(model), compiled, prompt_ids=prompt, max_new_tokens=30, options=greedy)[0]
+    result = speculative_sample(ga.HFLanguageModel(model), ga.HFLanguageModel(draft_model), compiled,
+                                prompt_ids=prompt, num_draft_tokens=4, max_new_tokens=30, options=greedy)
+    assert result.sample.token_ids == plain.token_ids and result.sample.finished == plain.finished
+    assert result.target_calls < len(plain.token_ids) + 1  # fewer target passes than tokens

@@ -41,6 +41,8 @@ class HFLanguageModel:
             self.reset()
             return np.concatenate([self.next_token_logprobs([r]) for r in rows])
         length = lengths.pop()
+        if len(rows) == 1:
+            return self.next_token_logprobs_along(rows[0], 1)
         logits = None
         if self._cache is not None and self._length < length:
             ancestors = [self._rows.get(r[: self._length]) for r in rows]
@@ -59,3 +61,32 @@ class HFLanguageModel:
         self._length = length
         logprobs = torch.log_softmax(logits[:, : self.vocab_size].double(), dim=-1)
         return logprobs.cpu().numpy()
+
+    @torch.no_grad()
+    def next_token_logprobs_along(self, sequence: Sequence[int], num_positions: int) -> np.ndarray:
+        """Float64 ``[num_positions, vocab_size]``: the log-probabilities after each of the last
+        ``num_positions`` prefixes of ``sequence`` (the last one is ``sequence`` itself), from
+        one forward pass. Speculative decoding scores a draft this way. The cache of the
+        previous single-sequence call is cropped to the common prefix and reused, so a
+        draft that was partly refused costs only the tokens after the divergence.
+        """
+        row = tuple(int(t) for t in sequence)
+        if not 1 <= num_positions <= len(row):
+            raise ValueError(f"num_positions must be in 1..{len(row)}, got {num_positions}")
+        keep = 0
+        if self._cache is not None and len(self._rows) == 1:
+            cached = next(iter(self._rows))
+            limit = min(len(cached), len(row) - num_positions)
+            while keep < limit and cached[keep] == row[keep]:
+                keep += 1
+        if keep > 0:
+            self._cache.crop(keep)
+            out = self.model(input_ids=torch.tensor([row[keep:]]), past_key_values=self._cache, use_cache=True)
+            self.reused_calls += 1
+        else:
+            out = self.model(input_ids=torch.tensor([row]), use_cache=True)
+        self._cache = out.past_key_values
+        self._rows, self._length = {row: 0}, len(row)
+        logits = out.logits[0, -num_positions:, : self.vocab_size]
+        return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
+

@@ -71,7 +71,7 @@ def speculative_sample(target: LanguageModel, draft: LanguageModel, compiled: Co
         drafted, draft_probs = _propose(draft, matcher.fork(), prompt + tokens, budget, eos_ids, options,
                                         draft_mask, rng)
         proposed += len(drafted)
-        target_rows = checked_logprobs(target, [prompt + tokens + drafted[:i] for i in range(len(drafted) + 1)])
+        target_rows = _score_positions(target, prompt + tokens + drafted, len(drafted) + 1)
         target_calls += 1
         valid = matcher.validate_draft(drafted, target_masks)
         assert valid == len(drafted), "a draft token sampled under the mask was refused"
@@ -119,3 +119,17 @@ def _propose(draft: LanguageModel, matcher, context: list[int], budget: int, eos
         if token in eos_ids:
             break
     return drafted, np.array(distributions).reshape(len(drafted), -1)
+
+
+
+def _score_positions(model: LanguageModel, sequence: list[int], count: int) -> np.ndarray:
+    """The model's log-probabilities after each of the last ``count`` prefixes of ``sequence``:
+    one forward pass where the model offers ``next_token_logprobs_along`` (HFLanguageModel),
+    else one batched call."""
+    along = getattr(model, "next_token_logprobs_along", None)
+    if along is not None:
+        rows = np.asarray(along(sequence, count), dtype=np.float64)
+        if rows.shape != (count, model.vocab_size) or np.isnan(rows).any():
+            raise ValueError(f"{type(model).__name__}.next_token_logprobs_along returned shape {rows.shape}")
+        return rows
+    return checked_logprobs(model, [sequence[:len(sequence) - count + 1 + i] for i in range(count)])
