@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import SamplingError
 from ..masking.bitmask import allocate_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar
 from .masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens, unpack_bitmask
@@ -74,7 +75,8 @@ def speculative_sample(target: LanguageModel, draft: LanguageModel, compiled: Co
         target_rows = _score_positions(target, prompt + tokens + drafted, len(drafted) + 1)
         target_calls += 1
         valid = matcher.validate_draft(drafted, target_masks)
-        assert valid == len(drafted), "a draft token sampled under the mask was refused"
+        if valid != len(drafted):  # cannot happen with exact masks; never emit a refused token
+            raise SamplingError(f"draft token {drafted[valid]} was sampled under the mask but refused by the matcher")
         target_probs = constrained_distribution(
             target_rows, unpack_bitmask(target_masks[:len(drafted) + 1], vocab_size), options)
         emitted = []  # emitted[i] was chosen at position i, where target_rows[i] applies
