@@ -17,6 +17,7 @@ from typing import Sequence
 
 from ..errors import GramalignError, StringRejected
 from ..grammar.grammar import Grammar
+from ..masking.bitmask import unpack_bitmask_row
 from ..masking.compiler import compile as compile_grammar
 from ..masking.vocabulary import Vocabulary
 
@@ -149,8 +150,7 @@ def command_bench(args) -> int:
             tick = time.perf_counter()
             matcher.fill_next_token_bitmask(bitmask, 0)
             times.append(time.perf_counter() - tick)
-            allowed = [t for t in np.flatnonzero(np.unpackbits(bitmask.view(np.uint8), bitorder="little")
-                                                 [:vocab.size]).tolist() if t not in eos]
+            allowed = [t for t in unpack_bitmask_row(bitmask[0], vocab.size).nonzero()[0].tolist() if t not in eos]
             if not allowed:
                 break
             matcher.accept_token(int(rng.choice(allowed)))

@@ -20,6 +20,7 @@ from .bitmask import as_numpy_bitmask
 from .compiler import CompiledGrammar
 from .matcher import GrammarMatcher
 
+
 class BatchMatcher:
     """One :class:`GrammarMatcher` per row of a batch, filled and advanced together.
 

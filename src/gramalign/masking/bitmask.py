@@ -24,10 +24,15 @@ def allocate_token_bitmask_numpy(batch_size: int, vocab_size: int) -> np.ndarray
     return np.full((batch_size, bitmask_width(vocab_size)), -1, dtype=np.int32)
 
 
+def unpack_bitmask(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Bool ``[batch, vocab_size]`` of allowed tokens from an int32 ``[batch, words]`` bitmask."""
+    bits = np.unpackbits(np.ascontiguousarray(bitmask).view(np.uint8), axis=1, bitorder="little")
+    return bits[:, :vocab_size].astype(bool)
+
+
 def unpack_bitmask_row(row: np.ndarray, vocab_size: int) -> np.ndarray:
     """Bool array of length ``vocab_size`` from one bitmask row."""
-    bits = np.unpackbits(np.ascontiguousarray(row).view(np.uint8), bitorder="little")
-    return bits[:vocab_size].astype(bool)
+    return unpack_bitmask(np.asarray(row)[None, :], vocab_size)[0]
 
 
 def pack_bool_mask(allowed: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import StringRejected, TokenRejected
 from ..grammar.dfa import DEAD
-from .bitmask import as_numpy_bitmask
+from .bitmask import as_numpy_bitmask, unpack_bitmask_row
 from .compiler import CompiledGrammar
 
 
@@ -160,8 +160,7 @@ class GrammarMatcher:
         """The ids allowed next, as a sorted int array (a convenience; the bitmask is faster)."""
         words = np.empty((1, self.compiled.bitmask_width), dtype=np.int32)
         self.fill_next_token_bitmask(words, 0)
-        bits = np.unpackbits(words.view(np.uint8), bitorder="little")[: self.compiled.vocabulary.size]
-        return np.flatnonzero(bits)
+        return np.flatnonzero(unpack_bitmask_row(words[0], self.compiled.vocabulary.size))
 
     def forced_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes every continuation starts with, as far as the grammar forces them.
@@ -179,8 +178,8 @@ class GrammarMatcher:
         words = np.empty((1, self.compiled.bitmask_width), dtype=np.int32)
         forced = bytearray()
         while len(forced) < max_bytes and not probe.can_terminate():
-            probe._cursor.fill(probe._state, words[0].view(np.uint32))
-            allowed = np.unpackbits(words.view(np.uint8), bitorder="little")[:size].astype(bool)
+            probe.fill_next_token_bitmask(words, 0)
+            allowed = unpack_bitmask_row(words[0], size)
             starts = np.unique(first_bytes[allowed])
             if starts.size != 1 or starts[0] < 0:
                 break

@@ -27,10 +27,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..masking.bitmask import allocate_token_bitmask_numpy
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
 from ..errors import SamplingError
-from .masked import check_model_fits, unpack_bitmask
+from .masked import check_model_fits
 from .model import LanguageModel, checked_logprobs
 from .result import Sample
 

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SamplingError
-from ..masking.bitmask import allocate_token_bitmask_numpy
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
 from .model import LanguageModel, checked_logprobs
 from .result import Sample
@@ -40,12 +40,6 @@ class SamplingOptions:
             raise ValueError(f"top_k must be >= 1 or None, got {self.top_k}")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1] or None, got {self.top_p}")
-
-
-def unpack_bitmask(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Bool ``[batch, vocab_size]`` of allowed tokens from an int32 ``[batch, words]`` bitmask."""
-    bits = np.unpackbits(np.ascontiguousarray(bitmask).view(np.uint8), axis=1, bitorder="little")
-    return bits[:, :vocab_size].astype(bool)
 
 
 def constrained_distribution(logprobs: np.ndarray, allowed: np.ndarray,

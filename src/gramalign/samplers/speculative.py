@@ -23,9 +23,9 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SamplingError
-from ..masking.bitmask import allocate_token_bitmask_numpy
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
-from .masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens, unpack_bitmask
+from .masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens
 from .model import LanguageModel, checked_logprobs
 from .result import Sample
 
