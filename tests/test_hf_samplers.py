@@ -104,3 +104,41 @@ def test_greedy_speculative_decoding_equals_greedy_masked_decoding(demo):
                                 prompt_ids=prompt, num_draft_tokens=4, max_new_tokens=30, options=greedy)
     assert result.sample.token_ids == plain.token_ids and result.sample.finished == plain.finished
     assert result.target_calls < len(plain.token_ids) + 1  # fewer target passes than tokens
+
+
+def test_generate_with_jump_forward_samples_only_unforced_tokens(demo):
+    import jsonschema
+
+    model, tokenizer = demo
+    schema = {"type": "object", "additionalProperties": False, "required": ["city", "population", "country"],
+              "properties": {"city": {"type": "string", "maxLength": 20}, "population": {"type": "integer"},
+                             "country": {"type": "string", "maxLength": 20}}}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), ga.vocabulary_for_model(tokenizer, model))
+    prompt = "Describe Paris as JSON with keys city, population, country."
+    runs = {}
+    for jump in (False, True):
+        lm = ga.HFLanguageModel(model)
+        calls = []
+        forward = lm.model.forward
+        lm.model.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
+        try:
+            out = ga.generate(lm, tokenizer, prompt, grammar=compiled, max_new_tokens=60, temperature=0,
+                              jump_forward=jump)
+        finally:
+            del lm.model.forward
+        assert out.finished, out
+        jsonschema.validate(__import__("json").loads(out.text), schema)
+        # the reported log-probability is the model's own, scored again from scratch
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                            tokenize=True, return_dict=True)["input_ids"]
+        rescored = ga.HFLanguageModel(model).next_token_logprobs_along(list(ids) + list(out.token_ids),
+                                                                       len(out.token_ids) + 1)
+        expected = float(sum(rescored[k, t] for k, t in enumerate(out.token_ids)))
+        expected += max(rescored[-1, eos] for eos in compiled.vocabulary.eos_token_ids)  # greedy took the best
+        assert out.logprob == pytest.approx(expected, abs=2e-3)
+        runs[jump] = (out, len(calls))
+        # one forward pass per sampled token: the forced ones cost none of their own
+        assert len(calls) == len(out.token_ids) + 1 - out.forced_tokens
+    assert runs[False][0].forced_tokens == 0 and runs[True][0].forced_tokens >= 3  # the keys after the first
+    with pytest.raises(ValueError, match="masked sampler only"):
+        ga.generate(model, tokenizer, prompt, grammar=compiled, sampler="awrs", jump_forward=True)

@@ -99,3 +99,44 @@ def test_jump_forward_keeps_a_canonical_tokenization(name):
             tokens.append(token)
         assert vocab.decode_bytes(tokens[:-1]) in strings and tokens[-1] == eos
     assert jumps >= 3  # the walks do meet forced text (every jump above was checked)
+
+
+def uniform_table_model(vocab: ga.Vocabulary) -> "ga.TableModel":
+    return ga.TableModel(vocab.size, {}, default=np.ones(vocab.size))
+
+
+@pytest.mark.parametrize("name", sorted(LANGUAGES))
+def test_masked_sampling_with_jump_forward_stays_in_the_language(name):
+    grammar, strings = LANGUAGES[name]()
+    tokenizer = gpt2_hf_fast()
+    vocab = gpt2_vocabulary()
+    compiled = ga.compile(grammar, vocab)
+    model = uniform_table_model(vocab)
+
+    def encode(text):
+        return tokenizer.encode(text, add_special_tokens=False)
+
+    samples = ga.masked_sample(model, compiled, num_samples=24, rng=5, jump_forward_encode=encode)
+    eos = vocab.eos_token_ids[0]
+    for sample in samples:
+        assert sample.finished and vocab.decode_bytes(sample.token_ids) in strings
+        # the reported log-probability is the model's, token by token, EOS included
+        tokens = list(sample.token_ids) + [eos]
+        expected = sum(float(model.next_token_logprobs([tokens[:k]])[0, t]) for k, t in enumerate(tokens))
+        assert sample.logprob == pytest.approx(expected, abs=1e-9)
+    if name == "schema":  # `{"kind":"` and `,"n":3,"tag":"` are forced
+        assert sum(s.forced_tokens for s in samples) > 0
+    plain = ga.masked_sample(model, compiled, num_samples=24, rng=5)
+    assert all(s.forced_tokens == 0 for s in plain)
+
+
+def test_jump_forward_respects_the_token_budget():
+    grammar, _ = finite_schema_language()  # `{"kind":"` is forced from the start: more than 3 tokens
+    tokenizer = gpt2_hf_fast()
+    vocab = gpt2_vocabulary()
+    compiled = ga.compile(grammar, vocab)
+    samples = ga.masked_sample(uniform_table_model(vocab), compiled, num_samples=3, max_new_tokens=3, rng=0,
+                               jump_forward_encode=lambda s: tokenizer.encode(s, add_special_tokens=False))
+    for sample in samples:
+        assert len(sample.token_ids) == 3 and not sample.finished and sample.forced_tokens >= 2
+        assert vocab.decode_bytes(sample.token_ids).startswith(b'{"')

@@ -30,7 +30,8 @@ class Generation:
     ``particles`` holds every weighted particle (the output is one drawn by weight) and
     ``log_normaliser`` estimates log P(grammar | prompt). ``constraint_checks`` counts
     AWRS's single-token checks. For ASAp, ``asap`` is the sampler with its trie: pass it
-    back as ``generate(..., asap=previous.asap)`` to keep learning.
+    back as ``generate(..., asap=previous.asap)`` to keep learning. ``forced_tokens``
+    counts the output tokens jump-forward wrote that the model did not sample.
     """
 
     text: str
@@ -42,6 +43,7 @@ class Generation:
     log_normaliser: "float | None" = None
     constraint_checks: int = 0
     asap: "ASApSampler | None" = None
+    forced_tokens: int = 0
 
 
 def prompt_token_ids(tokenizer, prompt: "str | Sequence[dict]", *, chat_template: bool = True) -> list[int]:
@@ -59,18 +61,25 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
              sampler: str = "masked", max_new_tokens: int = 256, temperature: float = 1.0,
              top_k: "int | None" = None, top_p: "float | None" = None, num_particles: int = 8,
              ess_threshold: float = 0.5, asap: "ASApSampler | None" = None, chat_template: bool = True,
-             seed: "int | np.random.Generator | None" = None) -> Generation:
+             seed: "int | np.random.Generator | None" = None, jump_forward: bool = False) -> Generation:
     """Generate text that follows ``grammar`` from a transformers causal LM.
 
     ``sampler``: "masked" (fast; temperature/top-k/top-p apply, temperature 0 is greedy),
     "asap" (pass ``asap=`` a sampler from a previous call's ``ASApSampler`` to keep
     learning across calls), "awrs" (one weighted sample, mask-free), or "smc"
     (``num_particles`` AWRS particles). ``model`` may also be an HFLanguageModel.
+    ``jump_forward`` (masked sampler only) writes the text the grammar forces (keys,
+    punctuation) without sampling it, canonically tokenized, in one forward pass with the
+    next token: fewer model calls, same validity, but the tokenization of forced text is no
+    longer sampled (see :func:`gramalign.masked_sample`).
 
     >>> out = generate(model, tokenizer, "Is 7 prime?", grammar=ga.Grammar.from_regex("yes|no"))  # doctest: +SKIP
     """
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}; got {sampler!r}")
+    if jump_forward and sampler != "masked":
+        raise ValueError(f"jump_forward works with the masked sampler only: it would bias {sampler!r}, whose "
+                         "law depends on sampling every token")
     language_model = model if isinstance(model, HFLanguageModel) else HFLanguageModel(model)
     if asap is not None:
         grammar = asap.compiled  # the trie's grammar; compiling again would give another object
@@ -85,8 +94,9 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
     checks = 0
     if sampler == "masked":
         options = SamplingOptions(temperature=temperature, top_k=top_k, top_p=top_p)
+        encode = (lambda text: tokenizer.encode(text, add_special_tokens=False)) if jump_forward else None
         sample = masked_sample(language_model, grammar, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens,
-                               options=options, rng=rng)[0]
+                               options=options, rng=rng, jump_forward_encode=encode)[0]
     elif sampler == "asap":
         if asap is None:
             asap = ASApSampler(language_model, grammar, prompt_ids=prompt_ids)
@@ -105,4 +115,4 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
         checks = result.constraint_checks
     text = grammar.vocabulary.decode_bytes(sample.token_ids).decode("utf-8", errors="replace")
     return Generation(text, sample.token_ids, sample.finished, sample.logprob, sample.log_weight, particles,
-                      log_normaliser, checks, asap)
+                      log_normaliser, checks, asap, sample.forced_tokens)

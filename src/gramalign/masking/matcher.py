@@ -172,20 +172,25 @@ class GrammarMatcher:
         """
         if self._terminated:
             return b""
-        first_bytes = self.compiled.vocabulary.first_bytes
-        size = self.compiled.vocabulary.size
+        vocabulary = self.compiled.vocabulary
         probe = self.fork()
         words = np.empty((1, self.compiled.bitmask_width), dtype=np.int32)
+        row = words[0].view(np.uint32)
         forced = bytearray()
         while len(forced) < max_bytes and not probe.can_terminate():
             probe.fill_next_token_bitmask(words, 0)
-            allowed = unpack_bitmask_row(words[0], size)
-            starts = np.unique(first_bytes[allowed])
-            if starts.size != 1 or starts[0] < 0:
+            # The first byte of any allowed token is the candidate; it is forced when no
+            # allowed token starts otherwise (one AND, no scan of the vocabulary).
+            nonzero = np.flatnonzero(row)
+            if nonzero.size == 0:
                 break
-            byte = bytes([int(starts[0])])
-            probe.accept_string(byte)
-            forced += byte
+            word = int(nonzero[0])
+            token = word * 32 + (int(row[word]) & -int(row[word])).bit_length() - 1
+            byte = int(vocabulary.first_bytes[token])
+            if byte < 0 or np.any(row & ~vocabulary.first_byte_masks[byte]):
+                break
+            probe.accept_string(bytes([byte]))
+            forced.append(byte)
         return _whole_characters(bytes(forced))
 
     # -- transitions -------------------------------------------------------------------

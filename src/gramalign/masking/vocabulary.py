@@ -244,6 +244,18 @@ class Vocabulary:
         return first
 
     @cached_property
+    def first_byte_masks(self) -> np.ndarray:
+        """uint32 ``[256, ceil(size/32)]`` bitmask rows: row ``b`` holds the grammar tokens whose
+        first byte is ``b`` (so "every allowed token starts with b" is one AND). Read-only."""
+        words = (self.size + 31) // 32
+        masks = np.zeros((256, words), dtype=np.uint32)
+        ids = self._grammar_token_ids.astype(np.int64)
+        np.bitwise_or.at(masks, (self.first_bytes[ids].astype(np.int64), ids >> 5),
+                         np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+        masks.flags.writeable = False
+        return masks
+
+    @cached_property
     def fingerprint(self) -> str:
         """SHA-256 hex digest of everything a compiled mask depends on."""
         header = {

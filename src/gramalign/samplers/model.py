@@ -50,6 +50,20 @@ def checked_logprobs(model: LanguageModel, sequences: Sequence[Sequence[int]]) -
     return out
 
 
+
+def logprobs_along(model: LanguageModel, sequence: Sequence[int], count: int) -> np.ndarray:
+    """The model's log-probabilities after each of the last ``count`` prefixes of ``sequence``
+    (``[count, V]``): one forward pass where the model offers ``next_token_logprobs_along``
+    (HFLanguageModel), else one batched call."""
+    sequence = list(sequence)
+    along = getattr(model, "next_token_logprobs_along", None)
+    if along is not None:
+        rows = np.asarray(along(sequence, count), dtype=np.float64)
+        if rows.shape != (count, model.vocab_size) or np.isnan(rows).any():
+            raise ModelError(f"{type(model).__name__}.next_token_logprobs_along returned shape {rows.shape}")
+        return rows
+    return checked_logprobs(model, [sequence[:len(sequence) - count + 1 + i] for i in range(count)])
+
 class TableModel:
     """An explicit model: a function (or table) from a token-id prefix to a next-token distribution.
 

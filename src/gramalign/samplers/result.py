@@ -14,7 +14,8 @@ class Sample:
     included, under the *unconstrained* model. ``log_weight`` is the log importance weight
     (AWRS/SMC: the log of the product of the local normaliser estimates; None where the
     sampler has no weight). ``constraint_checks`` counts single-token grammar checks
-    (AWRS) and is 0 for samplers that fill masks.
+    (AWRS) and is 0 for samplers that fill masks. ``forced_tokens`` counts the tokens
+    written by jump-forward rather than sampled.
     """
 
     token_ids: tuple[int, ...]
@@ -22,3 +23,4 @@ class Sample:
     logprob: float
     log_weight: "float | None" = None
     constraint_checks: int = 0
+    forced_tokens: int = 0

@@ -26,7 +26,7 @@ from ..errors import SamplingError
 from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
 from .masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens
-from .model import LanguageModel, checked_logprobs
+from .model import LanguageModel, checked_logprobs, logprobs_along
 from .result import Sample
 
 
@@ -72,7 +72,7 @@ def speculative_sample(target: LanguageModel, draft: LanguageModel, compiled: Co
         drafted, draft_probs = _propose(draft, matcher.fork(), prompt + tokens, budget, eos_ids, options,
                                         draft_mask, rng)
         proposed += len(drafted)
-        target_rows = _score_positions(target, prompt + tokens + drafted, len(drafted) + 1)
+        target_rows = logprobs_along(target, prompt + tokens + drafted, len(drafted) + 1)
         target_calls += 1
         valid = matcher.validate_draft(drafted, target_masks)
         if valid != len(drafted):  # cannot happen with exact masks; never emit a refused token
@@ -121,17 +121,3 @@ def _propose(draft: LanguageModel, matcher, context: list[int], budget: int, eos
         if token in eos_ids:
             break
     return drafted, np.array(distributions).reshape(len(drafted), -1)
-
-
-
-def _score_positions(model: LanguageModel, sequence: list[int], count: int) -> np.ndarray:
-    """The model's log-probabilities after each of the last ``count`` prefixes of ``sequence``:
-    one forward pass where the model offers ``next_token_logprobs_along`` (HFLanguageModel),
-    else one batched call."""
-    along = getattr(model, "next_token_logprobs_along", None)
-    if along is not None:
-        rows = np.asarray(along(sequence, count), dtype=np.float64)
-        if rows.shape != (count, model.vocab_size) or np.isnan(rows).any():
-            raise ValueError(f"{type(model).__name__}.next_token_logprobs_along returned shape {rows.shape}")
-        return rows
-    return checked_logprobs(model, [sequence[:len(sequence) - count + 1 + i] for i in range(count)])
