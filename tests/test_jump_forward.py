@@ -67,16 +67,17 @@ def test_forced_bytes_equal_the_common_continuation(name):
     assert matcher.forced_bytes(max_bytes=2) == forced_oracle(strings, b"")[:2]
 
 
+def compiled_for_gpt2(grammar: ga.Grammar):
+    """The grammar compiled for GPT-2, the vocabulary, and GPT-2's encoder (no special tokens)."""
+    tokenizer = gpt2_hf_fast()
+    vocab = gpt2_vocabulary()
+    return ga.compile(grammar, vocab), vocab, lambda text: tokenizer.encode(text, add_special_tokens=False)
+
+
 @pytest.mark.parametrize("name", sorted(LANGUAGES))
 def test_jump_forward_keeps_a_canonical_tokenization(name):
     grammar, strings = LANGUAGES[name]()
-    tokenizer = gpt2_hf_fast()
-    vocab = gpt2_vocabulary()
-    compiled = ga.compile(grammar, vocab)
-
-    def encode(text):
-        return tokenizer.encode(text, add_special_tokens=False)
-
+    compiled, vocab, encode = compiled_for_gpt2(grammar)
     rng = np.random.default_rng(3)
     eos = vocab.eos_token_ids[0]
     jumps = 0
@@ -108,14 +109,8 @@ def uniform_table_model(vocab: ga.Vocabulary) -> "ga.TableModel":
 @pytest.mark.parametrize("name", sorted(LANGUAGES))
 def test_masked_sampling_with_jump_forward_stays_in_the_language(name):
     grammar, strings = LANGUAGES[name]()
-    tokenizer = gpt2_hf_fast()
-    vocab = gpt2_vocabulary()
-    compiled = ga.compile(grammar, vocab)
+    compiled, vocab, encode = compiled_for_gpt2(grammar)
     model = uniform_table_model(vocab)
-
-    def encode(text):
-        return tokenizer.encode(text, add_special_tokens=False)
-
     samples = ga.masked_sample(model, compiled, num_samples=24, rng=5, jump_forward_encode=encode)
     eos = vocab.eos_token_ids[0]
     for sample in samples:
@@ -132,11 +127,9 @@ def test_masked_sampling_with_jump_forward_stays_in_the_language(name):
 
 def test_jump_forward_respects_the_token_budget():
     grammar, _ = finite_schema_language()  # `{"kind":"` is forced from the start: more than 3 tokens
-    tokenizer = gpt2_hf_fast()
-    vocab = gpt2_vocabulary()
-    compiled = ga.compile(grammar, vocab)
+    compiled, vocab, encode = compiled_for_gpt2(grammar)
     samples = ga.masked_sample(uniform_table_model(vocab), compiled, num_samples=3, max_new_tokens=3, rng=0,
-                               jump_forward_encode=lambda s: tokenizer.encode(s, add_special_tokens=False))
+                               jump_forward_encode=encode)
     for sample in samples:
         assert len(sample.token_ids) == 3 and not sample.finished and sample.forced_tokens >= 2
         assert vocab.decode_bytes(sample.token_ids).startswith(b'{"')
