@@ -25,7 +25,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa_kernels import canonical_order, coarsest_partition, epsilon_closures, live_states, subset_construction
+from .dfa_kernels import (canonical_order, coarsest_partition, column_classes, epsilon_closures, live_states,
+                          subset_construction)
 
 __all__ = [
     "DEAD",
@@ -425,14 +426,8 @@ def dfa_from_classes(table: np.ndarray, initial: int, accepting: np.ndarray, cla
 def distinct_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bytes whose columns are identical behave as one symbol: (distinct columns, class of byte),
     classes numbered in the order of their first byte."""
-    by_byte = np.ascontiguousarray(transitions.T)
-    rows = by_byte.view(np.dtype((np.void, by_byte.itemsize * by_byte.shape[1]))).ravel()  # a row as one value
-    _, first_byte, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    order = np.argsort(first_byte)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    class_of_byte = rank[inverse.reshape(-1)].astype(np.int64)
-    return np.ascontiguousarray(by_byte[first_byte[order]].T), class_of_byte
+    class_of_byte, first_byte = column_classes(transitions)
+    return np.ascontiguousarray(transitions[:, first_byte]), class_of_byte
 
 
 def minimize(dfa: ByteDFA) -> ByteDFA:
@@ -451,6 +446,15 @@ def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> B
     words = sorted({bytes(data) for data in strings})
     if not words:
         return empty_byte_dfa()
+    if len(words) == 1:  # one word (an object key, a const): its chain is already minimal and canonical
+        word = np.frombuffer(words[0], dtype=np.uint8)
+        if max_states is not None and len(word) + 1 > max_states:
+            raise StateLimitError(f"the literal strings need more than {max_states} automaton states")
+        transitions = np.full((len(word) + 1, 256), DEAD, dtype=np.int32)
+        transitions[np.arange(len(word)), word] = np.arange(1, len(word) + 1, dtype=np.int32)
+        accepting = np.zeros(len(word) + 1, dtype=bool)
+        accepting[-1] = True
+        return ByteDFA(transitions, 0, accepting)
     children: dict[int, dict[int, int]] = {0: {}}
     final = {0: False}
     register: dict[tuple, int] = {}

@@ -595,3 +595,39 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
             rows[position, c] = found
         position += 1
     return rows[:count], is_accepting[:count], False
+
+
+@numba.njit(cache=True, nogil=True)
+def column_classes(table):
+    """Columns of ``table`` that are identical form one class: (class of each column,
+    first column of each class), classes numbered in the order of their first column."""
+    n, k = table.shape
+    hashes = np.empty(k, dtype=np.uint64)
+    for c in range(k):
+        h = np.uint64(14695981039346656037)
+        for s in range(n):
+            h = (h ^ np.uint64(table[s, c] + 1)) * np.uint64(1099511628211)
+        hashes[c] = h
+    class_of = np.empty(k, dtype=np.int64)
+    first = np.empty(k, dtype=np.int64)
+    count = 0
+    for c in range(k):
+        found = -1
+        for j in range(count):
+            r = first[j]
+            if hashes[r] != hashes[c]:
+                continue
+            same = True
+            for s in range(n):
+                if table[s, r] != table[s, c]:
+                    same = False
+                    break
+            if same:
+                found = j
+                break
+        if found < 0:
+            found = count
+            first[count] = c
+            count += 1
+        class_of[c] = found
+    return class_of, first[:count]
