@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_classes, distinct_columns, empty_byte_dfa, nfa_to_byte_dfa
+from .automaton_cache import AutomatonCache
 from .dfa_kernels import DIFFERENCE, INTERSECT, UNION, pair_product
 
 __all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union"]
@@ -49,6 +50,19 @@ def _product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
     side is the (implicit) dead state."""
     if a.initial == DEAD and b.initial == DEAD:
         return empty_byte_dfa()
+    key = (a.digest, b.digest, mode, max_states)
+    found = _PRODUCTS.get(key)
+    if found is None:
+        found = _PRODUCTS.put(key, _compute_product(a, b, mode, max_states))
+    return found
+
+
+_PRODUCTS = AutomatonCache("products", 64 << 20)
+"""allOf/oneOf/complement products and key-set differences recur within a schema and
+across schemas (any string minus the same names, the same bounds on integers)."""
+
+
+def _compute_product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
     # bytes that neither automaton tells apart are one symbol of the product
     columns, class_of_byte = distinct_columns(np.concatenate([a.transitions, b.transitions]))
     table, accepting, overflowed = pair_product(columns[:a.num_states], a.initial, a.accepting,

@@ -18,13 +18,16 @@ determinisation and minimisation work on small dense tables.
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import GrammarError
+from .automaton_cache import AutomatonCache
 from .dfa_kernels import (canonical_order, coarsest_partition, column_classes, epsilon_closures, live_states,
                           subset_construction)
 
@@ -70,6 +73,15 @@ class ByteDFA:
     @property
     def num_states(self) -> int:
         return int(self.transitions.shape[0])
+
+    @cached_property
+    def digest(self) -> bytes:
+        """A 16-byte hash of the automaton's content (equal automata, equal digests): the
+        key of the process-wide automaton caches."""
+        digest = hashlib.blake2b(self.transitions.tobytes(), digest_size=16)
+        digest.update(self.accepting.tobytes())
+        digest.update(str(self.initial).encode())
+        return digest.digest()
 
     def advance(self, state: int, data: bytes) -> int:
         """State after reading ``data`` from ``state``; ``DEAD`` as soon as no completion exists."""
@@ -446,6 +458,14 @@ def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> B
     words = sorted({bytes(data) for data in strings})
     if not words:
         return empty_byte_dfa()
+    key = hashlib.blake2b(b"".join(len(word).to_bytes(4, "little") + word for word in words), digest_size=16).digest()
+    found = _LITERALS.get((key, max_states))
+    if found is None:
+        found = _LITERALS.put((key, max_states), _literal_dfa(words, max_states))
+    return found
+
+
+def _literal_dfa(words: list[bytes], max_states: int | None) -> ByteDFA:
     if len(words) == 1:  # one word (an object key, a const): its chain is already minimal and canonical
         word = np.frombuffer(words[0], dtype=np.uint8)
         if max_states is not None and len(word) + 1 > max_states:
@@ -501,6 +521,11 @@ def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> B
         if edges:
             transitions[row, list(edges)] = [number[target] for target in edges.values()]
     return dfa_from_table(transitions, 0, accepting)
+
+
+
+_LITERALS = AutomatonCache("literal strings", 32 << 20)
+"""Object keys, property name sets and enums recur across the schemas of a process."""
 
 
 # --------------------------------------------------------------------------- UTF-8

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa_kernels import member_product
+from .dfa_kernels import column_classes, member_product
 from .grammar import Terminal
 
 MAX_LEXER_STATES = 200_000
@@ -116,8 +116,7 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
 
 
 def _byte_classes(table: np.ndarray):
-    """(number of classes, class of each byte, a representative byte per class)."""
-    columns = np.ascontiguousarray(table.T)
-    _, first, byte_class = np.unique(columns, axis=0, return_index=True, return_inverse=True)
-    byte_class = byte_class.reshape(-1)
+    """(number of classes, class of each byte, a representative byte per class); classes
+    numbered in the order of their first byte."""
+    byte_class, first = column_classes(table)
     return len(first), byte_class, first

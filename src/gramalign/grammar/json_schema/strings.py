@@ -11,11 +11,11 @@ the key ``a`` exactly as a JSON parser sees it, and a language minus ``a`` exclu
 from __future__ import annotations
 
 import functools
-import hashlib
 
 import numpy as np
 
 from ..automata import MAX_STATES, intersect
+from ..automaton_cache import AutomatonCache
 from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
                    nfa_to_byte_dfa, nfa_to_utf8_dfa)
 
@@ -154,23 +154,19 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     """
     if contents.initial == DEAD:
         return empty_byte_dfa()
-    digest = hashlib.blake2b(contents.transitions.tobytes(), digest_size=16)
-    digest.update(contents.accepting.tobytes())
-    key = (digest.digest(), contents.initial, escapes, max_states)  # not the tables: they can be megabytes
+    key = (contents.digest, escapes, max_states)  # not the tables: they can be megabytes
     found = _JSON_STRINGS.get(key)
     if found is None:
         if escapes == "minimal":
             found = _minimally_escaped(contents, max_states)
         else:
             found = _escaped(contents, escapes, max_states)
-        if len(_JSON_STRINGS) >= _CACHE_SIZE:
-            _JSON_STRINGS.pop(next(iter(_JSON_STRINGS)))
-        _JSON_STRINGS[key] = found
+        found = _JSON_STRINGS.put(key, found)
     return found
 
 
-_JSON_STRINGS: dict[tuple, ByteDFA] = {}  # schemas share most strings (keys, formats, any string)
-_CACHE_SIZE = 4096
+_JSON_STRINGS = AutomatonCache("JSON string spellings", 64 << 20)
+"""Schemas share most strings (keys, formats, any string)."""
 _NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
 
 
