@@ -100,14 +100,14 @@ def test_minimal_spellings_built_directly_equal_the_nfa_route(contents):
 def test_cache_stays_within_its_byte_budget():
     budget = 300_000
     cache = AutomatonCache("test", budget)
-    automata_made = [regex_to_dfa(f"a{{{n}}}") for n in range(1, 60)]  # (n + 1) KiB tables, each under budget / 4
+    automata_made = [regex_to_dfa(f"a{{{n}}}") for n in range(1, 60)]  # (n + 1) KiB tables, each under budget / 2
     for n, automaton in enumerate(automata_made):
         assert cache.put(("a", n), automaton) is automaton
         assert cache.nbytes <= budget
     assert 0 < len(cache) < len(automata_made)
     assert cache.get(("a", 0)) is None  # the least recently used went first
     assert cache.get(("a", len(automata_made) - 1)) is automata_made[-1]
-    huge = regex_to_dfa("b{100}")  # over a quarter of the budget: returned, not kept
+    huge = regex_to_dfa("b{200}")  # over half the budget: returned, not kept
     assert cache.put("huge", huge) is huge and cache.get("huge") is None
     cache.clear()
     assert cache.nbytes == 0 and len(cache) == 0

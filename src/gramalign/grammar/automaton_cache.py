@@ -30,7 +30,7 @@ def _size(dfa: "ByteDFA") -> int:
 
 class AutomatonCache:
     """LRU map key -> ByteDFA holding at most ``max_bytes`` of automaton tables (an entry
-    larger than a quarter of the budget is not kept)."""
+    larger than half the budget is not kept)."""
 
     def __init__(self, name: str, max_bytes: int):
         self.name = name
@@ -57,7 +57,7 @@ class AutomatonCache:
 
     def put(self, key, dfa: "ByteDFA") -> "ByteDFA":
         size = _size(dfa)
-        if 4 * size > self.max_bytes:
+        if 2 * size > self.max_bytes:
             return dfa
         with self._lock:
             if key in self._entries:

@@ -602,12 +602,10 @@ def column_classes(table):
     """Columns of ``table`` that are identical form one class: (class of each column,
     first column of each class), classes numbered in the order of their first column."""
     n, k = table.shape
-    hashes = np.empty(k, dtype=np.uint64)
-    for c in range(k):
-        h = np.uint64(14695981039346656037)
-        for s in range(n):
-            h = (h ^ np.uint64(table[s, c] + 1)) * np.uint64(1099511628211)
-        hashes[c] = h
+    hashes = np.full(k, np.uint64(14695981039346656037), dtype=np.uint64)
+    for s in range(n):  # row by row: the table is row-major
+        for c in range(k):
+            hashes[c] = (hashes[c] ^ np.uint64(table[s, c] + 1)) * np.uint64(1099511628211)
     class_of = np.empty(k, dtype=np.int64)
     first = np.empty(k, dtype=np.int64)
     count = 0

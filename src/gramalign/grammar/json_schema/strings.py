@@ -165,7 +165,7 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     return found
 
 
-_JSON_STRINGS = AutomatonCache("JSON string spellings", 64 << 20)
+_JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
 """Schemas share most strings (keys, formats, any string)."""
 _NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
 
