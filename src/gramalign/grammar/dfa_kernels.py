@@ -14,7 +14,8 @@ import numpy as np
 
 DEAD = -1
 
-__all__ = ["canonical_order", "coarsest_partition", "live_states", "pair_product"]
+__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "live_states", "member_product",
+           "pair_product", "subset_construction"]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -126,6 +126,7 @@ class _Analyzer(LALR_Analyzer):
     with NULLABLE computed by a linear worklist instead."""
 
     def __init__(self, parser_conf: ParserConf, strict: bool = False):
+        self._expansions: dict = {}
         self.debug = False
         self.strict = strict
         root_rules = {start: _LarkRule(NonTerminal("$root_" + start), [NonTerminal(start), _LarkTerminal("$END")])
@@ -154,6 +155,16 @@ class _Analyzer(LALR_Analyzer):
         self.reads = defaultdict(set)
         self.includes = defaultdict(set)
         self.lookback = defaultdict(set)
+
+
+    def expand_rule(self, source_rule, rules_by_origin=None):
+        """lark's ``expand_rule``, memoised per nonterminal: ``compute_lr0_states`` asks for
+        the same expansions again for every new state (callers only read the result)."""
+        key = (source_rule, id(rules_by_origin))
+        found = self._expansions.get(key)
+        if found is None:
+            found = self._expansions[key] = LALR_Analyzer.expand_rule(self, source_rule, rules_by_origin)
+        return found
 
 
 def _nullable(rules) -> set:
