@@ -116,7 +116,15 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
 
 
 def _byte_classes(table: np.ndarray):
-    """(number of classes, class of each byte, a representative byte per class); classes
-    numbered in the order of their first byte."""
-    byte_class, first = column_classes(table)
-    return len(first), byte_class, first
+    """(number of classes, class of each byte, a representative byte per class).
+
+    Classes are numbered in the lexicographic order of their columns, as they always were:
+    the lexer's state numbering follows from it, and masks saved on disk (keyed by lexer
+    state) must keep meaning the same states. The distinct columns are found by a numba
+    hash first, so only those few are sorted.
+    """
+    class_in_first_order, first = column_classes(table)
+    _, sorted_to_first, rank = np.unique(np.ascontiguousarray(table[:, first].T), axis=0, return_index=True,
+                                          return_inverse=True)
+    byte_class = rank.reshape(-1)[class_in_first_order]
+    return len(first), byte_class, first[sorted_to_first]
