@@ -13,14 +13,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, nfa_to_byte_dfa
+from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_classes, distinct_columns, empty_byte_dfa, nfa_to_byte_dfa
+from .automaton_cache import AutomatonCache
+from .dfa_kernels import DIFFERENCE, INTERSECT, UNION, pair_product
 
 __all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union"]
 
 MAX_STATES = 50_000
 """Default bound on the states of any automaton these operations build."""
 
-_INTERSECT, _UNION, _DIFFERENCE = range(3)
+_INTERSECT, _UNION, _DIFFERENCE = INTERSECT, UNION, DIFFERENCE
 
 
 def intersect(a: ByteDFA, b: ByteDFA, *, max_states: int = MAX_STATES) -> ByteDFA:
@@ -44,53 +46,32 @@ def complement(a: ByteDFA, universe: ByteDFA, *, max_states: int = MAX_STATES) -
 
 
 def _product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
-    """Breadth-first product of two DFAs; a missing side is the (implicit) dead state."""
+    """Breadth-first product of two DFAs (numba, over the bytes' joint classes); a missing
+    side is the (implicit) dead state."""
     if a.initial == DEAD and b.initial == DEAD:
         return empty_byte_dfa()
-    ta, tb = a.transitions, b.transitions
-    ids: dict[int, int] = {}
-    pairs: list[tuple[int, int]] = []
+    key = (a.digest, b.digest, mode, max_states)
+    found = _PRODUCTS.get(key)
+    if found is None:
+        found = _PRODUCTS.put(key, _compute_product(a, b, mode, max_states))
+    return found
 
-    def pair_id(sa: int, sb: int) -> int:
-        key = (sa + 1) * (b.num_states + 1) + (sb + 1)
-        found = ids.get(key)
-        if found is None:
-            if len(pairs) >= max_states:
-                raise StateLimitError(f"the automaton needs more than {max_states} states")
-            found = ids[key] = len(pairs)
-            pairs.append((sa, sb))
-        return found
 
-    pair_id(a.initial, b.initial)
-    rows: list[np.ndarray] = []
-    dead_row = np.full(256, DEAD, dtype=np.int64)
-    k = 0
-    while k < len(pairs):
-        sa, sb = pairs[k]
-        next_a = ta[sa].astype(np.int64) if sa != DEAD else dead_row
-        next_b = tb[sb].astype(np.int64) if sb != DEAD else dead_row
-        keys = (next_a + 1) * (b.num_states + 1) + (next_b + 1)
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        targets = np.empty(len(distinct), dtype=np.int64)
-        for j, key in enumerate(distinct.tolist()):
-            ta_next, tb_next = divmod(key, b.num_states + 1)
-            ta_next, tb_next = ta_next - 1, tb_next - 1
-            if (mode == _INTERSECT and (ta_next == DEAD or tb_next == DEAD)) or \
-                    (mode != _INTERSECT and ta_next == DEAD and (mode == _DIFFERENCE or tb_next == DEAD)):
-                targets[j] = DEAD  # no completion can be accepted from here
-            else:
-                targets[j] = pair_id(ta_next, tb_next)
-        rows.append(targets[inverse.reshape(-1)])
-        k += 1
-    accept_a = [bool(a.accepting[sa]) if sa != DEAD else False for sa, _ in pairs]
-    accept_b = [bool(b.accepting[sb]) if sb != DEAD else False for _, sb in pairs]
-    if mode == _INTERSECT:
-        accepting = [x and y for x, y in zip(accept_a, accept_b)]
-    elif mode == _UNION:
-        accepting = [x or y for x, y in zip(accept_a, accept_b)]
-    else:
-        accepting = [x and not y for x, y in zip(accept_a, accept_b)]
-    return dfa_from_table(np.array(rows, dtype=np.int32), 0, np.array(accepting, dtype=bool))
+_PRODUCTS = AutomatonCache("products", 64 << 20)
+"""allOf/oneOf/complement products and key-set differences recur within a schema and
+across schemas (any string minus the same names, the same bounds on integers)."""
+
+
+def _compute_product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
+    # bytes that neither automaton tells apart are one symbol of the product
+    columns, class_of_byte = distinct_columns(np.concatenate([a.transitions, b.transitions]))
+    table, accepting, overflowed = pair_product(columns[:a.num_states], a.initial, a.accepting,
+                                                columns[a.num_states:], b.initial, b.accepting, mode, max_states)
+    if overflowed:
+        raise StateLimitError(f"the automaton needs more than {max_states} states")
+    if table.shape[0] == 0:
+        return empty_byte_dfa()
+    return dfa_from_classes(table, 0, accepting, class_of_byte)
 
 
 def _embed(nfa: NFA, dfa: ByteDFA) -> tuple[int, list[int]]:

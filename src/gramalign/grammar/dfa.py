@@ -18,13 +18,18 @@ determinisation and minimisation work on small dense tables.
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import GrammarError
+from .automaton_cache import AutomatonCache
+from .dfa_kernels import (canonical_order, coarsest_partition, column_classes, epsilon_closures, live_states,
+                          subset_construction)
 
 __all__ = [
     "DEAD",
@@ -68,6 +73,15 @@ class ByteDFA:
     @property
     def num_states(self) -> int:
         return int(self.transitions.shape[0])
+
+    @cached_property
+    def digest(self) -> bytes:
+        """A 16-byte hash of the automaton's content (equal automata, equal digests): the
+        key of the process-wide automaton caches."""
+        digest = hashlib.blake2b(self.transitions.tobytes(), digest_size=16)
+        digest.update(self.accepting.tobytes())
+        digest.update(str(self.initial).encode())
+        return digest.digest()
 
     def advance(self, state: int, data: bytes) -> int:
         """State after reading ``data`` from ``state``; ``DEAD`` as soon as no completion exists."""
@@ -287,93 +301,48 @@ def _determinize(
         class_intervals = [ivs for ivs in clipped if ivs]
         label_classes = [[new_index[c] for c in classes if c in new_index] for classes in label_classes]
     num_classes = len(class_intervals)
-    epsilon, edges, accepting = nfa.epsilon, nfa.edges, nfa.accepting
+    n = nfa.num_states
+    # The NFA as arrays for the kernels: ε-moves and labelled edges in CSR form by source,
+    # one labelled entry per symbol class of the edge's label.
+    eps_lengths = np.fromiter((len(targets) for targets in nfa.epsilon), dtype=np.int64, count=n)
+    eps_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(eps_lengths, out=eps_offsets[1:])
+    eps_targets = np.fromiter((t for targets in nfa.epsilon for t in targets), dtype=np.int64,
+                              count=int(eps_offsets[-1]))
+    class_lengths = np.fromiter((len(classes) for classes in label_classes), dtype=np.int64,
+                                count=len(label_classes))
+    class_offsets = np.zeros(len(label_classes) + 1, dtype=np.int64)
+    np.cumsum(class_lengths, out=class_offsets[1:])
+    class_pool = np.fromiter((c for classes in label_classes for c in classes), dtype=np.int64,
+                             count=int(class_offsets[-1]))
+    edge_counts = np.fromiter((len(edges) for edges in nfa.edges), dtype=np.int64, count=n)
+    num_edges = int(edge_counts.sum())
+    edge_label = np.fromiter((label for edges in nfa.edges for label, _ in edges), dtype=np.int64, count=num_edges)
+    edge_target = np.fromiter((target for edges in nfa.edges for _, target in edges), dtype=np.int64,
+                              count=num_edges)
+    per_edge = class_lengths[edge_label]  # classes each edge expands to
+    expanded_starts = np.cumsum(per_edge) - per_edge
+    within = np.arange(int(per_edge.sum()), dtype=np.int64) - np.repeat(expanded_starts, per_edge)
+    expanded_class = class_pool[np.repeat(class_offsets[:-1][edge_label], per_edge) + within]
+    expanded_target = np.repeat(edge_target, per_edge)
+    source_of_edge = np.repeat(np.arange(n, dtype=np.int64), edge_counts)
+    edge_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(np.repeat(source_of_edge, per_edge), minlength=n), out=edge_offsets[1:])
+    accepting = np.zeros(n, dtype=bool)
+    accepting[list(nfa.accepting)] = True
     # A subset is represented by its "important" states only (those with labelled edges or
     # accepting): subsets that differ only in pass-through states behave identically.
-    important = [bool(edges[q]) or q in accepting for q in range(nfa.num_states)]
-    closures: dict[int, frozenset[int]] = {}
-
-    def closure(state: int) -> frozenset[int]:
-        cached = closures.get(state)
-        if cached is not None:
-            return cached
-        seen = {state}
-        stack = [state]
-        while stack:
-            for nxt in epsilon[stack.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-        result = frozenset(q for q in seen if important[q])
-        closures[state] = result
-        return result
-
-    start = closure(nfa.initial)
-    if not start:
+    important = (edge_counts > 0) | accepting
+    closure_offsets, closure_pool = epsilon_closures(n, eps_offsets, eps_targets, important)
+    table, is_accepting, overflowed = subset_construction(
+        n, nfa.initial, accepting, edge_offsets, expanded_class, expanded_target, closure_offsets, closure_pool,
+        num_classes, max_states)
+    if overflowed:
+        raise StateLimitError(f"the DFA needs more than max_states={max_states} states "
+                              "(the pattern's automaton explodes under determinisation)")
+    if table.shape[0] == 0:
         return _empty_class_dfa(num_classes), class_intervals
-    state_ids: dict[frozenset[int], int] = {start: 0}
-    subsets = [start]
-    rows: list[list[int]] = []
-    is_accepting: list[bool] = []
-    while len(rows) < len(subsets):
-        subset = subsets[len(rows)]
-        is_accepting.append(not accepting.isdisjoint(subset))
-        moves: dict[int, list[int]] = {}
-        for q in subset:
-            for label, target in edges[q]:
-                for symbol_class in label_classes[label]:
-                    bucket = moves.get(symbol_class)
-                    if bucket is None:
-                        moves[symbol_class] = [target]
-                    else:
-                        bucket.append(target)
-        row = [DEAD] * num_classes
-        targets_seen: dict[frozenset[int], int] = {}
-        for symbol_class, targets in moves.items():
-            key = frozenset(targets)
-            target_id = targets_seen.get(key)
-            if target_id is None:
-                kernel = frozenset().union(*[closure(t) for t in key])
-                if not kernel:
-                    target_id = DEAD
-                else:
-                    target_id = state_ids.get(kernel)
-                    if target_id is None:
-                        target_id = state_ids[kernel] = len(subsets)
-                        subsets.append(kernel)
-                        if len(subsets) > max_states:
-                            raise StateLimitError(
-                                f"the DFA needs more than max_states={max_states} states "
-                                "(the pattern's automaton explodes under determinisation)"
-                            )
-                targets_seen[key] = target_id
-            row[symbol_class] = target_id
-        rows.append(row)
-    table = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
-    return _ClassDFA(table, 0, np.array(is_accepting, dtype=bool)), class_intervals
-
-
-def _csr(sources: np.ndarray, targets: np.ndarray, num_states: int) -> tuple[list[int], list[int]]:
-    """Adjacency lists (offsets, neighbours) of the edges ``sources[i] -> targets[i]``."""
-    order = np.argsort(sources, kind="stable")
-    offsets = np.zeros(num_states + 1, dtype=np.int64)
-    np.cumsum(np.bincount(sources, minlength=num_states), out=offsets[1:])
-    return offsets.tolist(), targets[order].tolist()
-
-
-def _search(start: Iterable[int], offsets: list[int], neighbours: list[int], num_states: int) -> np.ndarray:
-    """Boolean mask of the states reachable from ``start`` along the adjacency lists."""
-    seen = bytearray(num_states)
-    stack = list(start)
-    for state in stack:
-        seen[state] = 1
-    while stack:
-        state = stack.pop()
-        for nxt in neighbours[offsets[state] : offsets[state + 1]]:
-            if not seen[nxt]:
-                seen[nxt] = 1
-                stack.append(nxt)
-    return np.frombuffer(bytes(seen), dtype=np.uint8).astype(bool)
+    return _ClassDFA(table, 0, is_accepting), class_intervals
 
 
 def _trim(dfa: _ClassDFA) -> _ClassDFA:
@@ -381,11 +350,7 @@ def _trim(dfa: _ClassDFA) -> _ClassDFA:
     n, num_classes = dfa.table.shape
     if n == 0 or dfa.initial == DEAD:
         return _empty_class_dfa(num_classes)
-    sources, classes = np.nonzero(dfa.table != DEAD)
-    targets = dfa.table[sources, classes].astype(np.int64)
-    reachable = _search([dfa.initial], *_csr(sources, targets, n), n)
-    live = _search(np.flatnonzero(dfa.accepting).tolist(), *_csr(targets, sources, n), n)
-    keep = reachable & live
+    keep = live_states(dfa.table, dfa.initial, dfa.accepting)
     if not keep[dfa.initial]:
         return _empty_class_dfa(num_classes)
     if keep.all():
@@ -396,159 +361,18 @@ def _trim(dfa: _ClassDFA) -> _ClassDFA:
     return _ClassDFA(table, int(new_id[dfa.initial]), dfa.accepting[keep])
 
 
-def _coarsest_partition(table: np.ndarray, accepting: np.ndarray) -> tuple[list[int], int]:
-    """Block of every state under language equivalence, for a trimmed partial DFA.
-
-    Valmari–Lehtinen refinement ("Fast brief practical DFA minimization", 2012): states and
-    transitions are both kept in refinable partitions; each transition block ("cord",
-    transitions with one label into one state block) is used once as a splitter, and only
-    the smaller half of every split state block re-splits the cords. O(m log n) with m the
-    number of non-DEAD transitions, and no work for the missing (DEAD) ones.
-    """
-    n = table.shape[0]
-    tail_arr, label_arr = np.nonzero(table != DEAD)
-    head_arr = table[tail_arr, label_arr].astype(np.int64)
-    tails = tail_arr.tolist()
-    m = len(tails)
-
-    # State partition, initially {accepting, rejecting}. Elements of a block are contiguous
-    # in `s_elems`; the first `s_marked[b]` of them are marked.
-    first_accepting = np.concatenate([np.flatnonzero(accepting), np.flatnonzero(~accepting)])
-    s_elems = first_accepting.tolist()
-    s_loc = [0] * n
-    for i, q in enumerate(s_elems):
-        s_loc[q] = i
-    s_set = [0] * n
-    s_first, s_past, s_marked = [0], [n], [int(accepting.sum())]
-    s_touched = [0]
-
-    def split_states() -> None:
-        while s_touched:
-            b = s_touched.pop()
-            j = s_first[b] + s_marked[b]
-            if j == s_past[b]:
-                s_marked[b] = 0
-                continue
-            new = len(s_first)
-            if s_marked[b] <= s_past[b] - j:  # the marked part is smaller: it leaves
-                s_first.append(s_first[b])
-                s_past.append(j)
-                s_first[b] = j
-            else:
-                s_past.append(s_past[b])
-                s_first.append(j)
-                s_past[b] = j
-            for i in range(s_first[new], s_past[new]):
-                s_set[s_elems[i]] = new
-            s_marked[b] = 0
-            s_marked.append(0)
-
-    split_states()
-
-    # Transition partition, initially one cord per label.
-    c_elems = np.argsort(label_arr, kind="stable").tolist()
-    c_loc = [0] * m
-    for i, t in enumerate(c_elems):
-        c_loc[t] = i
-    c_set = [0] * m
-    c_first: list[int] = []
-    c_past: list[int] = []
-    sorted_labels = label_arr[c_elems].tolist() if m else []
-    for i, t in enumerate(c_elems):
-        if i == 0 or sorted_labels[i] != sorted_labels[i - 1]:
-            if c_first:
-                c_past.append(i)
-            c_first.append(i)
-        c_set[t] = len(c_first) - 1
-    if c_first:
-        c_past.append(m)
-    c_marked = [0] * len(c_first)
-    c_touched: list[int] = []
-
-    in_offsets, incoming = _csr(head_arr, np.arange(m, dtype=np.int64), n)
-
-    block_cursor, cord_cursor = 1, 0
-    while cord_cursor < len(c_first):
-        for t in c_elems[c_first[cord_cursor] : c_past[cord_cursor]]:
-            q = tails[t]  # mark q in its state block
-            b = s_set[q]
-            i_q = s_loc[q]
-            j = s_first[b] + s_marked[b]
-            other = s_elems[j]
-            s_elems[i_q] = other
-            s_loc[other] = i_q
-            s_elems[j] = q
-            s_loc[q] = j
-            if s_marked[b] == 0:
-                s_touched.append(b)
-            s_marked[b] += 1
-        split_states()
-        cord_cursor += 1
-        while block_cursor < len(s_first):
-            for q in s_elems[s_first[block_cursor] : s_past[block_cursor]]:
-                for t in incoming[in_offsets[q] : in_offsets[q + 1]]:
-                    c = c_set[t]  # mark transition t in its cord
-                    i_t = c_loc[t]
-                    j = c_first[c] + c_marked[c]
-                    other = c_elems[j]
-                    c_elems[i_t] = other
-                    c_loc[other] = i_t
-                    c_elems[j] = t
-                    c_loc[t] = j
-                    if c_marked[c] == 0:
-                        c_touched.append(c)
-                    c_marked[c] += 1
-            while c_touched:  # split the touched cords
-                c = c_touched.pop()
-                j = c_first[c] + c_marked[c]
-                if j == c_past[c]:
-                    c_marked[c] = 0
-                    continue
-                new = len(c_first)
-                if c_marked[c] <= c_past[c] - j:
-                    c_first.append(c_first[c])
-                    c_past.append(j)
-                    c_first[c] = j
-                else:
-                    c_past.append(c_past[c])
-                    c_first.append(j)
-                    c_past[c] = j
-                for i in range(c_first[new], c_past[new]):
-                    c_set[c_elems[i]] = new
-                c_marked[c] = 0
-                c_marked.append(0)
-            block_cursor += 1
-    return s_set, len(s_first)
-
-
-def _canonical_order(table: np.ndarray, initial: int) -> np.ndarray:
-    """Breadth-first numbering from ``initial`` (children in symbol order): new id per state."""
-    n = table.shape[0]
-    sources, classes = np.nonzero(table != DEAD)  # row-major: each state's children in order
-    offsets, children = _csr(sources, table[sources, classes].astype(np.int64), n)
-    new_id = [DEAD] * n
-    new_id[initial] = 0
-    order = [initial]
-    for state in order:
-        for child in children[offsets[state] : offsets[state + 1]]:
-            if new_id[child] == DEAD:
-                new_id[child] = len(order)
-                order.append(child)
-    return np.array(new_id, dtype=np.int32)
-
-
 def _minimize(dfa: _ClassDFA) -> _ClassDFA:
     """Minimal equivalent of a trimmed class DFA, numbered breadth-first from 0 = initial."""
     n, num_classes = dfa.table.shape
     if n == 0:
         return dfa
-    block_list, num_blocks = _coarsest_partition(dfa.table, dfa.accepting)
-    block = np.array(block_list + [DEAD], dtype=np.int32)  # index -1 (DEAD) maps to DEAD
+    block_of_state, num_blocks = coarsest_partition(dfa.table, dfa.accepting)
+    block = np.append(block_of_state, np.int32(DEAD))  # index -1 (DEAD) maps to DEAD
     merged = np.full((num_blocks, num_classes), DEAD, dtype=np.int32)
     merged[block[:n]] = block[dfa.table]  # equivalent states write identical rows
     accepting = np.zeros(num_blocks, dtype=bool)
     accepting[block[:n]] = dfa.accepting
-    order = _canonical_order(merged, int(block[dfa.initial]))
+    order = canonical_order(merged, int(block[dfa.initial]))
     table = np.empty_like(merged)
     table[order] = np.append(order, DEAD)[merged]
     result_accepting = np.empty_like(accepting)
@@ -600,22 +424,22 @@ def dfa_from_table(transitions: np.ndarray, initial: int, accepting: np.ndarray)
     n = transitions.shape[0]
     if initial == DEAD or n == 0:
         return empty_byte_dfa()
-    columns, class_of_byte = _distinct_columns(transitions)
-    dfa = _minimize(_trim(_ClassDFA(columns, int(initial), accepting)))
+    columns, class_of_byte = distinct_columns(transitions)
+    return dfa_from_classes(columns, initial, accepting, class_of_byte)
+
+
+def dfa_from_classes(table: np.ndarray, initial: int, accepting: np.ndarray, class_of_byte: np.ndarray) -> ByteDFA:
+    """Trimmed minimal ByteDFA of a table over byte classes (``class_of_byte[b]`` is byte b's
+    column, -1 for a byte that always leads to DEAD)."""
+    dfa = _minimize(_trim(_ClassDFA(np.asarray(table, dtype=np.int32), int(initial), np.asarray(accepting, dtype=bool))))
     return _byte_dfa_from_classes(dfa, class_of_byte)
 
 
-def _distinct_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bytes whose columns are identical behave as one symbol: (distinct columns, class of byte),
     classes numbered in the order of their first byte."""
-    by_byte = np.ascontiguousarray(transitions.T)
-    rows = by_byte.view(np.dtype((np.void, by_byte.itemsize * by_byte.shape[1]))).ravel()  # a row as one value
-    _, first_byte, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    order = np.argsort(first_byte)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    class_of_byte = rank[inverse.reshape(-1)].astype(np.int64)
-    return np.ascontiguousarray(by_byte[first_byte[order]].T), class_of_byte
+    class_of_byte, first_byte = column_classes(transitions)
+    return np.ascontiguousarray(transitions[:, first_byte]), class_of_byte
 
 
 def minimize(dfa: ByteDFA) -> ByteDFA:
@@ -634,6 +458,23 @@ def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> B
     words = sorted({bytes(data) for data in strings})
     if not words:
         return empty_byte_dfa()
+    key = hashlib.blake2b(b"".join(len(word).to_bytes(4, "little") + word for word in words), digest_size=16).digest()
+    found = _LITERALS.get((key, max_states))
+    if found is None:
+        found = _LITERALS.put((key, max_states), _literal_dfa(words, max_states))
+    return found
+
+
+def _literal_dfa(words: list[bytes], max_states: int | None) -> ByteDFA:
+    if len(words) == 1:  # one word (an object key, a const): its chain is already minimal and canonical
+        word = np.frombuffer(words[0], dtype=np.uint8)
+        if max_states is not None and len(word) + 1 > max_states:
+            raise StateLimitError(f"the literal strings need more than {max_states} automaton states")
+        transitions = np.full((len(word) + 1, 256), DEAD, dtype=np.int32)
+        transitions[np.arange(len(word)), word] = np.arange(1, len(word) + 1, dtype=np.int32)
+        accepting = np.zeros(len(word) + 1, dtype=bool)
+        accepting[-1] = True
+        return ByteDFA(transitions, 0, accepting)
     children: dict[int, dict[int, int]] = {0: {}}
     final = {0: False}
     register: dict[tuple, int] = {}
@@ -680,6 +521,11 @@ def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> B
         if edges:
             transitions[row, list(edges)] = [number[target] for target in edges.values()]
     return dfa_from_table(transitions, 0, accepting)
+
+
+
+_LITERALS = AutomatonCache("literal strings", 32 << 20)
+"""Object keys, property name sets and enums recur across the schemas of a process."""
 
 
 # --------------------------------------------------------------------------- UTF-8

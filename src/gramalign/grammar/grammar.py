@@ -9,7 +9,6 @@ this one structure.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,10 +37,7 @@ class Terminal:
     def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0) -> "Terminal":
         """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton,
         so equal automata make equal terminals (and share mask caches)."""
-        digest = hashlib.blake2b(dfa.transitions.tobytes(), digest_size=12)
-        digest.update(dfa.accepting.tobytes())
-        digest.update(str(dfa.initial).encode())
-        return cls(name, f"(?#dfa:{dfa.num_states}:{digest.hexdigest()})", priority=priority, automaton=dfa)
+        return cls(name, f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})", priority=priority, automaton=dfa)
 
     @cached_property
     def dfa(self) -> ByteDFA:

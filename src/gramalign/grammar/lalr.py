@@ -13,6 +13,7 @@ action as ACCEPT, so one loop (reduce while negative, then shift or accept) runs
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,9 @@ from lark.exceptions import GrammarError as _LarkError
 from lark.grammar import NonTerminal
 from lark.grammar import Rule as _LarkRule
 from lark.grammar import Terminal as _LarkTerminal
-from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
+from lark.parsers.grammar_analysis import RulePtr
+from lark.parsers.lalr_analysis import LALR_Analyzer, LR0ItemSet, Shift
+from lark.utils import classify, fzset
 
 from ..errors import GrammarError
 from .grammar import Grammar
@@ -78,7 +81,7 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     if grammar.start not in nonterminal_set:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined")
     try:
-        analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=grammar.strict)
+        analyzer = _Analyzer(ParserConf(rules, {}, [grammar.start]), strict=grammar.strict)
         analyzer.compute_lalr()
     except _LarkError as exc:
         message = str(exc).strip()
@@ -113,6 +116,79 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
         rule_names=tuple(names),
         initial_state=int(table.start_states[grammar.start]),
     )
+
+
+class _Analyzer(LALR_Analyzer):
+    """lark's LALR(1) analyser without the FIRST and FOLLOW sets, which LALR(1) does not read
+    (its look-aheads come from the reads/includes relations; only NULLABLE is used). lark's
+    base class computes all three by naive fixpoint iteration, which took a third of the
+    table's time on JSON Schema grammars; this is ``GrammarAnalyzer.__init__`` (lark 1.x)
+    with NULLABLE computed by a linear worklist instead."""
+
+    def __init__(self, parser_conf: ParserConf, strict: bool = False):
+        self._expansions: dict = {}
+        self.debug = False
+        self.strict = strict
+        root_rules = {start: _LarkRule(NonTerminal("$root_" + start), [NonTerminal(start), _LarkTerminal("$END")])
+                      for start in parser_conf.start}
+        rules = parser_conf.rules + list(root_rules.values())
+        self.rules_by_origin = classify(rules, lambda r: r.origin)
+        if len(rules) != len(set(rules)):
+            raise _LarkError("Rules defined twice")
+        for r in rules:
+            for sym in r.expansion:
+                if not (sym.is_term or sym in self.rules_by_origin):
+                    raise _LarkError(f"Using an undefined rule: {sym}")
+        self.start_states = {start: self.expand_rule(root_rule.origin) for start, root_rule in root_rules.items()}
+        self.end_states = {start: fzset({RulePtr(root_rule, len(root_rule.expansion))})
+                           for start, root_rule in root_rules.items()}
+        lr0_root_rules = {start: _LarkRule(NonTerminal("$root_" + start), [NonTerminal(start)])
+                          for start in parser_conf.start}
+        self.lr0_rules_by_origin = classify(parser_conf.rules + list(lr0_root_rules.values()), lambda r: r.origin)
+        self.lr0_start_states = {start: LR0ItemSet([RulePtr(root_rule, 0)],
+                                                   self.expand_rule(root_rule.origin, self.lr0_rules_by_origin))
+                                 for start, root_rule in lr0_root_rules.items()}
+        self.FIRST = self.FOLLOW = None
+        self.NULLABLE = _nullable(rules)
+        self.nonterminal_transitions = []  # the rest is LALR_Analyzer.__init__
+        self.directly_reads = defaultdict(set)
+        self.reads = defaultdict(set)
+        self.includes = defaultdict(set)
+        self.lookback = defaultdict(set)
+
+
+    def expand_rule(self, source_rule, rules_by_origin=None):
+        """lark's ``expand_rule``, memoised per nonterminal: ``compute_lr0_states`` asks for
+        the same expansions again for every new state (callers only read the result)."""
+        key = (source_rule, id(rules_by_origin))
+        found = self._expansions.get(key)
+        if found is None:
+            found = self._expansions[key] = LALR_Analyzer.expand_rule(self, source_rule, rules_by_origin)
+        return found
+
+
+def _nullable(rules) -> set:
+    """The nonterminals that derive the empty string (least fixpoint, by a worklist)."""
+    remaining = [len(rule.expansion) for rule in rules]
+    occurrences: dict = {}
+    for index, rule in enumerate(rules):
+        for symbol in rule.expansion:
+            occurrences.setdefault(symbol, []).append(index)
+    nullable = set()
+    queue = []
+    for index, rule in enumerate(rules):
+        if remaining[index] == 0 and rule.origin not in nullable:
+            nullable.add(rule.origin)
+            queue.append(rule.origin)
+    while queue:
+        symbol = queue.pop()
+        for index in occurrences.get(symbol, ()):
+            remaining[index] -= 1
+            origin = rules[index].origin
+            if remaining[index] == 0 and origin not in nullable:
+                nullable.add(origin)
+                queue.append(origin)
+    return nullable
 
 
 def parse_terminals(table: ParseTable, names: list[str]) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa import DEAD
+from .dfa_kernels import column_classes, member_product
 from .grammar import Terminal
 
 MAX_LEXER_STATES = 200_000
@@ -92,41 +92,23 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
 
     words = (len(ranked) + 63) // 64
     # A product state is the array of its members' global states, in terminal order (each
-    # terminal DFA contributes at most one), keyed by its bytes. The start state's key carries
-    # a marker so that no transition re-enters it: state 0 always means "the lexeme is
-    # empty", even for terminals whose DFAs cycle back to their start.
+    # terminal DFA contributes at most one). No transition re-enters the start state: state 0
+    # always means "the lexeme is empty", even for terminals whose DFAs cycle back to their
+    # start (see member_product).
     start = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
-    index = {b"S" + start.tobytes(): 0}
-    members = [start]
-    class_rows: list[np.ndarray] = []
-    position = 0
-    while position < len(members):
-        successors = big[members[position]][:, representative]  # [members, classes]
-        position += 1
-        alive = successors >= 0
-        row = np.full(len(representative), DEAD, dtype=np.int32)
-        for c in np.flatnonzero(alive.any(axis=0)).tolist():
-            target = successors[alive[:, c], c]
-            key = target.tobytes()
-            found = index.get(key)
-            if found is None:
-                found = len(members)
-                if found >= max_states:
-                    raise GrammarError(
-                        f"the lexer automaton of this grammar exceeds {max_states} states; "
-                        "some terminals overlap too much (simplify the terminal regexes)")
-                index[key] = found
-                members.append(target)
-            row[c] = found
-        class_rows.append(row)
-
-    transitions = np.stack(class_rows)[:, byte_class].astype(np.int32)
-    state_of = np.repeat(np.arange(len(members)), [len(m) for m in members])
-    flat = np.concatenate(members)
+    class_rows, flat, member_offsets, overflowed = member_product(
+        np.ascontiguousarray(big[:, representative]), start, max_states)
+    if overflowed:
+        raise GrammarError(
+            f"the lexer automaton of this grammar exceeds {max_states} states; "
+            "some terminals overlap too much (simplify the terminal regexes)")
+    num_states = class_rows.shape[0]
+    transitions = np.ascontiguousarray(class_rows[:, byte_class], dtype=np.int32)
+    state_of = np.repeat(np.arange(num_states), np.diff(member_offsets))
     terminal = owner[flat]
     bits = np.left_shift(np.uint64(1), (terminal & 63).astype(np.uint64))
-    alive_bits = np.zeros((len(members), words), dtype=np.uint64)
-    accept_bits = np.zeros((len(members), words), dtype=np.uint64)
+    alive_bits = np.zeros((num_states, words), dtype=np.uint64)
+    accept_bits = np.zeros((num_states, words), dtype=np.uint64)
     np.bitwise_or.at(alive_bits, (state_of, terminal >> 6), bits)
     accepted = big_accepting[flat]
     np.bitwise_or.at(accept_bits, (state_of[accepted], terminal[accepted] >> 6), bits[accepted])
@@ -134,8 +116,15 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
 
 
 def _byte_classes(table: np.ndarray):
-    """(number of classes, class of each byte, a representative byte per class)."""
-    columns = np.ascontiguousarray(table.T)
-    _, first, byte_class = np.unique(columns, axis=0, return_index=True, return_inverse=True)
-    byte_class = byte_class.reshape(-1)
-    return len(first), byte_class, first
+    """(number of classes, class of each byte, a representative byte per class).
+
+    Classes are numbered in the lexicographic order of their columns, as they always were:
+    the lexer's state numbering follows from it, and masks saved on disk (keyed by lexer
+    state) must keep meaning the same states. The distinct columns are found by a numba
+    hash first, so only those few are sorted.
+    """
+    class_in_first_order, first = column_classes(table)
+    _, sorted_to_first, rank = np.unique(np.ascontiguousarray(table[:, first].T), axis=0, return_index=True,
+                                          return_inverse=True)
+    byte_class = rank.reshape(-1)[class_in_first_order]
+    return len(first), byte_class, first[sorted_to_first]

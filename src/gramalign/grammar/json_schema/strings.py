@@ -11,13 +11,13 @@ the key ``a`` exactly as a JSON parser sees it, and a language minus ``a`` exclu
 from __future__ import annotations
 
 import functools
-import hashlib
 
 import numpy as np
 
 from ..automata import MAX_STATES, intersect
-from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, dfa_from_table, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa,
-                   nfa_to_utf8_dfa)
+from ..automaton_cache import AutomatonCache
+from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
+                   nfa_to_byte_dfa, nfa_to_utf8_dfa)
 
 __all__ = ["any_string_contents", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
 
@@ -154,37 +154,79 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     """
     if contents.initial == DEAD:
         return empty_byte_dfa()
-    digest = hashlib.blake2b(contents.transitions.tobytes(), digest_size=16)
-    digest.update(contents.accepting.tobytes())
-    key = (digest.digest(), contents.initial, escapes, max_states)  # not the tables: they can be megabytes
+    key = (contents.digest, escapes, max_states)  # not the tables: they can be megabytes
     found = _JSON_STRINGS.get(key)
     if found is None:
-        if escapes == "minimal" and not (contents.transitions[:, _NEEDS_ESCAPE] != DEAD).any():
-            found = _quoted(contents)  # nothing to escape: the spelling is the text itself
+        if escapes == "minimal":
+            found = _minimally_escaped(contents, max_states)
         else:
             found = _escaped(contents, escapes, max_states)
-        if len(_JSON_STRINGS) >= _CACHE_SIZE:
-            _JSON_STRINGS.pop(next(iter(_JSON_STRINGS)))
-        _JSON_STRINGS[key] = found
+        found = _JSON_STRINGS.put(key, found)
     return found
 
 
-_JSON_STRINGS: dict[tuple, ByteDFA] = {}  # schemas share most strings (keys, formats, any string)
-_CACHE_SIZE = 4096
+_JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
+"""Schemas share most strings (keys, formats, any string)."""
 _NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
 
 
-def _quoted(contents: ByteDFA) -> ByteDFA:
-    """``"`` + contents + ``"`` when no string of ``contents`` has a character to escape."""
+_SHORT_ESCAPE_LETTERS = {code_point: letter for code_point, letter in _SHORT_ESCAPES.items() if code_point != ord("/")}
+_LOW_HEX_ESCAPED = [cp for cp in range(0x10) if cp not in _SHORT_ESCAPE_LETTERS]  # written \u000X
+
+
+def _minimally_escaped(contents: ByteDFA, max_states: int) -> ByteDFA:
+    """The minimal-escape JSON spellings of ``contents``, built directly as a DFA.
+
+    Every character JSON requires escaped (``"``, ``\\``, U+0000-U+001F) is one ASCII
+    byte, so the spelling is the contents table with those bytes' transitions replaced by
+    short deterministic paths: from a state q, ``\\`` leads to a state of q's own whose
+    ``"``, ``\\``, ``b f n r t`` go where the escaped character went, and whose ``u00``
+    + two hex digits (either case; only for characters without a short escape) do too.
+    No subset construction is needed (this was an NFA determinised in Python: seconds for
+    ``format: email``).
+    """
+    table = contents.transitions
     n = contents.num_states
+    escaped_targets = table[:, _NEEDS_ESCAPE]
+    escaping = np.flatnonzero((escaped_targets != DEAD).any(axis=1))  # states that need a backslash path
+    low = (table[escaping][:, _LOW_HEX_ESCAPED] != DEAD).any(axis=1)  # \u000X from this state
+    high = (table[escaping][:, 0x10:0x20] != DEAD).any(axis=1)  # \u001X
+    with_u = np.flatnonzero(low | high)
     opening, closing = n, n + 1
-    table = np.full((n + 2, 256), DEAD, dtype=np.int32)
-    table[:n] = contents.transitions
-    table[opening, 0x22] = contents.initial
-    table[np.flatnonzero(contents.accepting), 0x22] = closing
-    accepting = np.zeros(n + 2, dtype=bool)
+    backslash = n + 2 + np.arange(len(escaping))
+    after_u = backslash[-1] + 1 + np.arange(len(with_u)) if len(escaping) else np.zeros(0, dtype=np.int64)
+    after_u0 = after_u + len(with_u)
+    after_u00 = after_u0 + len(with_u)
+    next_free = n + 2 + len(escaping) + 3 * len(with_u)
+    low_rows = np.searchsorted(with_u, np.flatnonzero(low))  # rows of after_u00 that read a low digit
+    high_rows = np.searchsorted(with_u, np.flatnonzero(high))
+    low_digit = next_free + np.arange(len(low_rows))
+    high_digit = next_free + len(low_rows) + np.arange(len(high_rows))
+    num_states = next_free + len(low_rows) + len(high_rows)
+    if num_states > max_states:
+        raise StateLimitError(f"the JSON spellings of these strings need more than max_states={max_states} states")
+    result = np.full((num_states, 256), DEAD, dtype=np.int32)
+    result[:n] = table
+    result[:n, _NEEDS_ESCAPE] = DEAD  # never written raw
+    result[opening, 0x22] = contents.initial
+    result[np.flatnonzero(contents.accepting), 0x22] = closing
+    result[escaping, 0x5C] = backslash
+    for code_point, letter in _SHORT_ESCAPE_LETTERS.items():
+        result[backslash, letter] = table[escaping, code_point]
+    result[backslash[with_u], ord("u")] = after_u
+    result[after_u, ord("0")] = after_u0
+    result[after_u0, ord("0")] = after_u00
+    result[after_u00[low_rows], ord("0")] = low_digit
+    result[after_u00[high_rows], ord("1")] = high_digit
+    low_sources, high_sources = escaping[np.flatnonzero(low)], escaping[np.flatnonzero(high)]
+    for digit in range(16):
+        for lo, hi in _HEX_DIGIT_BYTES[digit]:
+            if digit in _LOW_HEX_ESCAPED:
+                result[low_digit, lo] = table[low_sources, digit]
+            result[high_digit, lo] = table[high_sources, 0x10 + digit]
+    accepting = np.zeros(num_states, dtype=bool)
     accepting[closing] = True
-    return dfa_from_table(table, opening, accepting)
+    return dfa_from_table(result, opening, accepting)
 
 
 def _escaped(contents: ByteDFA, escapes: str, max_states: int) -> ByteDFA:

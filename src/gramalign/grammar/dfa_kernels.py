@@ -1,0 +1,632 @@
+"""numba kernels of the DFA algebra: trimming, minimisation, canonical numbering, products.
+
+They take and return plain arrays (``table`` is an int32 ``[states, symbols]`` transition
+table with DEAD = -1, ``accepting`` a bool array); :mod:`.dfa` and :mod:`.automata` wrap
+them. Every schema compile runs these hundreds of times on small automata and a few times
+on large ones (formats, patterns, key sets), which is why they are compiled: the Python
+versions spent most of a schema's compile time in interpreter loops.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+DEAD = -1
+
+__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "live_states", "member_product",
+           "pair_product", "subset_construction"]
+
+
+@numba.njit(cache=True, nogil=True)
+def live_states(table, initial, accepting):
+    """Bool mask of the states reachable from ``initial`` that can reach an accepting state."""
+    n, k = table.shape
+    reachable = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    reachable[initial] = True
+    stack[0] = initial
+    top = 1
+    while top > 0:
+        top -= 1
+        state = stack[top]
+        for c in range(k):
+            target = table[state, c]
+            if target >= 0 and not reachable[target]:
+                reachable[target] = True
+                stack[top] = target
+                top += 1
+    # reverse adjacency (CSR over targets) for the backward search from accepting states
+    in_degree = np.zeros(n + 1, dtype=np.int64)
+    for state in range(n):
+        for c in range(k):
+            target = table[state, c]
+            if target >= 0:
+                in_degree[target + 1] += 1
+    offsets = np.cumsum(in_degree)
+    sources = np.empty(offsets[n], dtype=np.int64)
+    fill = offsets[:n].copy()
+    for state in range(n):
+        for c in range(k):
+            target = table[state, c]
+            if target >= 0:
+                sources[fill[target]] = state
+                fill[target] += 1
+    live = np.zeros(n, dtype=np.bool_)
+    top = 0
+    for state in range(n):
+        if accepting[state]:
+            live[state] = True
+            stack[top] = state
+            top += 1
+    while top > 0:
+        top -= 1
+        state = stack[top]
+        for i in range(offsets[state], offsets[state + 1]):
+            source = sources[i]
+            if not live[source]:
+                live[source] = True
+                stack[top] = source
+                top += 1
+    return reachable & live
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_touched(touched, touched_top, first, past, marked, elems, owner, num_blocks):
+    """Split every touched block of a refinable partition into its marked and unmarked
+    parts (the smaller part gets the new block number); returns the new block count."""
+    while touched_top > 0:
+        touched_top -= 1
+        b = touched[touched_top]
+        j = first[b] + marked[b]
+        if j == past[b]:
+            marked[b] = 0
+            continue
+        new = num_blocks
+        num_blocks += 1
+        if marked[b] <= past[b] - j:  # the marked part is smaller: it leaves
+            first[new] = first[b]
+            past[new] = j
+            first[b] = j
+        else:
+            past[new] = past[b]
+            first[new] = j
+            past[b] = j
+        for i in range(first[new], past[new]):
+            owner[elems[i]] = new
+        marked[b] = 0
+        marked[new] = 0
+    return num_blocks
+
+
+@numba.njit(cache=True, nogil=True)
+def coarsest_partition(table, accepting):
+    """Block of every state under language equivalence, for a trimmed partial DFA.
+
+    Valmari–Lehtinen refinement ("Fast brief practical DFA minimization", 2012): states and
+    transitions are both kept in refinable partitions; each transition block ("cord",
+    transitions with one label into one state block) is used once as a splitter, and only
+    the smaller half of every split state block re-splits the cords. O(m log n) with m the
+    number of non-DEAD transitions, and no work for the missing (DEAD) ones.
+    Returns (block of each state, number of blocks).
+    """
+    n, k = table.shape
+    m = 0
+    for state in range(n):
+        for c in range(k):
+            if table[state, c] >= 0:
+                m += 1
+    tails = np.empty(m, dtype=np.int64)
+    labels = np.empty(m, dtype=np.int64)
+    heads = np.empty(m, dtype=np.int64)
+    t = 0
+    for state in range(n):
+        for c in range(k):
+            target = table[state, c]
+            if target >= 0:
+                tails[t] = state
+                labels[t] = c
+                heads[t] = target
+                t += 1
+
+    # State partition, initially {accepting, rejecting}; a block's elements are contiguous
+    # in s_elems and its first s_marked[b] elements are marked.
+    s_elems = np.empty(n, dtype=np.int64)
+    s_loc = np.empty(n, dtype=np.int64)
+    s_set = np.zeros(n, dtype=np.int64)
+    s_first = np.zeros(n + 1, dtype=np.int64)
+    s_past = np.zeros(n + 1, dtype=np.int64)
+    s_marked = np.zeros(n + 1, dtype=np.int64)
+    s_touched = np.empty(n + 1, dtype=np.int64)
+    i = 0
+    for state in range(n):
+        if accepting[state]:
+            s_elems[i] = state
+            i += 1
+    num_accepting = i
+    for state in range(n):
+        if not accepting[state]:
+            s_elems[i] = state
+            i += 1
+    for i in range(n):
+        s_loc[s_elems[i]] = i
+    s_past[0] = n
+    s_marked[0] = num_accepting
+    s_touched[0] = 0
+    num_blocks = _split_touched(s_touched, 1, s_first, s_past, s_marked, s_elems, s_set, 1)
+
+    # Transition partition, initially one cord per label.
+    c_elems = np.argsort(labels, kind="mergesort")
+    c_loc = np.empty(m, dtype=np.int64)
+    c_set = np.zeros(m, dtype=np.int64)
+    c_first = np.zeros(m + 1, dtype=np.int64)
+    c_past = np.zeros(m + 1, dtype=np.int64)
+    c_marked = np.zeros(m + 1, dtype=np.int64)
+    c_touched = np.empty(m + 1, dtype=np.int64)
+    num_cords = 0
+    for i in range(m):
+        t = c_elems[i]
+        c_loc[t] = i
+        if i == 0 or labels[t] != labels[c_elems[i - 1]]:
+            if num_cords > 0:
+                c_past[num_cords - 1] = i
+            c_first[num_cords] = i
+            num_cords += 1
+        c_set[t] = num_cords - 1
+    if num_cords > 0:
+        c_past[num_cords - 1] = m
+
+    # incoming transitions of every state (CSR, in transition order)
+    in_offsets = np.zeros(n + 1, dtype=np.int64)
+    for t in range(m):
+        in_offsets[heads[t] + 1] += 1
+    in_offsets = np.cumsum(in_offsets)
+    incoming = np.empty(m, dtype=np.int64)
+    fill = in_offsets[:n].copy()
+    for t in range(m):
+        incoming[fill[heads[t]]] = t
+        fill[heads[t]] += 1
+
+    block_cursor = 1
+    cord_cursor = 0
+    while cord_cursor < num_cords:
+        touched_top = 0
+        for i in range(c_first[cord_cursor], c_past[cord_cursor]):
+            q = tails[c_elems[i]]  # mark q in its state block
+            b = s_set[q]
+            i_q = s_loc[q]
+            j = s_first[b] + s_marked[b]
+            other = s_elems[j]
+            s_elems[i_q] = other
+            s_loc[other] = i_q
+            s_elems[j] = q
+            s_loc[q] = j
+            if s_marked[b] == 0:
+                s_touched[touched_top] = b
+                touched_top += 1
+            s_marked[b] += 1
+        num_blocks = _split_touched(s_touched, touched_top, s_first, s_past, s_marked, s_elems, s_set, num_blocks)
+        cord_cursor += 1
+        while block_cursor < num_blocks:
+            touched_top = 0
+            for i in range(s_first[block_cursor], s_past[block_cursor]):
+                q = s_elems[i]
+                for e in range(in_offsets[q], in_offsets[q + 1]):
+                    t = incoming[e]
+                    c = c_set[t]  # mark transition t in its cord
+                    i_t = c_loc[t]
+                    j = c_first[c] + c_marked[c]
+                    other = c_elems[j]
+                    c_elems[i_t] = other
+                    c_loc[other] = i_t
+                    c_elems[j] = t
+                    c_loc[t] = j
+                    if c_marked[c] == 0:
+                        c_touched[touched_top] = c
+                        touched_top += 1
+                    c_marked[c] += 1
+            num_cords = _split_touched(c_touched, touched_top, c_first, c_past, c_marked, c_elems, c_set, num_cords)
+            block_cursor += 1
+    return s_set.astype(np.int32), num_blocks
+
+
+@numba.njit(cache=True, nogil=True)
+def canonical_order(table, initial):
+    """Breadth-first numbering from ``initial`` (children in symbol order): new id per state
+    (DEAD for states not reached)."""
+    n, k = table.shape
+    new_id = np.full(n, DEAD, dtype=np.int32)
+    order = np.empty(n, dtype=np.int64)
+    new_id[initial] = 0
+    order[0] = initial
+    count = 1
+    head = 0
+    while head < count:
+        state = order[head]
+        head += 1
+        for c in range(k):
+            child = table[state, c]
+            if child >= 0 and new_id[child] == DEAD:
+                new_id[child] = count
+                order[count] = child
+                count += 1
+    return new_id
+
+
+INTERSECT, UNION, DIFFERENCE = 0, 1, 2
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_product(table_a, initial_a, accepting_a, table_b, initial_b, accepting_b, mode, max_states):
+    """Breadth-first product of two DFAs over the same symbols (a DEAD initial state is the
+    empty language). A pair from which ``mode`` can accept nothing (intersection: either
+    side dead; union: both; difference: the left side) is DEAD.
+
+    Returns (table int32 [pairs, symbols], accepting bool [pairs], overflowed); with more
+    than ``max_states`` pairs, overflowed is True and the arrays are empty.
+    """
+    k = table_a.shape[1]
+    width = table_b.shape[0] + 1
+    ids = numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
+    capacity = 64
+    pairs_a = np.empty(capacity, dtype=np.int64)
+    pairs_b = np.empty(capacity, dtype=np.int64)
+    rows = np.empty((capacity, k), dtype=np.int32)
+    count = 0
+    if not _pair_alive(initial_a, initial_b, mode):
+        return rows[:0], np.zeros(0, dtype=np.bool_), False
+    ids[(initial_a + 1) * width + initial_b + 1] = 0
+    pairs_a[0] = initial_a
+    pairs_b[0] = initial_b
+    count = 1
+    position = 0
+    while position < count:
+        sa = pairs_a[position]
+        sb = pairs_b[position]
+        for c in range(k):
+            na = table_a[sa, c] if sa >= 0 else DEAD
+            nb = table_b[sb, c] if sb >= 0 else DEAD
+            if not _pair_alive(na, nb, mode):
+                rows[position, c] = DEAD
+                continue
+            key = (na + 1) * width + nb + 1
+            found = ids.get(key, -1)
+            if found < 0:
+                if count >= max_states:
+                    return rows[:0], np.zeros(0, dtype=np.bool_), True
+                if count == capacity:
+                    capacity *= 2
+                    grown = np.empty((capacity, k), dtype=np.int32)
+                    grown[:count] = rows[:count]
+                    rows = grown
+                    pa = np.empty(capacity, dtype=np.int64)
+                    pa[:count] = pairs_a[:count]
+                    pairs_a = pa
+                    pb = np.empty(capacity, dtype=np.int64)
+                    pb[:count] = pairs_b[:count]
+                    pairs_b = pb
+                found = count
+                ids[key] = found
+                pairs_a[count] = na
+                pairs_b[count] = nb
+                count += 1
+            rows[position, c] = found
+        position += 1
+    accepting = np.zeros(count, dtype=np.bool_)
+    for p in range(count):
+        x = pairs_a[p] >= 0 and accepting_a[pairs_a[p]]
+        y = pairs_b[p] >= 0 and accepting_b[pairs_b[p]]
+        if mode == INTERSECT:
+            accepting[p] = x and y
+        elif mode == UNION:
+            accepting[p] = x or y
+        else:
+            accepting[p] = x and not y
+    return rows[:count], accepting, False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_alive(sa, sb, mode):
+    if mode == INTERSECT:
+        return sa >= 0 and sb >= 0
+    if mode == UNION:
+        return sa >= 0 or sb >= 0
+    return sa >= 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _hash_members(buffer, length):
+    h = np.uint64(14695981039346656037)
+    for i in range(length):
+        h = (h ^ np.uint64(buffer[i])) * np.uint64(1099511628211)
+    return h
+
+
+@numba.njit(cache=True, nogil=True)
+def member_product(big, start, max_states):
+    """The product automaton of many DFAs stored in one table (the lexer DFA).
+
+    ``big`` is int64 [global states, classes]: every member DFA's table with its states
+    offset to be distinct, -1 for dead. A product state is the ordered array of the live
+    members' global states; state 0 is ``start`` and is never re-entered (a transition to
+    the same members makes a new state: state 0 always means "nothing read yet").
+    Returns (rows int32 [states, classes], member pool, offsets into it, overflowed).
+    """
+    num_classes = big.shape[1]
+    width = start.shape[0]
+    pool = np.empty(max(64, 4 * width), dtype=np.int64)
+    pool[:width] = start
+    offsets = np.empty(64, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1] = width
+    rows = np.empty((64, num_classes), dtype=np.int32)
+    count = 1
+    slots = np.full(1024, -1, dtype=np.int64)  # open addressing: state ids by member hash
+    buffer = np.empty(width, dtype=np.int64)
+    position = 0
+    while position < count:
+        first, past = offsets[position], offsets[position + 1]
+        for c in range(num_classes):
+            length = 0
+            for i in range(first, past):
+                target = big[pool[i], c]
+                if target >= 0:
+                    buffer[length] = target
+                    length += 1
+            if length == 0:
+                rows[position, c] = DEAD
+                continue
+            mask = slots.shape[0] - 1
+            slot = np.int64(_hash_members(buffer, length) & np.uint64(mask))
+            found = -1
+            while slots[slot] >= 0:
+                candidate = slots[slot]
+                o = offsets[candidate]
+                if offsets[candidate + 1] - o == length:
+                    same = True
+                    for i in range(length):
+                        if pool[o + i] != buffer[i]:
+                            same = False
+                            break
+                    if same:
+                        found = candidate
+                        break
+                slot = (slot + 1) & mask
+            if found < 0:
+                if count >= max_states:
+                    return rows[:0], pool[:0], offsets[:1], True
+                found = count
+                if count + 1 >= offsets.shape[0]:
+                    grown = np.empty(2 * offsets.shape[0], dtype=np.int64)
+                    grown[:count + 1] = offsets[:count + 1]
+                    offsets = grown
+                    grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
+                    grown_rows[:count] = rows[:count]
+                    rows = grown_rows
+                end = offsets[count]
+                if end + length > pool.shape[0]:
+                    grown_pool = np.empty(2 * (end + length), dtype=np.int64)
+                    grown_pool[:end] = pool[:end]
+                    pool = grown_pool
+                pool[end:end + length] = buffer[:length]
+                offsets[count + 1] = end + length
+                slots[slot] = count
+                count += 1
+                if 2 * count > slots.shape[0]:  # keep the table at most half full
+                    bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
+                    bigger_mask = bigger.shape[0] - 1
+                    for state in range(1, count):
+                        o = offsets[state]
+                        s = np.int64(_hash_members(pool[o:offsets[state + 1]], offsets[state + 1] - o)
+                                     & np.uint64(bigger_mask))
+                        while bigger[s] >= 0:
+                            s = (s + 1) & bigger_mask
+                        bigger[s] = state
+                    slots = bigger
+            rows[position, c] = found
+        position += 1
+    return rows[:count], pool[:offsets[count]], offsets[:count + 1], False
+
+
+@numba.njit(cache=True, nogil=True)
+def epsilon_closures(num_states, eps_offsets, eps_targets, important):
+    """Per NFA state, the sorted important states reachable by ε-moves (itself included):
+    (offsets, pool) in CSR form."""
+    offsets = np.zeros(num_states + 1, dtype=np.int64)
+    pool = np.empty(max(16, num_states), dtype=np.int64)
+    stamp = np.full(num_states, -1, dtype=np.int64)
+    stack = np.empty(num_states, dtype=np.int64)
+    found = np.empty(num_states, dtype=np.int64)
+    used = 0
+    for state in range(num_states):
+        stamp[state] = state
+        stack[0] = state
+        top = 1
+        length = 0
+        while top > 0:
+            top -= 1
+            q = stack[top]
+            if important[q]:
+                found[length] = q
+                length += 1
+            for i in range(eps_offsets[q], eps_offsets[q + 1]):
+                nxt = eps_targets[i]
+                if stamp[nxt] != state:
+                    stamp[nxt] = state
+                    stack[top] = nxt
+                    top += 1
+        if used + length > pool.shape[0]:
+            grown = np.empty(2 * (used + length), dtype=np.int64)
+            grown[:used] = pool[:used]
+            pool = grown
+        pool[used:used + length] = np.sort(found[:length])
+        used += length
+        offsets[state + 1] = used
+    return offsets, pool[:used]
+
+
+@numba.njit(cache=True, nogil=True)
+def subset_construction(num_states, initial, accepting, edge_offsets, edge_class, edge_target,
+                        closure_offsets, closure_pool, num_classes, max_states):
+    """Determinise an NFA over symbol classes (ε-moves given as closures).
+
+    ``edge_*`` is the CSR of labelled edges by source (one entry per class an edge's label
+    contains); ``closure_*`` the ε-closures (important states only, sorted). A DFA state is
+    the sorted set of important NFA states. Returns (table int32 [states, classes],
+    accepting bool [states], overflowed); no states when the start closure is empty.
+    """
+    pool = np.empty(max(64, 4 * num_states), dtype=np.int64)
+    offsets = np.zeros(64, dtype=np.int64)
+    rows = np.empty((64, num_classes), dtype=np.int32)
+    is_accepting = np.zeros(64, dtype=np.bool_)
+    first, past = closure_offsets[initial], closure_offsets[initial + 1]
+    if past == first:
+        return rows[:0], is_accepting[:0], False
+    length = past - first
+    pool[:length] = closure_pool[first:past]
+    offsets[1] = length
+    count = 1
+    slots = np.full(1024, -1, dtype=np.int64)
+    mask = slots.shape[0] - 1
+    slots[np.int64(_hash_members(pool, length) & np.uint64(mask))] = 0
+    # per class: the NFA targets of the current subset (bucketed), then the closure union
+    class_count = np.zeros(num_classes, dtype=np.int64)
+    class_start = np.zeros(num_classes + 1, dtype=np.int64)
+    targets = np.empty(16, dtype=np.int64)
+    bucketed = np.empty(16, dtype=np.int64)
+    stamp = np.full(num_states, -1, dtype=np.int64)
+    buffer = np.empty(num_states, dtype=np.int64)
+    stamp_value = 0
+    position = 0
+    while position < count:
+        s_first, s_past = offsets[position], offsets[position + 1]
+        accept = False
+        total = 0
+        class_count[:] = 0
+        for i in range(s_first, s_past):
+            q = pool[i]
+            if accepting[q]:
+                accept = True
+            for e in range(edge_offsets[q], edge_offsets[q + 1]):
+                class_count[edge_class[e]] += 1
+                total += 1
+        is_accepting[position] = accept
+        if total > targets.shape[0]:
+            targets = np.empty(2 * total, dtype=np.int64)
+            bucketed = np.empty(2 * total, dtype=np.int64)
+        class_start[0] = 0
+        for c in range(num_classes):
+            class_start[c + 1] = class_start[c] + class_count[c]
+        class_count[:] = 0
+        for i in range(s_first, s_past):
+            q = pool[i]
+            for e in range(edge_offsets[q], edge_offsets[q + 1]):
+                c = edge_class[e]
+                bucketed[class_start[c] + class_count[c]] = edge_target[e]
+                class_count[c] += 1
+        for c in range(num_classes):
+            if class_count[c] == 0:
+                rows[position, c] = DEAD
+                continue
+            stamp_value += 1
+            length = 0
+            for i in range(class_start[c], class_start[c + 1]):
+                t = bucketed[i]
+                for j in range(closure_offsets[t], closure_offsets[t + 1]):
+                    member = closure_pool[j]
+                    if stamp[member] != stamp_value:
+                        stamp[member] = stamp_value
+                        buffer[length] = member
+                        length += 1
+            if length == 0:
+                rows[position, c] = DEAD
+                continue
+            buffer[:length] = np.sort(buffer[:length])
+            mask = slots.shape[0] - 1
+            slot = np.int64(_hash_members(buffer, length) & np.uint64(mask))
+            found = -1
+            while slots[slot] >= 0:
+                candidate = slots[slot]
+                o = offsets[candidate]
+                if offsets[candidate + 1] - o == length:
+                    same = True
+                    for i in range(length):
+                        if pool[o + i] != buffer[i]:
+                            same = False
+                            break
+                    if same:
+                        found = candidate
+                        break
+                slot = (slot + 1) & mask
+            if found < 0:
+                if count >= max_states:
+                    return rows[:0], is_accepting[:0], True
+                found = count
+                if count + 1 >= offsets.shape[0]:
+                    grown = np.zeros(2 * offsets.shape[0], dtype=np.int64)
+                    grown[:count + 1] = offsets[:count + 1]
+                    offsets = grown
+                    grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
+                    grown_rows[:count] = rows[:count]
+                    rows = grown_rows
+                    grown_accepting = np.zeros(2 * is_accepting.shape[0], dtype=np.bool_)
+                    grown_accepting[:count] = is_accepting[:count]
+                    is_accepting = grown_accepting
+                end = offsets[count]
+                if end + length > pool.shape[0]:
+                    grown_pool = np.empty(2 * (end + length), dtype=np.int64)
+                    grown_pool[:end] = pool[:end]
+                    pool = grown_pool
+                pool[end:end + length] = buffer[:length]
+                offsets[count + 1] = end + length
+                slots[slot] = count
+                count += 1
+                if 2 * count > slots.shape[0]:
+                    bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
+                    bigger_mask = bigger.shape[0] - 1
+                    for state in range(count):
+                        o = offsets[state]
+                        s = np.int64(_hash_members(pool[o:offsets[state + 1]], offsets[state + 1] - o)
+                                     & np.uint64(bigger_mask))
+                        while bigger[s] >= 0:
+                            s = (s + 1) & bigger_mask
+                        bigger[s] = state
+                    slots = bigger
+            rows[position, c] = found
+        position += 1
+    return rows[:count], is_accepting[:count], False
+
+
+@numba.njit(cache=True, nogil=True)
+def column_classes(table):
+    """Columns of ``table`` that are identical form one class: (class of each column,
+    first column of each class), classes numbered in the order of their first column."""
+    n, k = table.shape
+    hashes = np.full(k, np.uint64(14695981039346656037), dtype=np.uint64)
+    for s in range(n):  # row by row: the table is row-major
+        for c in range(k):
+            hashes[c] = (hashes[c] ^ np.uint64(table[s, c] + 1)) * np.uint64(1099511628211)
+    class_of = np.empty(k, dtype=np.int64)
+    first = np.empty(k, dtype=np.int64)
+    count = 0
+    for c in range(k):
+        found = -1
+        for j in range(count):
+            r = first[j]
+            if hashes[r] != hashes[c]:
+                continue
+            same = True
+            for s in range(n):
+                if table[s, r] != table[s, c]:
+                    same = False
+                    break
+            if same:
+                found = j
+                break
+        if found < 0:
+            found = count
+            first[count] = c
+            count += 1
+        class_of[c] = found
+    return class_of, first[:count]

@@ -1,0 +1,113 @@
+"""The process-wide automaton caches: a hit is exactly a fresh computation, and the
+caches stay within their byte budgets. Also the direct constructions that replaced
+Python determinisation (minimal JSON string spellings) against the NFA route."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gramalign as ga
+from gramalign.grammar import automata, dfa
+from gramalign.grammar.automaton_cache import AutomatonCache, clear_automaton_caches
+from gramalign.grammar.json_schema import strings
+from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_dfa
+from gramalign.grammar.json_schema.formats import format_dfa
+from gramalign.grammar.regex import regex_to_dfa
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0},
+                                      "email": {"type": "string", "format": "email"},
+                                      "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}}},
+     "required": ["name", "age"]},
+    {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 150},
+                                      "name": {"type": "string", "pattern": "^[A-Z][a-z]+$"}},
+     "additionalProperties": {"type": "number", "multipleOf": 0.5}},
+    {"anyOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                "required": ["kind"]},
+               {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"enum": ["p", "q", 3]}},
+                "required": ["kind"]}]},
+    {"allOf": [{"type": "string", "minLength": 2}, {"not": {"enum": ["ab", "cd"]}}, {"format": "date"}]},
+    {"oneOf": [{"type": "number", "minimum": 1.5}, {"type": "integer", "maximum": 10}]},
+]
+
+
+def same_automaton(a: dfa.ByteDFA, b: dfa.ByteDFA) -> bool:
+    return (a.initial == b.initial and np.array_equal(a.transitions, b.transitions)
+            and np.array_equal(a.accepting, b.accepting))
+
+
+def terminal_automata(grammar: ga.Grammar) -> dict:
+    return {t.name: t.dfa for t in grammar.terminals}
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_warm_caches_give_the_grammar_of_a_cold_compile(schema):
+    clear_automaton_caches()
+    cold = ga.Grammar.from_json_schema(schema)
+    warm = ga.Grammar.from_json_schema(schema)  # every product, literal set and spelling is a hit now
+    assert warm == cold  # terminals carry a digest of their automaton, rules are compared by name
+    for name, automaton in terminal_automata(cold).items():
+        assert same_automaton(automaton, terminal_automata(warm)[name]), name
+    clear_automaton_caches()
+    again = ga.Grammar.from_json_schema(schema)
+    assert again == cold
+
+
+def test_cached_products_equal_fresh_products_string_by_string():
+    patterns = [r"[ab]*", r"a(ba)*", r"(ab|b)+", r"b?a{1,3}"]
+    words = ["".join(p).encode() for n in range(7) for p in itertools.product("ab", repeat=n)]
+    for p, q in itertools.permutations(patterns, 2):
+        x, y = regex_to_dfa(p), regex_to_dfa(q)
+        for operation, mode in ((automata.intersect, automata._INTERSECT), (automata.union, automata._UNION),
+                                (automata.difference, automata._DIFFERENCE)):
+            first = operation(x, y)
+            hit = operation(x, y)
+            assert hit is first  # the second call is served by the cache
+            fresh = automata._compute_product(x, y, mode, automata.MAX_STATES)
+            assert same_automaton(hit, fresh)
+            assert [hit.matches(w) for w in words] == [fresh.matches(w) for w in words]
+
+
+def test_cached_literal_sets_equal_fresh_ones():
+    sets = [[b"name"], [b"a", b"ab", b"abc"], [b"", b"x"], ["\u00e9t\u00e9".encode(), b"ete"]]
+    for words in sets:
+        first = dfa.literal_dfa(words)
+        assert dfa.literal_dfa(list(reversed(words))) is first  # keyed by the set, not the order
+        fresh = dfa._literal_dfa(sorted(set(words)), None)
+        assert same_automaton(first, fresh)
+        assert same_automaton(first, dfa.minimize(first))  # the one-word chain is minimal and canonical
+
+
+@pytest.mark.parametrize("contents", [
+    strings.any_string_contents(),
+    strings.literal_contents_dfa(['a"b', "\\", "\n\t\x01\x1f\x10x", "\u00e9", "plain"]),
+    automata.difference(strings.any_string_contents(), strings.literal_contents_dfa(["name", "age", "\x00"])),
+    strings.length_dfa(2, 5),
+    ecma_pattern_dfa('a.*"', lenient_escapes=True),
+    format_dfa("email"),
+    format_dfa("json-pointer"),
+], ids=["any", "literals", "any-but-keys", "length", "pattern", "email", "json-pointer"])
+def test_minimal_spellings_built_directly_equal_the_nfa_route(contents):
+    direct = strings._minimally_escaped(contents, automata.MAX_STATES)
+    through_nfa = strings._escaped(contents, "minimal", automata.MAX_STATES)
+    assert same_automaton(direct, through_nfa)
+    assert same_automaton(strings.json_string_dfa(contents, escapes="minimal"), direct)
+
+
+def test_cache_stays_within_its_byte_budget():
+    budget = 300_000
+    cache = AutomatonCache("test", budget)
+    automata_made = [regex_to_dfa(f"a{{{n}}}") for n in range(1, 60)]  # (n + 1) KiB tables, each under budget / 2
+    for n, automaton in enumerate(automata_made):
+        assert cache.put(("a", n), automaton) is automaton
+        assert cache.nbytes <= budget
+    assert 0 < len(cache) < len(automata_made)
+    assert cache.get(("a", 0)) is None  # the least recently used went first
+    assert cache.get(("a", len(automata_made) - 1)) is automata_made[-1]
+    huge = regex_to_dfa("b{200}")  # over half the budget: returned, not kept
+    assert cache.put("huge", huge) is huge and cache.get("huge") is None
+    cache.clear()
+    assert cache.nbytes == 0 and len(cache) == 0
