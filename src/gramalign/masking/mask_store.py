@@ -34,7 +34,9 @@ from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL
                               SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
-from .grammar_walk import classify_tokens, walk_trie_grammar
+from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
+                            context_signature, remap_terminal_bits, shared_cache_for)
+from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
@@ -83,13 +85,19 @@ WHOLE_ROW_BYTES = 32 << 20
 class GrammarMaskStore:
     """Exact token masks for the states of an :class:`IncrementalParser`."""
 
-    def __init__(self, tables: ParserTables, vocabulary: Vocabulary, trie: TokenTrie):
+    def __init__(self, tables: ParserTables, vocabulary: Vocabulary, trie: TokenTrie,
+                 shared: "ContextClassificationCache | None | bool" = True):
+        """``shared``: the cross-grammar cache of context classifications to use (True: the
+        process-wide one of ``trie``; None or False: classify every context here)."""
         self.tables = tables
         self.vocabulary = vocabulary
         self.trie = trie
         self.width = bitmask_width(vocabulary.size)
         self._args = tables.kernel_args()
         self._contexts: dict[tuple[int, ...], _ContextMasks] = {}
+        if shared is True:
+            shared = shared_cache_for(trie)
+        self.shared = None if shared is None or shared is False else shared
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
@@ -389,23 +397,54 @@ class GrammarMaskStore:
         shadow_cands = np.array([tables.candidate_bits[p] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
                                                                       (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
                                 dtype=np.uint64).reshape(len(shadow_states), lexer.words)
+        cand = tables.candidate_bits[state]
+        signature = None
+        if self.shared is not None:
+            signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
+                                                   np.int64(lexer.initial), tables.term_column, cand, shadow_states,
+                                                   shadow_cands, np.int64(key[0]), MAX_SIGNATURE_STATES)
+            if signature.size:
+                signature = signature.tobytes()
+                shared = self.shared.get(signature)
+                if shared is not None:
+                    group_reach = remap_terminal_bits(shared.group_reach, real_of, lexer.words)
+                    entry = _ContextMasks(shared.inside, group_reach, shared.group_masks, shared.dependent_ids)
+                    entry.lazy["trie"] = shared.dependent_trie
+                    return entry
+            else:
+                signature = None  # too large a sub-automaton to be worth a signature
         group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
-        group_masks = np.zeros((MAX_INSIDE_GROUPS, self.width), dtype=np.uint32)
-        dependent = np.zeros(self.vocabulary.size, dtype=np.uint8)
         trie = self.trie
-        n_groups = classify_tokens(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
-                                   tables.term_column, tables.candidate_bits[state], np.int32(key[1]),
-                                   tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
-                                   np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
-                                   trie.token_start, trie.token_ids, trie.max_depth, group_reach, group_masks,
-                                   dependent)
-        subtrie = trie.subset(dependent)
-        group_masks = group_masks[:n_groups].copy()
-        inside = np.bitwise_or.reduce(group_masks, axis=0) if n_groups else np.zeros(self.width, np.uint32)
-        entry = _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks,
-                              np.flatnonzero(dependent).astype(np.int32))
-        entry.lazy["trie"] = subtrie
+        positions = np.empty(trie.token_ids.shape[0], dtype=np.int32)
+        groups = np.empty(trie.token_ids.shape[0], dtype=np.int32)
+        n_groups, n_written = classify_tokens(
+            lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial), tables.term_column,
+            cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
+            np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start,
+            trie.token_ids, trie.max_depth, group_reach, positions, groups)
+        positions, groups = positions[:n_written], groups[:n_written]
+        group_masks, inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
+        dependent_positions = positions[groups < 0]
+        group_reach = group_reach[:n_groups].copy()
+        entry = _ContextMasks(inside, group_reach, group_masks, trie.token_ids[dependent_positions])
+        entry.lazy["trie"] = trie.subset_positions(dependent_positions)
+        if signature is not None:
+            self._share(signature, real_of, entry)
         return entry
+
+    def _share(self, signature: bytes, real_of: np.ndarray, entry: _ContextMasks) -> None:
+        """Put ``entry``'s classification into the cross-grammar cache, terminals renumbered
+        canonically (the inverse of ``real_of``)."""
+        canonical_of = np.full(self.tables.lexer.words * 64, -1, dtype=np.int32)
+        canonical_of[real_of] = np.arange(real_of.size, dtype=np.int32)
+        reach_terminals = np.flatnonzero(np.unpackbits(entry.group_reach.view(np.uint8), bitorder="little"))
+        if np.any(canonical_of[reach_terminals % canonical_of.size] < 0):
+            return  # cannot happen (reachable winners are winners of the signature's states); never guess
+        canonical_reach = remap_terminal_bits(entry.group_reach, canonical_of, max(1, (real_of.size + 63) // 64))
+        for array in (entry.inside, entry.group_masks, entry.dependent_ids):
+            array.flags.writeable = False  # shared by every grammar of this vocabulary from now on
+        self.shared.put(signature, SharedClassification(canonical_reach, entry.group_masks, entry.inside,
+                                                        entry.dependent_ids, entry.lazy["trie"]))
 
 
 _MISSING = object()
