@@ -36,6 +36,7 @@ CACHE_BYTES = 256 << 20
 
 _DEAD = -1
 _CANDIDATES_DEAD = -2  # the initial state's byte starts a lexeme, but of no candidate
+_STARTS_A_LEXEME = -3  # the initial state, not explored: this byte starts some lexeme
 
 
 @numba.njit(cache=True, nogil=True)
@@ -127,74 +128,161 @@ def _byte_classes(table):
 
 
 @numba.njit(cache=True, nogil=True)
+def lexer_byte_classes(lx_trans):
+    """(class of each byte, one representative byte per class): bytes whose columns of
+    the lexer's transition table are equal, numbered by first appearance. Columns are
+    bucketed by hash and compared exactly."""
+    n = lx_trans.shape[0]
+    hashes = np.empty(256, np.uint64)
+    for b in range(256):
+        h = np.uint64(1469598103934665603)
+        for q in range(n):
+            h = (h ^ np.uint64(lx_trans[q, b] + 3)) * np.uint64(1099511628211)
+        hashes[b] = h
+    byte_class = np.full(256, -1, np.int32)
+    representative = np.empty(256, np.int32)
+    n_classes = 0
+    for b in range(256):
+        for c in range(n_classes):
+            other = representative[c]
+            if hashes[other] != hashes[b]:
+                continue
+            same = True
+            for q in range(n):
+                if lx_trans[q, b] != lx_trans[q, other]:
+                    same = False
+                    break
+            if same:
+                byte_class[b] = c
+                break
+        if byte_class[b] < 0:
+            byte_class[b] = n_classes
+            representative[n_classes] = b
+            n_classes += 1
+    return byte_class, representative[:n_classes].copy()
+
+
+@numba.njit(cache=True, nogil=True)
 def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, shadow_states,
-                      shadow_cands, start, max_states):
+                      shadow_cands, start, byte_class, class_byte, max_states):
     """(signature int32 array, real terminal of each canonical terminal int32 array) of the
     lexical context, or an empty signature when the sub-automaton has more than
-    ``max_states`` states. See the module docstring for what the signature holds."""
+    ``max_states`` states. See the module docstring for what the signature holds.
+    ``byte_class``/``class_byte`` come from :func:`lexer_byte_classes`."""
     n_lexer = lx_trans.shape[0]
     n_components = 1 + shadow_states.shape[0]
+    n_columns = class_byte.shape[0]
+    # index_of: node of (component, lexer state); -1 unseen, -2 not alive there.
     index_of = np.full(n_components * n_lexer, -1, np.int64)
     capacity = 64
     node_state = np.empty(capacity, np.int64)
     node_component = np.empty(capacity, np.int64)
-    successors = np.empty((capacity, 256), np.int64)
+    successors = np.empty((capacity, n_columns), np.int64)
     roots = np.full(4, -1, np.int64)
     n = 0
     # Roots in a fixed order: the start state, the initial state (read where a lexeme
     # ends inside a token), then each shadow with its own candidates.
     for slot in range(2 + shadow_states.shape[0]):
+        if slot == 1:
+            continue  # the initial state is added once the start's part is known
         if slot == 0:
             q, component = start, 0
-        elif slot == 1:
-            q, component = lx_initial, 0
         else:
             q, component = shadow_states[slot - 2], slot - 1
         key = component * n_lexer + q
         if index_of[key] < 0:
-            if n == max_states:
-                return np.empty(0, np.int32), np.empty(0, np.int32)
             index_of[key] = n
             node_state[n] = q
             node_component[n] = component
             n += 1
         roots[slot] = index_of[key]
+    # The classification continues from the initial state only after an ignored lexeme
+    # (whitespace) ends; otherwise it reads no more of it than "does some terminal start
+    # with this byte" (a lexeme that ends before a byte no terminal starts is rejected,
+    # any other ending needs the parser). So the initial state's own part is explored
+    # only when the start's part can end an ignored lexeme, else it is a leaf whose row
+    # says which bytes start a lexeme.
+    follow_initial = start == lx_initial
+    initial_added = False
     done = 0
-    while done < n:
+    while True:
+        if done == n:
+            if initial_added:
+                break
+            initial_added = True
+            if index_of[lx_initial] >= 0:
+                roots[1] = index_of[lx_initial]
+                break  # reached from the start: explored like any other state
+            if not follow_initial:
+                for r in range(n):
+                    if node_component[r] == 0:
+                        winner = _lowest_common(lx_accept[node_state[r]], cand)
+                        if winner >= 0 and term_column[winner] < 0:
+                            follow_initial = True
+                            break
+            if n == capacity:
+                capacity *= 2
+                grown_state = np.empty(capacity, np.int64)
+                grown_state[:n] = node_state[:n]
+                node_state = grown_state
+                grown_component = np.empty(capacity, np.int64)
+                grown_component[:n] = node_component[:n]
+                node_component = grown_component
+                grown = np.empty((capacity, n_columns), np.int64)
+                grown[:n] = successors[:n]
+                successors = grown
+            index_of[lx_initial] = n
+            node_state[n] = lx_initial
+            node_component[n] = 0
+            roots[1] = n
+            n += 1
+            if not follow_initial:
+                for c in range(n_columns):
+                    successors[n - 1, c] = _DEAD if lx_trans[lx_initial, class_byte[c]] < 0 else _STARTS_A_LEXEME
+                done = n
+                break
+            continue
         q = node_state[done]
         component = node_component[done]
-        for b in range(256):
-            t = lx_trans[q, b]
+        offset = component * n_lexer
+        for c in range(n_columns):
+            t = lx_trans[q, class_byte[c]]
             if t < 0:
-                successors[done, b] = _DEAD
+                successors[done, c] = _DEAD
                 continue
-            alive = _meets(lx_alive[t], cand) if component == 0 else _meets(lx_alive[t], shadow_cands[component - 1])
-            if not alive:
+            key = offset + t
+            found = index_of[key]
+            if found == -1:
+                alive = _meets(lx_alive[t], cand) if component == 0 else _meets(lx_alive[t], shadow_cands[component - 1])
+                if alive:
+                    if n == max_states:
+                        return np.empty(0, np.int32), np.empty(0, np.int32)
+                    if n == capacity:
+                        capacity *= 2
+                        grown_state = np.empty(capacity, np.int64)
+                        grown_state[:n] = node_state[:n]
+                        node_state = grown_state
+                        grown_component = np.empty(capacity, np.int64)
+                        grown_component[:n] = node_component[:n]
+                        node_component = grown_component
+                        grown = np.empty((capacity, n_columns), np.int64)
+                        grown[:n] = successors[:n]
+                        successors = grown
+                    index_of[key] = n
+                    node_state[n] = t
+                    node_component[n] = component
+                    found = n
+                    n += 1
+                else:
+                    index_of[key] = -2
+                    found = -2
+            if found == -2:
                 # Only the initial state tells "dead" from "dead for these candidates" apart:
                 # a lexeme ending before a byte that starts no terminal at all is rejected
                 # outright, before the parser is consulted.
-                successors[done, b] = _CANDIDATES_DEAD if (component == 0 and q == lx_initial) else _DEAD
-                continue
-            key = component * n_lexer + t
-            if index_of[key] < 0:
-                if n == max_states:
-                    return np.empty(0, np.int32), np.empty(0, np.int32)
-                if n == capacity:
-                    capacity *= 2
-                    grown_state = np.empty(capacity, np.int64)
-                    grown_state[:n] = node_state[:n]
-                    node_state = grown_state
-                    grown_component = np.empty(capacity, np.int64)
-                    grown_component[:n] = node_component[:n]
-                    node_component = grown_component
-                    grown = np.empty((capacity, 256), np.int64)
-                    grown[:n] = successors[:n]
-                    successors = grown
-                index_of[key] = n
-                node_state[n] = t
-                node_component[n] = component
-                n += 1
-            successors[done, b] = index_of[key]
+                successors[done, c] = _CANDIDATES_DEAD if (component == 0 and q == lx_initial) else _DEAD
+            else:
+                successors[done, c] = found
         done += 1
 
     # What the classification reads of each state: its component, the winning candidate
@@ -211,17 +299,13 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
             outputs[r, 1] = 1 if _meets(lx_accept[q], shadow_cands[component - 1]) else 0
             outputs[r, 2] = 0
     classes, n_classes = _refine(outputs, n)
-    columns, n_columns = _byte_classes(successors[:n])
-    representative = np.empty(n_columns, np.int64)
-    for b in range(255, -1, -1):
-        representative[columns[b]] = b
     # Moore refinement: split classes by the classes of their successors until stable.
     keys = np.empty((n, 1 + n_columns), np.int64)
     while True:
         for r in range(n):
             keys[r, 0] = classes[r]
             for c in range(n_columns):
-                t = successors[r, representative[c]]
+                t = successors[r, c]
                 keys[r, 1 + c] = classes[t] if t >= 0 else t
         refined, n_refined = _refine(keys, n)
         classes = refined
@@ -244,7 +328,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
     while head < m:
         r = member[head]
         for b in range(256):
-            t = successors[r, b]
+            t = successors[r, byte_class[b]]
             if t >= 0 and canonical[classes[t]] < 0:
                 canonical[classes[t]] = m
                 member[m] = t
@@ -254,12 +338,12 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
     for s in range(m):
         r = member[s]
         for b in range(256):
-            t = successors[r, b]
+            t = successors[r, byte_class[b]]
             quotient[s, b] = canonical[classes[t]] if t >= 0 else t
-    byte_class, n_byte_classes = _byte_classes(quotient)
+    canonical_class, n_byte_classes = _byte_classes(quotient)
     first_byte = np.empty(n_byte_classes, np.int64)
     for b in range(255, -1, -1):
-        first_byte[byte_class[b]] = b
+        first_byte[canonical_class[b]] = b
     # Terminals by first appearance as a winner, in canonical state order.
     real_of = np.empty(m, np.int32)
     n_terms = 0
@@ -286,7 +370,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
         signature[3 + slot] = canonical[classes[roots[slot]]] if roots[slot] >= 0 else -1
     at = 7
     for b in range(256):
-        signature[at + b] = byte_class[b]
+        signature[at + b] = canonical_class[b]
     at += 256
     for k in range(n_terms):
         signature[at + k] = 1 if term_column[real_of[k]] < 0 else 0  # ignored terminal

@@ -35,7 +35,7 @@ from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
-                            context_signature, remap_terminal_bits, shared_cache_for)
+                            context_signature, lexer_byte_classes, remap_terminal_bits, shared_cache_for)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
 from .trie import TokenTrie
@@ -98,6 +98,7 @@ class GrammarMaskStore:
         if shared is True:
             shared = shared_cache_for(trie)
         self.shared = None if shared is None or shared is False else shared
+        self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
@@ -400,9 +401,12 @@ class GrammarMaskStore:
         cand = tables.candidate_bits[state]
         signature = None
         if self.shared is not None:
+            if self._byte_classes is None:
+                self._byte_classes = lexer_byte_classes(lexer.transitions)
             signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
                                                    np.int64(lexer.initial), tables.term_column, cand, shadow_states,
-                                                   shadow_cands, np.int64(key[0]), MAX_SIGNATURE_STATES)
+                                                   shadow_cands, np.int64(key[0]), *self._byte_classes,
+                                                   MAX_SIGNATURE_STATES)
             if signature.size:
                 signature = signature.tobytes()
                 shared = self.shared.get(signature)
