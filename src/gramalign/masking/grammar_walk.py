@@ -158,7 +158,7 @@ MAX_BRANCHES = 8
 @numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, cid, reach_bits,
                     reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
-                    token_start, token_ids, max_depth, group_reach, out_positions, out_groups):
+                    token_start, token_ids, max_depth, group_reach, out_positions, out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -179,7 +179,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
     proportion to the nodes it visits, not to the vocabulary: the positions (indexes into
     ``token_ids``, ascending) of the inside and dependent tokens go to ``out_positions``
     and their group (-1: dependent) to ``out_groups`` (both int32, sized like
-    ``token_ids``). Returns (number of groups, number of tokens written).
+    ``token_ids``). Returns (number of groups, number of tokens written), or (-1, 0) once
+    more than ``max_nodes`` trie nodes have been visited (the caller then decides whether
+    the whole walk is worth it).
 
     ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
@@ -198,8 +200,12 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
     n_written = 0
     reach = np.empty(words, np.uint64)
     n_nodes = node_byte.shape[0]
+    visited = 0
     i = 0
     while i < n_nodes:
+        visited += 1
+        if visited > max_nodes:
+            return -1, 0
         depth = node_depth[i]
         byte = node_byte[i]
         above = depth - 1

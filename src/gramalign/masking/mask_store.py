@@ -75,6 +75,10 @@ MAX_INSIDE_GROUPS = 16
 STACK_CACHE_ENTRIES = 50_000
 """Cached stack-dependent walk results per compiled grammar (more are computed, not kept)."""
 
+SHARE_AFTER_NODES = 4096
+"""Trie nodes a context's classification may visit before it is looked up in (and, when
+missing, added to) the cross-grammar cache of :mod:`.context_cache`."""
+
 MEMO_ENTRIES = 4096
 """Rows remembered per parser (matcher) by exact hypothesis, see ``StackPool.memo``."""
 
@@ -99,6 +103,7 @@ class GrammarMaskStore:
             shared = shared_cache_for(trie)
         self.shared = None if shared is None or shared is False else shared
         self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
+        self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
@@ -399,41 +404,59 @@ class GrammarMaskStore:
                                                                       (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
                                 dtype=np.uint64).reshape(len(shadow_states), lexer.words)
         cand = tables.candidate_bits[state]
-        signature = None
-        if self.shared is not None:
-            if self._byte_classes is None:
-                self._byte_classes = lexer_byte_classes(lexer.transitions)
-            signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
-                                                   np.int64(lexer.initial), tables.term_column, cand, shadow_states,
-                                                   shadow_cands, np.int64(key[0]), *self._byte_classes,
-                                                   MAX_SIGNATURE_STATES)
-            if signature.size:
-                signature = signature.tobytes()
-                shared = self.shared.get(signature)
-                if shared is not None:
-                    group_reach = remap_terminal_bits(shared.group_reach, real_of, lexer.words)
-                    entry = _ContextMasks(shared.inside, group_reach, shared.group_masks, shared.dependent_ids)
-                    entry.lazy["trie"] = shared.dependent_trie
-                    return entry
-            else:
-                signature = None  # too large a sub-automaton to be worth a signature
-        group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
+        if self.shared is None:
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        # Most contexts admit few first bytes and classify in a few thousand trie nodes,
+        # less than a signature costs; only the walks that go on past that are shared.
+        entry = self._classify(key, cand, shadow_states, shadow_cands, SHARE_AFTER_NODES)
+        if entry is not None:
+            return entry
+        if self._byte_classes is None:
+            self._byte_classes = lexer_byte_classes(lexer.transitions)
+        signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
+                                               np.int64(lexer.initial), tables.term_column, cand, shadow_states,
+                                               shadow_cands, np.int64(key[0]), *self._byte_classes,
+                                               MAX_SIGNATURE_STATES)
+        if not signature.size:  # too large a sub-automaton to be worth a signature
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        signature = signature.tobytes()
+        shared = self.shared.get(signature)
+        if shared is not None:
+            group_reach = remap_terminal_bits(shared.group_reach, real_of, lexer.words)
+            entry = _ContextMasks(shared.inside, group_reach, shared.group_masks, shared.dependent_ids)
+            entry.lazy["trie"] = shared.dependent_trie
+            return entry
+        entry = self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        self._share(signature, real_of, entry)
+        return entry
+
+    def _classify(self, key, cand, shadow_states, shadow_cands, max_nodes: int) -> "_ContextMasks | None":
+        """The context's masks by :func:`classify_tokens`, or None past ``max_nodes`` trie nodes."""
+        tables = self.tables
+        lexer = tables.lexer
         trie = self.trie
-        positions = np.empty(trie.token_ids.shape[0], dtype=np.int32)
-        groups = np.empty(trie.token_ids.shape[0], dtype=np.int32)
-        n_groups, n_written = classify_tokens(
-            lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial), tables.term_column,
-            cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
-            np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start,
-            trie.token_ids, trie.max_depth, group_reach, positions, groups)
-        positions, groups = positions[:n_written], groups[:n_written]
-        group_masks, inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
-        dependent_positions = positions[groups < 0]
-        group_reach = group_reach[:n_groups].copy()
-        entry = _ContextMasks(inside, group_reach, group_masks, trie.token_ids[dependent_positions])
+        group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
+        try:
+            scratch = self._scratch.pop()
+        except IndexError:  # none free (first build, or another thread holds it)
+            scratch = (np.empty(trie.token_ids.shape[0], dtype=np.int32),
+                       np.empty(trie.token_ids.shape[0], dtype=np.int32))
+        try:
+            positions, groups = scratch
+            n_groups, n_written = classify_tokens(
+                lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial), tables.term_column,
+                cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
+                np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start,
+                trie.token_ids, trie.max_depth, group_reach, positions, groups, max_nodes)
+            if n_groups < 0:
+                return None
+            positions, groups = positions[:n_written], groups[:n_written]
+            group_masks, inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
+            dependent_positions = positions[groups < 0]  # a copy: the scratch is reused
+        finally:
+            self._scratch.append(scratch)
+        entry = _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks, trie.token_ids[dependent_positions])
         entry.lazy["trie"] = trie.subset_positions(dependent_positions)
-        if signature is not None:
-            self._share(signature, real_of, entry)
         return entry
 
     def _share(self, signature: bytes, real_of: np.ndarray, entry: _ContextMasks) -> None:
