@@ -16,8 +16,11 @@ shared by every stack that reaches that context:
 The stack-dependent parts (which groups, which dependent tokens) are cached too, under the
 parser states of the top of the stack that computing them actually read (see
 :class:`~gramalign.grammar.parser.StackPool`), so a hit is provably the same answer.
-Entries are computed on first use (a numba walk over the whole vocabulary trie) and kept
-for the life of the compiled grammar; access is thread-safe.
+Entries are computed on first use (a numba walk over the vocabulary trie, sparse in what
+it writes) and kept for the life of the compiled grammar; access is thread-safe. A walk
+that goes on past a few thousand trie nodes is looked up first in, and then added to, the
+cross-grammar cache of :mod:`.context_cache`, keyed by an exact signature of what the walk
+reads from the lexer.
 """
 
 from __future__ import annotations
