@@ -28,8 +28,10 @@ import weakref
 import numba
 import numpy as np
 
-MAX_SIGNATURE_STATES = 4096
-"""Sub-automata larger than this are classified directly, without a signature."""
+MAX_SIGNATURE_STATES = 1024
+"""Sub-automata larger than this (before minimisation) are classified directly, without a
+signature: the Moore refinement grows with states times refinement rounds, and on the
+MaskBench sample a few closures of thousands of product states took 5-55 ms to sign."""
 
 CACHE_BYTES = 256 << 20
 """Memory per vocabulary for shared classifications (more are computed, not kept)."""
@@ -469,3 +471,27 @@ def shared_cache_for(trie) -> ContextClassificationCache:
         if found is None:
             found = _CACHES[trie] = ContextClassificationCache()
         return found
+
+
+_warm = False
+
+
+def warm_kernels() -> None:
+    """Compile (or load from numba's cache) this module's kernels on a two-state lexer, once
+    per process: ~0.2 s that would otherwise land in the first mask needing a signature.
+    Called when a mask store that uses the cache is created (compile time)."""
+    global _warm
+    if _warm:
+        return
+    c_order = np.full((2, 256), -1, np.int32)
+    c_order[0, ord("a")] = 1
+    bits = np.array([[0], [1]], dtype=np.uint64)
+    # Lexer tables come in either memory order (the product lexer's is Fortran order).
+    for transitions in (c_order, np.asfortranarray(c_order)):
+        byte_class, class_byte = lexer_byte_classes(transitions)
+        signature, real_of = context_signature(transitions, bits, bits, np.int64(0), np.zeros(1, np.int32),
+                                               np.ones(1, np.uint64), np.zeros(0, np.int32),
+                                               np.zeros((0, 1), np.uint64), np.int64(0), byte_class, class_byte,
+                                               MAX_SIGNATURE_STATES)
+    remap_terminal_bits(np.ones((1, 1), np.uint64), real_of, 1)
+    _warm = True

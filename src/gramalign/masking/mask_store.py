@@ -38,7 +38,8 @@ from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
-                            context_signature, lexer_byte_classes, remap_terminal_bits, shared_cache_for)
+                            context_signature, lexer_byte_classes, remap_terminal_bits, shared_cache_for,
+                            warm_kernels)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
 from .trie import TokenTrie
@@ -105,6 +106,8 @@ class GrammarMaskStore:
         if shared is True:
             shared = shared_cache_for(trie)
         self.shared = None if shared is None or shared is False else shared
+        if self.shared is not None:
+            warm_kernels()
         self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
