@@ -318,7 +318,6 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
     # Canonical numbering: breadth-first from the roots, bytes in order.
     canonical = np.full(n_classes, -1, np.int64)
     member = np.empty(n_classes, np.int64)
-    order = np.empty(n_classes, np.int64)
     m = 0
     for slot in range(4):
         if roots[slot] >= 0 and canonical[classes[roots[slot]]] < 0:
