@@ -158,7 +158,7 @@ MAX_BRANCHES = 8
 @numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, cid, reach_bits,
                     reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
-                    token_start, token_ids, max_depth, group_reach, group_masks, dependent):
+                    token_start, token_ids, max_depth, group_reach, out_positions, out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -168,12 +168,20 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
     * inside: some branch reads the whole token without a non-ignored lexeme ending inside
       it, and none could end one. Such a token is allowed iff one of the terminals its
       branches can still become (the union of their reachable winners) can be shifted by
-      the stack. Inside tokens are grouped by that union: row g of ``group_masks`` holds
-      the tokens whose union is row g of ``group_reach``. Returns the number of groups.
-    * dependent: a non-ignored lexeme could end strictly inside the token; flagged in
-      ``dependent`` (uint8 per token id). The exact parser walk decides those.
+      the stack. Inside tokens are grouped by that union: group g holds the tokens whose
+      union is row g of ``group_reach``.
+    * dependent: a non-ignored lexeme could end strictly inside the token. The exact
+      parser walk decides those.
     * anything else is rejected. Ending the current lexeme at position 0 is not
       considered: callers add that as a separate hypothesis.
+
+    The output is sparse, so a context that admits few first bytes costs time in
+    proportion to the nodes it visits, not to the vocabulary: the positions (indexes into
+    ``token_ids``, ascending) of the inside and dependent tokens go to ``out_positions``
+    and their group (-1: dependent) to ``out_groups`` (both int32, sized like
+    ``token_ids``). Returns (number of groups, number of tokens written), or (-1, 0) once
+    more than ``max_nodes`` trie nodes have been visited (the caller then decides whether
+    the whole walk is worth it).
 
     ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
@@ -189,10 +197,15 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         which_of[0, 0, k] = k + 1
     size[0] = 1
     n_groups = 0
+    n_written = 0
     reach = np.empty(words, np.uint64)
     n_nodes = node_byte.shape[0]
+    visited = 0
     i = 0
     while i < n_nodes:
+        visited += 1
+        if visited > max_nodes:
+            return -1, 0
         depth = node_depth[i]
         byte = node_byte[i]
         above = depth - 1
@@ -329,7 +342,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         if needs_parser:
             end = subtree_end[i]
             for k in range(token_start[i], token_start[end]):
-                dependent[token_ids[k]] = 1
+                out_positions[n_written] = k
+                out_groups[n_written] = -1
+                n_written += 1
             i = end
             continue
         if n_out == 0:
@@ -337,10 +352,24 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
             continue
         size[depth] = n_out
         for k in range(token_start[i], token_start[i + 1]):
-            token = token_ids[k]
-            if group >= 0:
-                group_masks[group, token >> 5] |= np.uint32(1) << np.uint32(token & 31)
-            else:
-                dependent[token] = 1
+            out_positions[n_written] = k
+            out_groups[n_written] = group
+            n_written += 1
         i += 1
-    return n_groups
+    return n_groups, n_written
+
+
+@numba.njit(cache=True, nogil=True)
+def group_rows(token_ids, positions, groups, n_groups, width):
+    """The classification's inside tokens as bitmask rows: (uint32 [n_groups, width], one
+    row per group; uint32 [width], every inside token). Only these rows are zeroed."""
+    rows = np.zeros((n_groups, width), np.uint32)
+    inside = np.zeros(width, np.uint32)
+    for k in range(positions.shape[0]):
+        g = groups[k]
+        if g >= 0:
+            token = token_ids[positions[k]]
+            bit = np.uint32(1) << np.uint32(token & 31)
+            rows[g, token >> 5] |= bit
+            inside[token >> 5] |= bit
+    return rows, inside

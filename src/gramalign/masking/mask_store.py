@@ -16,8 +16,11 @@ shared by every stack that reaches that context:
 The stack-dependent parts (which groups, which dependent tokens) are cached too, under the
 parser states of the top of the stack that computing them actually read (see
 :class:`~gramalign.grammar.parser.StackPool`), so a hit is provably the same answer.
-Entries are computed on first use (a numba walk over the whole vocabulary trie) and kept
-for the life of the compiled grammar; access is thread-safe.
+Entries are computed on first use (a numba walk over the vocabulary trie, sparse in what
+it writes) and kept for the life of the compiled grammar; access is thread-safe. A walk
+that goes on past a few thousand trie nodes is looked up first in, and then added to, the
+cross-grammar cache of :mod:`.context_cache`, keyed by an exact signature of what the walk
+reads from the lexer.
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL
                               SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
-from .grammar_walk import classify_tokens, walk_trie_grammar
+from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
+                            context_signature, lexer_byte_classes, remap_terminal_bits, shared_cache_for,
+                            warm_kernels)
+from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
@@ -73,6 +79,10 @@ MAX_INSIDE_GROUPS = 16
 STACK_CACHE_ENTRIES = 50_000
 """Cached stack-dependent walk results per compiled grammar (more are computed, not kept)."""
 
+SHARE_AFTER_NODES = 4096
+"""Trie nodes a context's classification may visit before it is looked up in (and, when
+missing, added to) the cross-grammar cache of :mod:`.context_cache`."""
+
 MEMO_ENTRIES = 4096
 """Rows remembered per parser (matcher) by exact hypothesis, see ``StackPool.memo``."""
 
@@ -83,13 +93,23 @@ WHOLE_ROW_BYTES = 32 << 20
 class GrammarMaskStore:
     """Exact token masks for the states of an :class:`IncrementalParser`."""
 
-    def __init__(self, tables: ParserTables, vocabulary: Vocabulary, trie: TokenTrie):
+    def __init__(self, tables: ParserTables, vocabulary: Vocabulary, trie: TokenTrie,
+                 shared: "ContextClassificationCache | None | bool" = True):
+        """``shared``: the cross-grammar cache of context classifications to use (True: the
+        process-wide one of ``trie``; None or False: classify every context here)."""
         self.tables = tables
         self.vocabulary = vocabulary
         self.trie = trie
         self.width = bitmask_width(vocabulary.size)
         self._args = tables.kernel_args()
         self._contexts: dict[tuple[int, ...], _ContextMasks] = {}
+        if shared is True:
+            shared = shared_cache_for(trie)
+        self.shared = None if shared is None or shared is False else shared
+        if self.shared is not None:
+            warm_kernels()
+        self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
+        self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
@@ -389,23 +409,75 @@ class GrammarMaskStore:
         shadow_cands = np.array([tables.candidate_bits[p] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
                                                                       (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
                                 dtype=np.uint64).reshape(len(shadow_states), lexer.words)
-        group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
-        group_masks = np.zeros((MAX_INSIDE_GROUPS, self.width), dtype=np.uint32)
-        dependent = np.zeros(self.vocabulary.size, dtype=np.uint8)
-        trie = self.trie
-        n_groups = classify_tokens(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
-                                   tables.term_column, tables.candidate_bits[state], np.int32(key[1]),
-                                   tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
-                                   np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
-                                   trie.token_start, trie.token_ids, trie.max_depth, group_reach, group_masks,
-                                   dependent)
-        subtrie = trie.subset(dependent)
-        group_masks = group_masks[:n_groups].copy()
-        inside = np.bitwise_or.reduce(group_masks, axis=0) if n_groups else np.zeros(self.width, np.uint32)
-        entry = _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks,
-                              np.flatnonzero(dependent).astype(np.int32))
-        entry.lazy["trie"] = subtrie
+        cand = tables.candidate_bits[state]
+        if self.shared is None:
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        # Most contexts admit few first bytes and classify in a few thousand trie nodes,
+        # less than a signature costs; only the walks that go on past that are shared.
+        entry = self._classify(key, cand, shadow_states, shadow_cands, SHARE_AFTER_NODES)
+        if entry is not None:
+            return entry
+        if self._byte_classes is None:
+            self._byte_classes = lexer_byte_classes(lexer.transitions)
+        signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
+                                               np.int64(lexer.initial), tables.term_column, cand, shadow_states,
+                                               shadow_cands, np.int64(key[0]), *self._byte_classes,
+                                               MAX_SIGNATURE_STATES)
+        if not signature.size:  # too large a sub-automaton to be worth a signature
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        signature = signature.tobytes()
+        shared = self.shared.get(signature)
+        if shared is not None:
+            group_reach = remap_terminal_bits(shared.group_reach, real_of, lexer.words)
+            entry = _ContextMasks(shared.inside, group_reach, shared.group_masks, shared.dependent_ids)
+            entry.lazy["trie"] = shared.dependent_trie
+            return entry
+        entry = self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        self._share(signature, real_of, entry)
         return entry
+
+    def _classify(self, key, cand, shadow_states, shadow_cands, max_nodes: int) -> "_ContextMasks | None":
+        """The context's masks by :func:`classify_tokens`, or None past ``max_nodes`` trie nodes."""
+        tables = self.tables
+        lexer = tables.lexer
+        trie = self.trie
+        group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
+        try:
+            scratch = self._scratch.pop()
+        except IndexError:  # none free (first build, or another thread holds it)
+            scratch = (np.empty(trie.token_ids.shape[0], dtype=np.int32),
+                       np.empty(trie.token_ids.shape[0], dtype=np.int32))
+        try:
+            positions, groups = scratch
+            n_groups, n_written = classify_tokens(
+                lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial), tables.term_column,
+                cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
+                np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start,
+                trie.token_ids, trie.max_depth, group_reach, positions, groups, max_nodes)
+            if n_groups < 0:
+                return None
+            positions, groups = positions[:n_written], groups[:n_written]
+            group_masks, inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
+            dependent_positions = positions[groups < 0]  # a copy: the scratch is reused
+        finally:
+            self._scratch.append(scratch)
+        entry = _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks, trie.token_ids[dependent_positions])
+        entry.lazy["trie"] = trie.subset_positions(dependent_positions)
+        return entry
+
+    def _share(self, signature: bytes, real_of: np.ndarray, entry: _ContextMasks) -> None:
+        """Put ``entry``'s classification into the cross-grammar cache, terminals renumbered
+        canonically (the inverse of ``real_of``)."""
+        canonical_of = np.full(self.tables.lexer.words * 64, -1, dtype=np.int32)
+        canonical_of[real_of] = np.arange(real_of.size, dtype=np.int32)
+        reach_terminals = np.flatnonzero(np.unpackbits(entry.group_reach.view(np.uint8), bitorder="little"))
+        if np.any(canonical_of[reach_terminals % canonical_of.size] < 0):
+            return  # cannot happen (reachable winners are winners of the signature's states); never guess
+        canonical_reach = remap_terminal_bits(entry.group_reach, canonical_of, max(1, (real_of.size + 63) // 64))
+        for array in (entry.inside, entry.group_masks, entry.dependent_ids):
+            array.flags.writeable = False  # shared by every grammar of this vocabulary from now on
+        self.shared.put(signature, SharedClassification(canonical_reach, entry.group_masks, entry.inside,
+                                                        entry.dependent_ids, entry.lazy["trie"]))
 
 
 _MISSING = object()

@@ -104,19 +104,35 @@ def _links(node_depth, token_start):
 @numba.njit(cache=True, nogil=True)
 def _subset_from_positions(parent, token_node, node_byte, node_depth, token_ids, positions):
     """Pre-order arrays of the sub-trie holding the tokens at ``positions`` (ascending):
-    their nodes and every ancestor, found by walking up until a node already taken."""
-    taken = np.zeros(parent.shape[0], np.uint8)
-    nodes = np.empty(parent.shape[0], np.int32)
+    their nodes and every ancestor, found by walking up until a node already taken.
+
+    No array the size of the whole trie is touched (a context's sub-trie is often a few
+    dozen nodes). Token nodes come in pre-order, so an ancestor taken before is still the
+    node recorded at its depth on the last chain taken (no node of that depth lies between
+    it and a node of its subtree), and each new chain, read top-down, continues the
+    ascending order."""
+    deepest = 0
+    total = 0
+    for p in range(positions.shape[0]):
+        depth = node_depth[token_node[positions[p]]]
+        total += depth
+        deepest = max(deepest, depth)
+    path = np.full(deepest + 1, -1, np.int32)
+    chain = np.empty(deepest + 1, np.int32)
+    nodes = np.empty(total, np.int32)
     m = 0
     for p in range(positions.shape[0]):
         node = token_node[positions[p]]
-        while node >= 0 and not taken[node]:
-            taken[node] = 1
-            nodes[m] = node
-            m += 1
+        k = 0
+        while node >= 0 and path[node_depth[node]] != node:
+            chain[k] = node
+            k += 1
             node = parent[node]
-    order = nodes[:m].copy()
-    order.sort()  # pre-order is index order
+        for j in range(k - 1, -1, -1):
+            path[node_depth[chain[j]]] = chain[j]
+            nodes[m] = chain[j]
+            m += 1
+    order = nodes[:m]
     out_byte = np.empty(m, np.uint8)
     out_depth = np.empty(m, np.int32)
     out_end = np.empty(m, np.int32)
