@@ -157,6 +157,17 @@ class _Analyzer(LALR_Analyzer):
         self.lookback = defaultdict(set)
 
 
+    def compute_lookaheads(self):
+        """lark's ``compute_lookaheads`` with :func:`_digraph` (no recursion) in place of its
+        recursive ``digraph``, which overflows Python's stack on long include chains (a
+        schema requiring 1,000 keys needs ~950 nested calls)."""
+        read_sets = _digraph(self.nonterminal_transitions, self.reads, self.directly_reads)
+        follow_sets = _digraph(self.nonterminal_transitions, self.includes, read_sets)
+        for nonterminal, lookbacks in self.lookback.items():
+            for state, rule in lookbacks:
+                for symbol in follow_sets[nonterminal]:
+                    state.lookaheads[symbol].add(rule)
+
     def expand_rule(self, source_rule, rules_by_origin=None):
         """lark's ``expand_rule``, memoised per nonterminal: ``compute_lr0_states`` asks for
         the same expansions again for every new state (callers only read the result)."""
@@ -165,6 +176,60 @@ class _Analyzer(LALR_Analyzer):
         if found is None:
             found = self._expansions[key] = LALR_Analyzer.expand_rule(self, source_rule, rules_by_origin)
         return found
+
+
+def _digraph(nodes, relation, initial) -> dict:
+    """lark's ``digraph`` (DeRemer and Pennello's traversal: F(x) = G(x) united with F(y) for
+    every y related to x) with an explicit stack instead of recursion. It performs lark's
+    steps in lark's order, sharing set objects exactly as lark does (F(x) starts as G(x)
+    itself, a strongly connected component shares one set), so the look-aheads are the same
+    sets, quirks included."""
+    result: dict = {}
+    stack: list = []
+    weight = dict.fromkeys(nodes, 0)
+
+    def enter(x, frames) -> None:
+        stack.append(x)
+        weight[x] = len(stack)
+        result[x] = initial[x]
+        frames.append([x, len(stack), iter(relation[x]), None])
+
+    def absorb(x, y) -> None:
+        if 0 < weight[y] < weight[x]:
+            weight[x] = weight[y]
+        result[x].update(result[y])
+
+    for root in nodes:
+        if weight[root] != 0:
+            continue
+        frames: list = []
+        enter(root, frames)
+        while frames:
+            frame = frames[-1]
+            x, depth, successors, returned_from = frame
+            if returned_from is not None:
+                frame[3] = None
+                absorb(x, returned_from)
+            descended = False
+            for y in successors:
+                if weight[y] == 0:
+                    frame[3] = y
+                    enter(y, frames)
+                    descended = True
+                    break
+                absorb(x, y)
+            if descended:
+                continue
+            if weight[x] == depth:
+                shared = result[x]
+                while True:
+                    z = stack.pop()
+                    weight[z] = -1
+                    result[z] = shared
+                    if z == x:
+                        break
+            frames.pop()
+    return result
 
 
 def _nullable(rules) -> set:
