@@ -28,6 +28,8 @@ import weakref
 import numba
 import numpy as np
 
+from ..grammar.parser import _intersects, _lowest_common_bit
+
 MAX_SIGNATURE_STATES = 1024
 """Sub-automata larger than this (before minimisation) are classified directly, without a
 signature: the Moore refinement grows with states times refinement rounds, and on the
@@ -39,26 +41,6 @@ CACHE_BYTES = 256 << 20
 _DEAD = -1
 _CANDIDATES_DEAD = -2  # the initial state's byte starts a lexeme, but of no candidate
 _STARTS_A_LEXEME = -3  # the initial state, not explored: this byte starts some lexeme
-
-
-@numba.njit(cache=True, nogil=True)
-def _lowest_common(a, b):
-    for w in range(a.shape[0]):
-        x = a[w] & b[w]
-        if x:
-            k = 0
-            while not (x >> np.uint64(k)) & np.uint64(1):
-                k += 1
-            return w * 64 + k
-    return -1
-
-
-@numba.njit(cache=True, nogil=True)
-def _meets(a, b):
-    for w in range(a.shape[0]):
-        if a[w] & b[w]:
-            return True
-    return False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -218,7 +200,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
             if not follow_initial:
                 for r in range(n):
                     if node_component[r] == 0:
-                        winner = _lowest_common(lx_accept[node_state[r]], cand)
+                        winner = _lowest_common_bit(lx_accept[node_state[r]], cand)
                         if winner >= 0 and term_column[winner] < 0:
                             follow_initial = True
                             break
@@ -255,7 +237,10 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
             key = offset + t
             found = index_of[key]
             if found == -1:
-                alive = _meets(lx_alive[t], cand) if component == 0 else _meets(lx_alive[t], shadow_cands[component - 1])
+                if component == 0:
+                    alive = _intersects(lx_alive[t], cand)
+                else:
+                    alive = _intersects(lx_alive[t], shadow_cands[component - 1])
                 if alive:
                     if n == max_states:
                         return np.empty(0, np.int32), np.empty(0, np.int32)
@@ -295,10 +280,10 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
         component = node_component[r]
         outputs[r, 0] = component
         if component == 0:
-            outputs[r, 1] = _lowest_common(lx_accept[q], cand)
+            outputs[r, 1] = _lowest_common_bit(lx_accept[q], cand)
             outputs[r, 2] = 1 if q == lx_initial else 0
         else:
-            outputs[r, 1] = 1 if _meets(lx_accept[q], shadow_cands[component - 1]) else 0
+            outputs[r, 1] = 1 if _intersects(lx_accept[q], shadow_cands[component - 1]) else 0
             outputs[r, 2] = 0
     classes, n_classes = _refine(outputs, n)
     # Moore refinement: split classes by the classes of their successors until stable.
