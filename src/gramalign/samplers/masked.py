@@ -149,12 +149,11 @@ def masked_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_sample
         chosen = draw_tokens(probs, rng)
         for row, (i, token) in enumerate(zip(active.tolist(), chosen.tolist())):
             matchers[i].accept_token(token)
+            token_logprobs[i].append(float(logprobs[row, token]))
             if token in eos_ids:
                 finished[i] = True
-                token_logprobs[i].append(float(logprobs[row, token]))
             else:
                 tokens[i].append(token)
-                token_logprobs[i].append(float(logprobs[row, token]))
     return [Sample(tuple(tokens[i]), bool(finished[i]), float(sum(token_logprobs[i])), forced_tokens=int(forced[i]))
             for i in range(num_samples)]
 
