@@ -17,8 +17,8 @@ import pytest
 import gramalign as ga
 from gramalign.grammar.parser import build_parser_tables
 from gramalign.masking.compiler import CompiledGrammar, token_trie
-from gramalign.masking.context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache,
-                                             context_signature, lexer_byte_classes)
+from gramalign.grammar.dfa_kernels import column_classes
+from gramalign.masking.context_cache import MAX_SIGNATURE_STATES, ContextClassificationCache, context_signature
 from gramalign.masking import mask_store
 from gramalign.masking.mask_store import GrammarMaskStore
 
@@ -130,7 +130,7 @@ def signature(tables, start: int, cand: np.ndarray, term_column=None, shadows=()
     sig, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int64(lexer.initial),
                                      tables.term_column if term_column is None else term_column, cand,
                                      shadow_states, shadow_cands, np.int64(start),
-                                     *lexer_byte_classes(lexer.transitions), MAX_SIGNATURE_STATES)
+                                     *column_classes(lexer.transitions), MAX_SIGNATURE_STATES)
     assert sig.size
     return sig.tobytes()
 

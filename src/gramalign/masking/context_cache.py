@@ -28,6 +28,7 @@ import weakref
 import numba
 import numpy as np
 
+from ..grammar.dfa_kernels import column_classes
 from ..grammar.parser import _intersects, _lowest_common_bit
 
 MAX_SIGNATURE_STATES = 1024
@@ -102,48 +103,16 @@ def _refine(keys, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _byte_classes(table):
-    """(class of each of the 256 columns of ``table``, numbered by first appearance; count)."""
-    columns = np.empty((256, table.shape[0]), np.int64)
-    for b in range(256):
-        for r in range(table.shape[0]):
-            columns[b, r] = table[r, b]
-    return _refine(columns, 256)
-
-
-@numba.njit(cache=True, nogil=True)
-def lexer_byte_classes(lx_trans):
-    """(class of each byte, one representative byte per class): bytes whose columns of
-    the lexer's transition table are equal, numbered by first appearance. Columns are
-    bucketed by hash and compared exactly."""
-    n = lx_trans.shape[0]
-    hashes = np.empty(256, np.uint64)
-    for b in range(256):
-        h = np.uint64(1469598103934665603)
-        for q in range(n):
-            h = (h ^ np.uint64(lx_trans[q, b] + 3)) * np.uint64(1099511628211)
-        hashes[b] = h
-    byte_class = np.full(256, -1, np.int32)
-    representative = np.empty(256, np.int32)
-    n_classes = 0
-    for b in range(256):
-        for c in range(n_classes):
-            other = representative[c]
-            if hashes[other] != hashes[b]:
-                continue
-            same = True
-            for q in range(n):
-                if lx_trans[q, b] != lx_trans[q, other]:
-                    same = False
-                    break
-            if same:
-                byte_class[b] = c
-                break
-        if byte_class[b] < 0:
-            byte_class[b] = n_classes
-            representative[n_classes] = b
-            n_classes += 1
-    return byte_class, representative[:n_classes].copy()
+def _grown_nodes(node_state, node_component, successors, n, capacity):
+    """The three per-node arrays of :func:`context_signature` reallocated for ``capacity``
+    nodes, their first ``n`` rows kept."""
+    grown_state = np.empty(capacity, np.int64)
+    grown_state[:n] = node_state[:n]
+    grown_component = np.empty(capacity, np.int64)
+    grown_component[:n] = node_component[:n]
+    grown_successors = np.empty((capacity, successors.shape[1]), np.int64)
+    grown_successors[:n] = successors[:n]
+    return grown_state, grown_component, grown_successors
 
 
 @numba.njit(cache=True, nogil=True)
@@ -152,7 +121,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
     """(signature int32 array, real terminal of each canonical terminal int32 array) of the
     lexical context, or an empty signature when the sub-automaton has more than
     ``max_states`` states. See the module docstring for what the signature holds.
-    ``byte_class``/``class_byte`` come from :func:`lexer_byte_classes`."""
+    ``byte_class``/``class_byte`` are the lexer table's :func:`~gramalign.grammar.dfa_kernels.column_classes`."""
     n_lexer = lx_trans.shape[0]
     n_components = 1 + shadow_states.shape[0]
     n_columns = class_byte.shape[0]
@@ -206,15 +175,8 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
                             break
             if n == capacity:
                 capacity *= 2
-                grown_state = np.empty(capacity, np.int64)
-                grown_state[:n] = node_state[:n]
-                node_state = grown_state
-                grown_component = np.empty(capacity, np.int64)
-                grown_component[:n] = node_component[:n]
-                node_component = grown_component
-                grown = np.empty((capacity, n_columns), np.int64)
-                grown[:n] = successors[:n]
-                successors = grown
+                node_state, node_component, successors = _grown_nodes(node_state, node_component, successors, n,
+                                                                      capacity)
             index_of[lx_initial] = n
             node_state[n] = lx_initial
             node_component[n] = 0
@@ -246,15 +208,8 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
                         return np.empty(0, np.int32), np.empty(0, np.int32)
                     if n == capacity:
                         capacity *= 2
-                        grown_state = np.empty(capacity, np.int64)
-                        grown_state[:n] = node_state[:n]
-                        node_state = grown_state
-                        grown_component = np.empty(capacity, np.int64)
-                        grown_component[:n] = node_component[:n]
-                        node_component = grown_component
-                        grown = np.empty((capacity, n_columns), np.int64)
-                        grown[:n] = successors[:n]
-                        successors = grown
+                        node_state, node_component, successors = _grown_nodes(node_state, node_component,
+                                                                              successors, n, capacity)
                     index_of[key] = n
                     node_state[n] = t
                     node_component[n] = component
@@ -326,10 +281,8 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
         for b in range(256):
             t = successors[r, byte_class[b]]
             quotient[s, b] = canonical[classes[t]] if t >= 0 else t
-    canonical_class, n_byte_classes = _byte_classes(quotient)
-    first_byte = np.empty(n_byte_classes, np.int64)
-    for b in range(255, -1, -1):
-        first_byte[canonical_class[b]] = b
+    canonical_class, first_byte = column_classes(quotient)
+    n_byte_classes = first_byte.shape[0]
     # Terminals by first appearance as a winner, in canonical state order.
     real_of = np.empty(m, np.int32)
     n_terms = 0
@@ -472,7 +425,7 @@ def warm_kernels() -> None:
     bits = np.array([[0], [1]], dtype=np.uint64)
     # Lexer tables come in either memory order (the product lexer's is Fortran order).
     for transitions in (c_order, np.asfortranarray(c_order)):
-        byte_class, class_byte = lexer_byte_classes(transitions)
+        byte_class, class_byte = column_classes(transitions)
         signature, real_of = context_signature(transitions, bits, bits, np.int64(0), np.zeros(1, np.int32),
                                                np.ones(1, np.uint64), np.zeros(0, np.int32),
                                                np.zeros((0, 1), np.uint64), np.int64(0), byte_class, class_byte,

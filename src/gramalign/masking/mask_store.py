@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..grammar.dfa_kernels import column_classes
 from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1,
                               SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
-                            context_signature, lexer_byte_classes, remap_terminal_bits, shared_cache_for,
+                            context_signature, remap_terminal_bits, shared_cache_for,
                             warm_kernels)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
@@ -418,7 +419,7 @@ class GrammarMaskStore:
         if entry is not None:
             return entry
         if self._byte_classes is None:
-            self._byte_classes = lexer_byte_classes(lexer.transitions)
+            self._byte_classes = column_classes(lexer.transitions)
         signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
                                                np.int64(lexer.initial), tables.term_column, cand, shadow_states,
                                                shadow_cands, np.int64(key[0]), *self._byte_classes,
