@@ -344,6 +344,56 @@ def _hash_members(buffer, length):
 
 
 @numba.njit(cache=True, nogil=True)
+def _find_members(slots, offsets, pool, buffer, length):
+    """(state whose member array equals ``buffer[:length]`` or -1, its slot or the free slot
+    to put it in) in the open-addressing table ``slots`` of states stored as CSR (``offsets``,
+    ``pool``)."""
+    mask = slots.shape[0] - 1
+    slot = np.int64(_hash_members(buffer, length) & np.uint64(mask))
+    while slots[slot] >= 0:
+        candidate = slots[slot]
+        o = offsets[candidate]
+        if offsets[candidate + 1] - o == length:
+            same = True
+            for i in range(length):
+                if pool[o + i] != buffer[i]:
+                    same = False
+                    break
+            if same:
+                return candidate, slot
+        slot = (slot + 1) & mask
+    return -1, slot
+
+
+@numba.njit(cache=True, nogil=True)
+def _store_members(pool, offsets, count, buffer, length):
+    """Append ``buffer[:length]`` as the members of state ``count`` (``offsets`` must have room
+    for ``count + 2`` entries); returns the pool, reallocated when full."""
+    end = offsets[count]
+    if end + length > pool.shape[0]:
+        grown_pool = np.empty(2 * (end + length), dtype=np.int64)
+        grown_pool[:end] = pool[:end]
+        pool = grown_pool
+    pool[end:end + length] = buffer[:length]
+    offsets[count + 1] = end + length
+    return pool
+
+
+@numba.njit(cache=True, nogil=True)
+def _rehashed(slots, offsets, pool, first, count):
+    """A table twice the size of ``slots`` holding states ``first .. count - 1``."""
+    bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
+    mask = bigger.shape[0] - 1
+    for state in range(first, count):
+        o = offsets[state]
+        s = np.int64(_hash_members(pool[o:offsets[state + 1]], offsets[state + 1] - o) & np.uint64(mask))
+        while bigger[s] >= 0:
+            s = (s + 1) & mask
+        bigger[s] = state
+    return bigger
+
+
+@numba.njit(cache=True, nogil=True)
 def member_product(big, start, max_states):
     """The product automaton of many DFAs stored in one table (the lexer DFA).
 
@@ -377,22 +427,7 @@ def member_product(big, start, max_states):
             if length == 0:
                 rows[position, c] = DEAD
                 continue
-            mask = slots.shape[0] - 1
-            slot = np.int64(_hash_members(buffer, length) & np.uint64(mask))
-            found = -1
-            while slots[slot] >= 0:
-                candidate = slots[slot]
-                o = offsets[candidate]
-                if offsets[candidate + 1] - o == length:
-                    same = True
-                    for i in range(length):
-                        if pool[o + i] != buffer[i]:
-                            same = False
-                            break
-                    if same:
-                        found = candidate
-                        break
-                slot = (slot + 1) & mask
+            found, slot = _find_members(slots, offsets, pool, buffer, length)
             if found < 0:
                 if count >= max_states:
                     return rows[:0], pool[:0], offsets[:1], True
@@ -404,26 +439,11 @@ def member_product(big, start, max_states):
                     grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
                     grown_rows[:count] = rows[:count]
                     rows = grown_rows
-                end = offsets[count]
-                if end + length > pool.shape[0]:
-                    grown_pool = np.empty(2 * (end + length), dtype=np.int64)
-                    grown_pool[:end] = pool[:end]
-                    pool = grown_pool
-                pool[end:end + length] = buffer[:length]
-                offsets[count + 1] = end + length
+                pool = _store_members(pool, offsets, count, buffer, length)
                 slots[slot] = count
                 count += 1
                 if 2 * count > slots.shape[0]:  # keep the table at most half full
-                    bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
-                    bigger_mask = bigger.shape[0] - 1
-                    for state in range(1, count):
-                        o = offsets[state]
-                        s = np.int64(_hash_members(pool[o:offsets[state + 1]], offsets[state + 1] - o)
-                                     & np.uint64(bigger_mask))
-                        while bigger[s] >= 0:
-                            s = (s + 1) & bigger_mask
-                        bigger[s] = state
-                    slots = bigger
+                    slots = _rehashed(slots, offsets, pool, 1, count)  # state 0 is never looked up
             rows[position, c] = found
         position += 1
     return rows[:count], pool[:offsets[count]], offsets[:count + 1], False
@@ -543,22 +563,7 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
                 rows[position, c] = DEAD
                 continue
             buffer[:length] = np.sort(buffer[:length])
-            mask = slots.shape[0] - 1
-            slot = np.int64(_hash_members(buffer, length) & np.uint64(mask))
-            found = -1
-            while slots[slot] >= 0:
-                candidate = slots[slot]
-                o = offsets[candidate]
-                if offsets[candidate + 1] - o == length:
-                    same = True
-                    for i in range(length):
-                        if pool[o + i] != buffer[i]:
-                            same = False
-                            break
-                    if same:
-                        found = candidate
-                        break
-                slot = (slot + 1) & mask
+            found, slot = _find_members(slots, offsets, pool, buffer, length)
             if found < 0:
                 if count >= max_states:
                     return rows[:0], is_accepting[:0], True
@@ -573,26 +578,11 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
                     grown_accepting = np.zeros(2 * is_accepting.shape[0], dtype=np.bool_)
                     grown_accepting[:count] = is_accepting[:count]
                     is_accepting = grown_accepting
-                end = offsets[count]
-                if end + length > pool.shape[0]:
-                    grown_pool = np.empty(2 * (end + length), dtype=np.int64)
-                    grown_pool[:end] = pool[:end]
-                    pool = grown_pool
-                pool[end:end + length] = buffer[:length]
-                offsets[count + 1] = end + length
+                pool = _store_members(pool, offsets, count, buffer, length)
                 slots[slot] = count
                 count += 1
                 if 2 * count > slots.shape[0]:
-                    bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
-                    bigger_mask = bigger.shape[0] - 1
-                    for state in range(count):
-                        o = offsets[state]
-                        s = np.int64(_hash_members(pool[o:offsets[state + 1]], offsets[state + 1] - o)
-                                     & np.uint64(bigger_mask))
-                        while bigger[s] >= 0:
-                            s = (s + 1) & bigger_mask
-                        bigger[s] = state
-                    slots = bigger
+                    slots = _rehashed(slots, offsets, pool, 0, count)
             rows[position, c] = found
         position += 1
     return rows[:count], is_accepting[:count], False
