@@ -72,6 +72,25 @@ def live_states(table, initial, accepting):
     return reachable & live
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mark(x, sets, loc, first, marked, elems, touched, touched_top):
+    """Mark element ``x`` of a refinable partition (move it into its set's marked prefix);
+    a set marked for the first time is pushed on ``touched``. Returns the new stack top."""
+    owner = sets[x]
+    here = loc[x]
+    j = first[owner] + marked[owner]
+    other = elems[j]
+    elems[here] = other
+    loc[other] = here
+    elems[j] = x
+    loc[x] = j
+    if marked[owner] == 0:
+        touched[touched_top] = owner
+        touched_top += 1
+    marked[owner] += 1
+    return touched_top
+
+
 @numba.njit(cache=True, nogil=True)
 def _split_touched(touched, touched_top, first, past, marked, elems, owner, num_blocks):
     """Split every touched block of a refinable partition into its marked and unmarked
@@ -193,19 +212,8 @@ def coarsest_partition(table, accepting):
     while cord_cursor < num_cords:
         touched_top = 0
         for i in range(c_first[cord_cursor], c_past[cord_cursor]):
-            q = tails[c_elems[i]]  # mark q in its state block
-            b = s_set[q]
-            i_q = s_loc[q]
-            j = s_first[b] + s_marked[b]
-            other = s_elems[j]
-            s_elems[i_q] = other
-            s_loc[other] = i_q
-            s_elems[j] = q
-            s_loc[q] = j
-            if s_marked[b] == 0:
-                s_touched[touched_top] = b
-                touched_top += 1
-            s_marked[b] += 1
+            touched_top = _mark(tails[c_elems[i]], s_set, s_loc, s_first, s_marked, s_elems, s_touched,
+                                touched_top)
         num_blocks = _split_touched(s_touched, touched_top, s_first, s_past, s_marked, s_elems, s_set, num_blocks)
         cord_cursor += 1
         while block_cursor < num_blocks:
@@ -213,19 +221,8 @@ def coarsest_partition(table, accepting):
             for i in range(s_first[block_cursor], s_past[block_cursor]):
                 q = s_elems[i]
                 for e in range(in_offsets[q], in_offsets[q + 1]):
-                    t = incoming[e]
-                    c = c_set[t]  # mark transition t in its cord
-                    i_t = c_loc[t]
-                    j = c_first[c] + c_marked[c]
-                    other = c_elems[j]
-                    c_elems[i_t] = other
-                    c_loc[other] = i_t
-                    c_elems[j] = t
-                    c_loc[t] = j
-                    if c_marked[c] == 0:
-                        c_touched[touched_top] = c
-                        touched_top += 1
-                    c_marked[c] += 1
+                    touched_top = _mark(incoming[e], c_set, c_loc, c_first, c_marked, c_elems, c_touched,
+                                        touched_top)
             num_cords = _split_touched(c_touched, touched_top, c_first, c_past, c_marked, c_elems, c_set, num_cords)
             block_cursor += 1
     return s_set.astype(np.int32), num_blocks
