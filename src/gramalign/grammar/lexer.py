@@ -124,7 +124,10 @@ def _byte_classes(table: np.ndarray):
     hash first, so only those few are sorted.
     """
     class_in_first_order, first = column_classes(table)
-    _, sorted_to_first, rank = np.unique(np.ascontiguousarray(table[:, first].T), axis=0, return_index=True,
-                                          return_inverse=True)
-    byte_class = rank.reshape(-1)[class_in_first_order]
+    # Entries are >= -1, so big-endian bytes of entry + 1 compare as the columns do.
+    columns = np.ascontiguousarray((table[:, first].T + 1).astype(">u8"))
+    sorted_to_first = np.array(sorted(range(len(first)), key=lambda c: columns[c].tobytes()), dtype=np.int64)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[sorted_to_first] = np.arange(len(first))
+    byte_class = rank[class_in_first_order]
     return len(first), byte_class, first[sorted_to_first]

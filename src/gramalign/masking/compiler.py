@@ -52,8 +52,7 @@ class CompiledGrammar:
         for token in vocabulary.eos_token_ids:
             eos[token >> 5] |= np.uint32(1 << (token & 31))
         self.eos_words = eos
-        self._grammar_tokens = np.zeros(vocabulary.size, dtype=bool)
-        self._grammar_tokens[vocabulary.grammar_token_ids()] = True
+        self._grammar_tokens = vocabulary.is_grammar_token
         self._eos_ids = frozenset(vocabulary.eos_token_ids)
         self.cache_path: "Path | None" = None
 

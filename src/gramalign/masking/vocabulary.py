@@ -234,6 +234,15 @@ class Vocabulary:
         return ids
 
     @cached_property
+    def is_grammar_token(self) -> np.ndarray:
+        """bool array of length ``size``: True at the :meth:`grammar_token_ids`. Shared and
+        read-only (every compiled grammar of this vocabulary checks tokens against it)."""
+        flags = np.zeros(self.size, dtype=bool)
+        flags[self._grammar_token_ids] = True
+        flags.flags.writeable = False
+        return flags
+
+    @cached_property
     def first_bytes(self) -> np.ndarray:
         """int16 array of length ``size``: the first byte of each grammar token, -1 for the rest
         (special, EOS, empty and padding ids). Shared and read-only."""
