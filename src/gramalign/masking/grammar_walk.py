@@ -152,6 +152,30 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     return OK
 
 
+KNOWN, ALIVE, ACCEPTS = 1, 2, 4  # bits of classify_tokens' per-lexer-state memo
+
+
+@numba.njit(cache=True, nogil=True)
+def _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner):
+    """KNOWN | ALIVE | ACCEPTS for lexer state ``q`` under ``cand``, memoised in
+    ``state_flags``; ``state_winner[q]`` is then the lowest accepted candidate (or -1)."""
+    flags = KNOWN
+    winner = -1
+    for w in range(cand.shape[0]):
+        if lx_alive[q, w] & cand[w]:
+            flags |= ALIVE
+        x = lx_accept[q, w] & cand[w]
+        if x and winner < 0:
+            flags |= ACCEPTS
+            k = 0
+            while not (x >> np.uint64(k)) & np.uint64(1):
+                k += 1
+            winner = w * 64 + k
+    state_flags[q] = flags
+    state_winner[q] = winner
+    return flags
+
+
 MAX_BRANCHES = 8
 
 
@@ -199,6 +223,11 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
     n_groups = 0
     n_written = 0
     reach = np.empty(words, np.uint64)
+    # What the walk asks of a lexer state depends on the state and ``cand`` only, so it is
+    # worked out once per state (most nodes of a long walk revisit a handful of states).
+    state_flags = np.zeros(lx_trans.shape[0], np.int8)
+    state_winner = np.empty(lx_trans.shape[0], np.int32)
+    lone_group = np.full(lx_trans.shape[0], -2, np.int32)  # group of a node reached by one branch
     n_nodes = node_byte.shape[0]
     visited = 0
     i = 0
@@ -246,13 +275,11 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
             went_on = lx_trans[q, byte]
             went_on_accepts = False
             if went_on >= 0:
-                alive = False
-                for w in range(words):
-                    if lx_alive[went_on, w] & cand[w]:
-                        alive = True
-                    if lx_accept[went_on, w] & cand[w]:
-                        went_on_accepts = True
-                if alive:
+                flags = state_flags[went_on]
+                if flags == 0:  # calls cost more than the work: only on the first visit
+                    flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
+                went_on_accepts = (flags & ACCEPTS) != 0
+                if flags & ALIVE:
                     if n_out == MAX_BRANCHES:
                         needs_parser = True
                         break
@@ -266,28 +293,22 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
                     went_on = -1
             if depth == 1 or q == lx_initial or went_on_accepts:
                 continue  # no lexeme can end before this byte (or longest match forbids it)
-            winner = -1
-            for w in range(words):
-                x = lx_accept[q, w] & cand[w]
-                if x:
-                    k = 0
-                    while not (x >> np.uint64(k)) & np.uint64(1):
-                        k += 1
-                    winner = w * 64 + k
-                    break
-            if winner < 0:
+            flags = state_flags[q]
+            if flags == 0:
+                flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
+            if not flags & ACCEPTS:
                 continue
+            winner = state_winner[q]
             first = lx_trans[lx_initial, byte]
             if first < 0:
                 continue
             if term_column[winner] >= 0:
                 needs_parser = True
                 break
-            first_alive = False
-            for w in range(words):
-                if lx_alive[first, w] & cand[w]:
-                    first_alive = True
-            if not first_alive:
+            flags = state_flags[first]
+            if flags == 0:
+                flags = _state_flags(first, lx_accept, lx_alive, cand, state_flags, state_winner)
+            if not flags & ALIVE:
                 continue
             # An ignored lexeme ended: same stack, new lexeme, and one more shadow.
             if n_out == MAX_BRANCHES:
@@ -316,28 +337,33 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
             n_out += 1
         group = -1
         if not needs_parser and n_out > 0 and token_start[i] < token_start[i + 1]:
-            for w in range(words):
-                reach[w] = 0
-            for h in range(n_out):
-                q = q_of[depth, h]
-                if not reach_done[q, cid]:
-                    _reachable_winners(lx_trans, lx_accept, lx_alive, cand, q, reach_bits[q, cid])
-                    reach_done[q, cid] = 1
+            if n_out == 1 and lone_group[q_of[depth, 0]] != -2:
+                group = lone_group[q_of[depth, 0]]
+            else:  # inline: a call per node costs more than the work
                 for w in range(words):
-                    reach[w] |= reach_bits[q, cid, w]
-            for g in range(n_groups):
-                same = True
-                for w in range(words):
-                    if group_reach[g, w] != reach[w]:
-                        same = False
+                    reach[w] = 0
+                for h in range(n_out):
+                    q = q_of[depth, h]
+                    if not reach_done[q, cid]:
+                        _reachable_winners(lx_trans, lx_accept, lx_alive, cand, q, reach_bits[q, cid])
+                        reach_done[q, cid] = 1
+                    for w in range(words):
+                        reach[w] |= reach_bits[q, cid, w]
+                for g in range(n_groups):
+                    same = True
+                    for w in range(words):
+                        if group_reach[g, w] != reach[w]:
+                            same = False
+                            break
+                    if same:
+                        group = g
                         break
-                if same:
-                    group = g
-                    break
-            if group < 0 and n_groups < group_reach.shape[0]:
-                group = n_groups
-                group_reach[group] = reach
-                n_groups += 1
+                if group < 0 and n_groups < group_reach.shape[0]:
+                    group = n_groups
+                    group_reach[group] = reach
+                    n_groups += 1
+                if n_out == 1:
+                    lone_group[q_of[depth, 0]] = group
             # With every group slot taken, this node's tokens go to the parser walk.
         if needs_parser:
             end = subtree_end[i]
