@@ -74,13 +74,16 @@ def test_second_schema_served_from_first_schemas_entries_matches_fresh_store(sha
     cache = ContextClassificationCache()
     first = compiled_with(ga.Grammar.from_json_schema(SCHEMA_A), vocab, cache)
     lockstep_walks(first, compiled_with(ga.Grammar.from_json_schema(SCHEMA_A), vocab, None), 1, 6, 40)
-    assert len(cache) > 0
+    # With the default threshold nothing of these schemas is shared: the only large contexts,
+    # string bodies and keys, take their text tokens as blocks (test_token_slices.py) instead.
+    assert (len(cache) > 0) == (share_after_nodes == 0)
     cache.max_bytes = cache.nbytes  # from now on, every hit is an entry the first schema made
     hits_before = cache.hits
     second = compiled_with(ga.Grammar.from_json_schema(SCHEMA_B), vocab, cache)
     compared = lockstep_walks(second, compiled_with(ga.Grammar.from_json_schema(SCHEMA_B), vocab, None), 2, 6, 40)
     assert compared > 100
-    assert cache.hits > hits_before  # string bodies, numbers, punctuation were shared
+    if share_after_nodes == 0:
+        assert cache.hits > hits_before  # numbers, punctuation, whitespace were shared
 
 
 def test_builtin_json_and_a_schema_share_entries_exactly(monkeypatch):

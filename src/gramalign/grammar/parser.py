@@ -265,26 +265,80 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
 
 
 @numba.njit(cache=True, nogil=True)
-def _reachable_winners(lx_trans, lx_accept, lx_alive, cand, start, out):
-    """OR into ``out`` every terminal that wins some lexeme reachable from lexer state ``start``."""
+def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, start):
+    """Set ``reach_bits[q, cid]`` (and ``reach_done``) to the terminals that win some lexeme
+    reachable from ``q``, for ``start`` and every state reachable from it under ``cand``.
+
+    One pass of Tarjan's strongly connected components: a state's winners are its own and
+    those of its successors, so each component, finished after every component it reaches,
+    gets the union at once. A search per state would walk the rest of the automaton again
+    for each of them: quadratic along a length-bounded string.
+    Only finished values are stored, so readers that check ``reach_done`` first never see a
+    partial set."""
+    if reach_done[start, cid]:
+        return
     n = lx_trans.shape[0]
-    seen = np.zeros(n, np.uint8)
-    todo = np.empty(n, np.int32)
-    todo[0] = start
-    seen[start] = 1
-    size = 1
-    while size:
-        size -= 1
-        q = todo[size]
-        w = _lowest_common_bit(lx_accept[q], cand)
-        if w >= 0:
-            out[w >> 6] |= np.uint64(1) << np.uint64(w & 63)
-        for b in range(256):
-            t = lx_trans[q, b]
-            if t >= 0 and not seen[t] and _intersects(lx_alive[t], cand):
-                seen[t] = 1
-                todo[size] = t
-                size += 1
+    words = cand.shape[0]
+    index = np.full(n, -1, np.int32)
+    low = np.empty(n, np.int32)
+    on_stack = np.zeros(n, np.bool_)
+    members = np.empty(n, np.int32)
+    n_members = 0
+    frames = np.empty(n, np.int32)
+    next_byte = np.empty(n, np.int32)
+    acc = np.zeros((n, words), np.uint64)
+    counter = 0
+    index[start] = low[start] = counter
+    counter += 1
+    members[n_members] = start
+    n_members += 1
+    on_stack[start] = True
+    frames[0] = start
+    next_byte[0] = 0
+    depth = 1
+    while depth:
+        v = frames[depth - 1]
+        b = next_byte[depth - 1]
+        if b < 256:
+            next_byte[depth - 1] = b + 1
+            w = lx_trans[v, b]
+            if w < 0 or not _intersects(lx_alive[w], cand):
+                continue
+            if reach_done[w, cid]:
+                for k in range(words):
+                    acc[v, k] |= reach_bits[w, cid, k]
+            elif index[w] < 0:
+                index[w] = low[w] = counter
+                counter += 1
+                members[n_members] = w
+                n_members += 1
+                on_stack[w] = True
+                frames[depth] = w
+                next_byte[depth] = 0
+                depth += 1
+            elif on_stack[w] and index[w] < low[v]:
+                low[v] = index[w]
+            continue
+        winner = _lowest_common_bit(lx_accept[v], cand)
+        if winner >= 0:
+            acc[v, winner >> 6] |= np.uint64(1) << np.uint64(winner & 63)
+        depth -= 1
+        if depth:
+            parent = frames[depth - 1]
+            if low[v] < low[parent]:
+                low[parent] = low[v]
+            for k in range(words):
+                acc[parent, k] |= acc[v, k]
+        if low[v] == index[v]:
+            while True:
+                n_members -= 1
+                z = members[n_members]
+                on_stack[z] = False
+                for k in range(words):
+                    reach_bits[z, cid, k] = acc[v, k]
+                reach_done[z, cid] = 1
+                if z == v:
+                    break
 
 
 @numba.njit(cache=True, nogil=True)
@@ -336,8 +390,7 @@ def reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_b
     """Terminals that can win a lexeme going on from lexer state ``q`` (cached bitset)."""
     cid = cand_id[parser_state]
     if not reach_done[q, cid]:
-        _reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits[parser_state], q, reach_bits[q, cid])
-        reach_done[q, cid] = 1
+        fill_reach(lx_trans, lx_accept, lx_alive, cand_bits[parser_state], cid, reach_bits, reach_done, q)
     return reach_bits[q, cid]
 
 

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1,
-                              SHADOW2, STACK, TOO_AMBIGUOUS, _node_state, _reachable_winners, advance_hypothesis,
+                              SHADOW2, STACK, TOO_AMBIGUOUS, _node_state, advance_hypothesis, fill_reach,
                               free_terminal, next_column, reachable_winners, usable_meets)
 
 
@@ -71,9 +71,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                     continue
                 cid = cand_id[state]
                 if not reach_done[went_on, cid]:
-                    _reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits[state], went_on,
-                                       reach_bits[went_on, cid])
-                    reach_done[went_on, cid] = 1
+                    fill_reach(lx_trans, lx_accept, lx_alive, cand_bits[state], cid, reach_bits, reach_done, went_on)
                 # Reachable winners are empty when the lexeme is dead for these candidates.
                 viable = False
                 unknown = False
@@ -182,7 +180,8 @@ MAX_BRANCHES = 8
 @numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, cid, reach_bits,
                     reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
-                    token_start, token_ids, max_depth, group_reach, out_positions, out_groups, max_nodes):
+                    token_start, token_ids, max_depth, group_reach, n_groups, skip_first, out_positions,
+                    out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -198,6 +197,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
       parser walk decides those.
     * anything else is rejected. Ending the current lexeme at position 0 is not
       considered: callers add that as a separate hypothesis.
+
+    Tokens whose first byte has ``skip_first`` set are not visited (the caller has them
+    otherwise); the first ``n_groups`` rows of ``group_reach`` are groups already made.
 
     The output is sparse, so a context that admits few first bytes costs time in
     proportion to the nodes it visits, not to the vocabulary: the positions (indexes into
@@ -220,7 +222,6 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
         shadow_of[0, 0, k] = shadow_states[k]
         which_of[0, 0, k] = k + 1
     size[0] = 1
-    n_groups = 0
     n_written = 0
     reach = np.empty(words, np.uint64)
     # What the walk asks of a lexer state depends on the state and ``cand`` only, so it is
@@ -237,6 +238,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
             return -1, 0
         depth = node_depth[i]
         byte = node_byte[i]
+        if depth == 1 and skip_first[byte]:
+            i = subtree_end[i]
+            continue
         above = depth - 1
         n_out = 0
         needs_parser = False
@@ -345,8 +349,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
                 for h in range(n_out):
                     q = q_of[depth, h]
                     if not reach_done[q, cid]:
-                        _reachable_winners(lx_trans, lx_accept, lx_alive, cand, q, reach_bits[q, cid])
-                        reach_done[q, cid] = 1
+                        fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, q)
                     for w in range(words):
                         reach[w] |= reach_bits[q, cid, w]
                 for g in range(n_groups):

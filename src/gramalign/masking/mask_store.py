@@ -17,7 +17,9 @@ The stack-dependent parts (which groups, which dependent tokens) are cached too,
 parser states of the top of the stack that computing them actually read (see
 :class:`~gramalign.grammar.parser.StackPool`), so a hit is provably the same answer.
 Entries are computed on first use (a numba walk over the vocabulary trie, sparse in what
-it writes) and kept for the life of the compiled grammar; access is thread-safe. A walk
+it writes) and kept for the life of the compiled grammar; access is thread-safe. Where a
+context reads any text as one lexeme (string bodies, keys), short plain-text tokens are
+taken as precomputed blocks instead of being walked (:mod:`.token_slices`). A walk
 that goes on past a few thousand trie nodes is looked up first in, and then added to, the
 cross-grammar cache of :mod:`.context_cache`, keyed by an exact signature of what the walk
 reads from the lexer.
@@ -43,6 +45,7 @@ from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, Sh
                             warm_kernels)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
+from .token_slices import ASCII_TEXT, LEVELS, TEXT, TextSlices, clear_first_bytes, step_bytes, text_coverage, text_slices_for
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
 
@@ -95,9 +98,11 @@ class GrammarMaskStore:
     """Exact token masks for the states of an :class:`IncrementalParser`."""
 
     def __init__(self, tables: ParserTables, vocabulary: Vocabulary, trie: TokenTrie,
-                 shared: "ContextClassificationCache | None | bool" = True):
+                 shared: "ContextClassificationCache | None | bool" = True, text_blocks: bool = True):
         """``shared``: the cross-grammar cache of context classifications to use (True: the
-        process-wide one of ``trie``; None or False: classify every context here)."""
+        process-wide one of ``trie``; None or False: classify every context here).
+        ``text_blocks``: take plain-text tokens as blocks where a context admits any text
+        (see :mod:`.token_slices`); False walks every token (a reference for tests)."""
         self.tables = tables
         self.vocabulary = vocabulary
         self.trie = trie
@@ -109,6 +114,8 @@ class GrammarMaskStore:
         self.shared = None if shared is None or shared is False else shared
         if self.shared is not None:
             warm_kernels()
+        self._slices = text_slices_for(trie, self.width) if text_blocks else None
+        self._text_steps = None  # bytes text_coverage tries, by text state (from the lexer's byte classes)
         self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
@@ -437,34 +444,116 @@ class GrammarMaskStore:
         self._share(signature, real_of, entry)
         return entry
 
-    def _classify(self, key, cand, shadow_states, shadow_cands, max_nodes: int) -> "_ContextMasks | None":
-        """The context's masks by :func:`classify_tokens`, or None past ``max_nodes`` trie nodes."""
+    def _classify(self, key, cand, shadow_states, shadow_cands, max_nodes: int,
+                  text_blocks: bool = True) -> "_ContextMasks | None":
+        """The context's masks by :func:`classify_tokens`, or None past ``max_nodes`` trie nodes.
+
+        Where the context reads any text as one lexeme for a while (string bodies, object
+        keys), the short text tokens are taken as blocks by first byte (see
+        :mod:`.token_slices`) and only the other tokens are walked, whatever their number."""
         tables = self.tables
         lexer = tables.lexer
-        trie = self.trie
+        cover = self._text_cover(key, cand) if text_blocks and not shadow_states.size else None
+        if cover is None:
+            walks = [(self.trie, _NO_SKIP)]
+        else:
+            covered, block, state_after = cover
+            walks = [(self.trie, covered), (block.rest, 1 - covered)]
+            max_nodes = self.trie.num_nodes
         group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
-        try:
-            scratch = self._scratch.pop()
-        except IndexError:  # none free (first build, or another thread holds it)
-            scratch = (np.empty(trie.token_ids.shape[0], dtype=np.int32),
-                       np.empty(trie.token_ids.shape[0], dtype=np.int32))
-        try:
-            positions, groups = scratch
-            n_groups, n_written = classify_tokens(
-                lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial), tables.term_column,
-                cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states, shadow_cands,
-                np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end, trie.token_start,
-                trie.token_ids, trie.max_depth, group_reach, positions, groups, max_nodes)
-            if n_groups < 0:
-                return None
-            positions, groups = positions[:n_written], groups[:n_written]
-            group_masks, inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
-            dependent_positions = positions[groups < 0]  # a copy: the scratch is reused
-        finally:
-            self._scratch.append(scratch)
-        entry = _ContextMasks(inside, group_reach[:n_groups].copy(), group_masks, trie.token_ids[dependent_positions])
-        entry.lazy["trie"] = trie.subset_positions(dependent_positions)
+        n_groups = 0
+        pieces = []
+        for trie, skip in walks:
+            if trie is None:
+                continue
+            try:
+                scratch = self._scratch.pop()
+            except IndexError:  # none free (first build, or another thread holds it)
+                scratch = (np.empty(self.trie.token_ids.shape[0], dtype=np.int32),
+                           np.empty(self.trie.token_ids.shape[0], dtype=np.int32))
+            try:
+                positions, groups = scratch
+                n_groups, n_written = classify_tokens(
+                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
+                    tables.term_column, cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states,
+                    shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
+                    trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), skip,
+                    positions, groups, max_nodes)
+                if n_groups < 0:
+                    return None
+                pieces.append((trie, positions[:n_written].copy(), groups[:n_written].copy()))
+            finally:
+                self._scratch.append(scratch)
+        group_masks = np.zeros((n_groups, self.width), dtype=np.uint32)
+        inside = np.zeros(self.width, dtype=np.uint32)
+        dependent = []
+        for trie, positions, groups in pieces:
+            piece_masks, piece_inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
+            group_masks |= piece_masks
+            inside |= piece_inside
+            dependent.append(trie.token_ids[positions[groups < 0]])
+        dependent_ids = np.concatenate(dependent) if dependent else np.zeros(0, np.int32)
+        group_reach = group_reach[:n_groups].copy()
+        if cover is not None:
+            added = self._add_text_blocks(covered, block, state_after, key, group_reach, group_masks, inside)
+            if added is None:  # more kinds of endings than group slots: walk every token
+                return self._classify(key, cand, shadow_states, shadow_cands, max_nodes, text_blocks=False)
+            group_reach, group_masks = added
+            # The dependent tokens came from two tries: their sub-trie is cut from the whole one.
+            dependent_positions = np.sort(self._slices.position_of[dependent_ids])
+            dependent_ids = self.trie.token_ids[dependent_positions]
+        else:
+            dependent_positions = pieces[0][1][pieces[0][2] < 0]
+        entry = _ContextMasks(inside, group_reach, group_masks, dependent_ids)
+        entry.lazy["trie"] = self.trie.subset_positions(dependent_positions)
         return entry
+
+    def _text_cover(self, key, cand):
+        """(first bytes whose short text tokens go as blocks (uint8 [256]), the
+        :class:`.TextBlock` of their level, the lexer state after each first byte), or None
+        where no text is read far enough to be worth it."""
+        if self._slices is None:
+            return None
+        tables = self.tables
+        lexer = tables.lexer
+        if self._text_steps is None:
+            if self._byte_classes is None:
+                self._byte_classes = column_classes(lexer.transitions)
+            self._text_steps = step_bytes(self._byte_classes[0])
+        depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, cand,
+                                           np.int32(key[1]), tables.reach_bits, tables.reach_done, np.int32(key[0]),
+                                           TEXT, *self._text_steps, LEVELS[-1])
+        # The level most text tokens can take (a few first bytes may admit longer texts,
+        # e.g. four-byte characters under a length bound in characters).
+        level = TextSlices.level_for(int(np.median(depth[ASCII_TEXT])))
+        if not level:
+            return None
+        return (depth >= level).astype(np.uint8), self._slices.block(level), state_after
+
+    def _add_text_blocks(self, covered, block, state_after, key, group_reach, group_masks, inside):
+        """Add the text block's tokens of the covered first bytes to the inside groups (by
+        the reachable winners after the first byte); returns the grown (group_reach,
+        group_masks), or None if a group would be needed beyond the slots."""
+        reach_bits = self.tables.reach_bits
+        covered_bytes = np.flatnonzero(covered)
+        in_block = np.flatnonzero(np.diff(block.offsets) > 0)
+        reach_of = reach_bits[state_after[covered_bytes], key[1]]
+        for reach in np.unique(reach_of, axis=0):
+            same = covered_bytes[np.all(reach_of == reach, axis=1)]
+            row = block.row.copy()
+            clear_first_bytes(row, block.ids, block.offsets, np.setdiff1d(in_block, same).astype(np.int64))
+            matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
+            if matches.size:
+                g = int(matches[0])
+            elif group_reach.shape[0] < MAX_INSIDE_GROUPS:
+                g = group_reach.shape[0]
+                group_reach = np.concatenate([group_reach, reach[None, :]])
+                group_masks = np.concatenate([group_masks, np.zeros((1, self.width), np.uint32)])
+            else:
+                return None
+            group_masks[g] |= row
+            inside |= row
+        return group_reach, group_masks
 
     def _share(self, signature: bytes, real_of: np.ndarray, entry: _ContextMasks) -> None:
         """Put ``entry``'s classification into the cross-grammar cache, terminals renumbered
@@ -482,6 +571,7 @@ class GrammarMaskStore:
 
 
 _MISSING = object()
+_NO_SKIP = np.zeros(256, dtype=np.uint8)
 
 CACHE_FORMAT = 1
 """Version of the on-disk mask cache layout; files of another version are ignored."""

@@ -1,0 +1,266 @@
+"""Plain-text tokens taken as blocks, so that long lexemes need not walk the whole trie.
+
+Most tokens of a vocabulary are runs of ordinary text: UTF-8 characters other than the
+double quote, the backslash and the C0 controls (the last character may be cut at the
+token's end). Inside a JSON string body or an object key that admits any name, each of
+them is an inside token of one group, yet classifying the context walks all of them
+(~270k trie nodes for Llama-3, milliseconds), and a string with a length bound is a new
+context at every position.
+
+:func:`text_coverage` works out on the lexer automaton, exactly and per first byte, how
+many bytes of *any* text starting with that byte the context reads as one lexeme that
+stays alive, could not end before its last byte and keeps the reachable terminals it had
+after the first byte. Where that is at least ``L`` bytes, the text tokens of at most
+``L`` bytes starting with that byte (a :class:`TextBlock`, precomputed per vocabulary)
+are inside tokens of that group without being visited; only the other tokens are walked.
+Every such token is one of the texts checked, so the classification is the one a walk of
+every token gives (tests compare both).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..grammar.parser import fill_reach
+from .trie import TokenTrie
+
+LEVELS = (4, 8, 16, 32, 64)
+"""Byte lengths up to which text tokens may be taken as a block (the largest level not
+above a context's admitted depth is used)."""
+
+
+def _text_automaton() -> np.ndarray:
+    """int8 [8, 256]: the well-formed UTF-8 prefixes of text without '"', '\\' or a C0
+    control. State 0: at a character boundary; 1-3: that many continuation bytes due;
+    4-7: after E0, ED, F0, F4 (whose second byte is restricted)."""
+    table = np.full((8, 256), -1, dtype=np.int8)
+    for byte in range(0x20, 0x80):
+        if byte not in (0x22, 0x5C):
+            table[0, byte] = 0
+    table[0, 0xC2:0xE0] = 1
+    table[0, 0xE1:0xED] = 2
+    table[0, 0xEE:0xF0] = 2
+    table[0, 0xF1:0xF4] = 3
+    table[0, 0xE0], table[0, 0xED], table[0, 0xF0], table[0, 0xF4] = 4, 5, 6, 7
+    table[1, 0x80:0xC0] = 0
+    table[2, 0x80:0xC0] = 1
+    table[3, 0x80:0xC0] = 2
+    table[4, 0xA0:0xC0] = 1
+    table[5, 0x80:0xA0] = 1
+    table[6, 0x90:0xC0] = 2
+    table[7, 0x80:0x90] = 2
+    table.flags.writeable = False
+    return table
+
+
+TEXT = _text_automaton()
+ASCII_TEXT = np.flatnonzero(TEXT[0, :0x80] == 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _text_lengths(node_byte, node_depth, token_start, text):
+    """Per token position of a trie: its byte length if it is text (see ``TEXT``), else 0."""
+    n = node_byte.shape[0]
+    state_at = np.empty(node_depth.max() + 2 if n else 2, np.int32)
+    state_at[0] = 0
+    lengths = np.zeros(token_start[n], np.int32)
+    for i in range(n):
+        depth = node_depth[i]
+        above = state_at[depth - 1]
+        state_at[depth] = text[above, node_byte[i]] if above >= 0 else -1
+        if state_at[depth] >= 0:
+            for k in range(token_start[i], token_start[i + 1]):
+                lengths[k] = depth
+    return lengths
+
+
+@numba.njit(cache=True, nogil=True)
+def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, start, text, step_bytes,
+                  step_offsets, max_depth):
+    """(depth, state), int32 [256] each, by first byte ``b`` of a text: how many bytes of
+    any text that starts with ``b`` lexer state ``start`` reads under candidates ``cand``
+    such that after each byte the lexeme is alive and has the reachable winners of
+    ``state[b]`` (the state after ``b``), and before the last byte could not end. Capped at
+    ``max_depth``; 0 for bytes no text starts with or that end the lexeme at once.
+
+    ``step_bytes[step_offsets[t]:step_offsets[t + 1]]`` are the bytes to try from text state
+    ``t``: one per class of bytes that both automata treat alike (see :func:`step_bytes`)."""
+    fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, start)
+    depth = np.zeros(256, np.int32)
+    state = np.full(256, -1, np.int32)
+    pairs = lx_trans.shape[0] * text.shape[0]
+    # Scratch shared by the searches: seen[p, u] == search number marks a pair as met.
+    seen = np.zeros((lx_trans.shape[0], text.shape[0]), np.int32)
+    level = np.empty((pairs, 2), np.int32)
+    following = np.empty((pairs, 2), np.int32)
+    searches = 0
+    for b in range(256):
+        u = text[0, b]
+        p = lx_trans[start, b]
+        if u < 0 or p < 0:
+            continue
+        state[b] = p
+        for earlier in range(b):  # the same pair after another first byte: the same answer
+            if state[earlier] == p and text[0, earlier] == u:
+                depth[b] = depth[earlier]
+                break
+        else:
+            searches += 1
+            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, p, u, text, step_bytes,
+                                   step_offsets, max_depth, seen, searches, level, following)
+    return depth, state
+
+
+@numba.njit(cache=True, nogil=True)
+def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, first, first_text, text, step_bytes,
+                step_offsets, max_depth, seen, search, level, following):
+    """:func:`text_coverage` for the texts whose first byte led to (lexer ``first``, text
+    ``first_text``): breadth-first over (lexer state, text state) pairs. Once a level
+    brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
+    words = cand.shape[0]
+    size = 0
+    n_next = 1
+    following[0, 0] = first
+    following[0, 1] = first_text
+    seen[first, first_text] = search
+    for depth in range(1, max_depth + 1):
+        # Check the pairs `depth` bytes in, then expand them.
+        for k in range(n_next):
+            p = following[k, 0]
+            alive = False
+            accepts = False
+            for w in range(words):
+                if lx_alive[p, w] & cand[w]:
+                    alive = True
+                if lx_accept[p, w] & cand[w]:
+                    accepts = True
+                if reach_bits[p, cid, w] != reach_bits[first, cid, w]:
+                    return depth - 1
+            if not alive:
+                return depth - 1
+            if accepts:  # a longer text could end the lexeme inside: this depth is the last
+                return depth
+        level, following = following, level
+        size = n_next
+        n_next = 0
+        for k in range(size):
+            q = level[k, 0]
+            t = level[k, 1]
+            for j in range(step_offsets[t], step_offsets[t + 1]):
+                byte = step_bytes[j]
+                u = text[t, byte]
+                p = lx_trans[q, byte]
+                if p < 0:
+                    return depth
+                if seen[p, u] != search:
+                    seen[p, u] = search
+                    following[n_next, 0] = p
+                    following[n_next, 1] = u
+                    n_next += 1
+        if n_next == 0:
+            return max_depth
+    return max_depth
+
+
+def step_bytes(byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, offsets [9]) for :func:`text_coverage`: per text state, one byte of each class
+    of the bytes it admits that a lexer (its ``byte_class`` per byte) also treats alike."""
+    chosen, offsets = [], [0]
+    for t in range(TEXT.shape[0]):
+        admitted = np.flatnonzero(TEXT[t] >= 0)
+        _, first = np.unique(byte_class[admitted].astype(np.int64) * 16 + TEXT[t, admitted], return_index=True)
+        chosen.append(admitted[np.sort(first)])
+        offsets.append(offsets[-1] + first.size)
+    return np.concatenate(chosen).astype(np.int32), np.array(offsets, dtype=np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def clear_first_bytes(row, ids, offsets, first_bytes):
+    """Clear in bitmask ``row`` the tokens ``ids[offsets[b]:offsets[b + 1]]`` of each byte
+    ``b`` in ``first_bytes``."""
+    for b in first_bytes:
+        for k in range(offsets[b], offsets[b + 1]):
+            token = ids[k]
+            row[token >> 5] &= ~(np.uint32(1) << np.uint32(token & 31))
+
+
+@dataclass(frozen=True, eq=False)
+class TextBlock:
+    """The text tokens of at most ``level`` bytes of one vocabulary trie. Read-only."""
+
+    level: int
+    row: np.ndarray  # uint32 bitmask row of all of them
+    ids: np.ndarray  # int32: their ids, by first byte ...
+    offsets: np.ndarray  # int64 [257]: ... ids[offsets[b]:offsets[b + 1]] start with byte b
+    rest: "TokenTrie | None"  # the trie of every other token
+
+
+class TextSlices:
+    """The text tokens of one vocabulary trie, with a :class:`TextBlock` per level built on
+    first use."""
+
+    def __init__(self, trie: TokenTrie, width: int):
+        self.trie = trie
+        self.width = width
+        self.lengths = _text_lengths(trie.node_byte, trie.node_depth, trie.token_start, TEXT)
+        self._first_byte = trie.node_byte[_token_nodes_first_byte(trie.node_depth, trie.token_start)]
+        self.position_of = np.zeros(int(trie.token_ids.max()) + 1 if trie.token_ids.size else 1, dtype=np.int64)
+        self.position_of[trie.token_ids] = np.arange(trie.token_ids.size)  # token id -> position in trie
+        self._blocks: dict[int, TextBlock] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def level_for(depth: int) -> int:
+        """The largest level not above ``depth`` (0: none)."""
+        return max((level for level in LEVELS if level <= depth), default=0)
+
+    def block(self, level: int) -> TextBlock:
+        found = self._blocks.get(level)
+        if found is None:
+            in_block = (self.lengths > 0) & (self.lengths <= level)
+            first = self._first_byte[in_block]
+            order = np.argsort(first, kind="stable")
+            ids = self.trie.token_ids[in_block][order]
+            offsets = np.zeros(257, dtype=np.int64)
+            np.cumsum(np.bincount(first, minlength=256), out=offsets[1:])
+            wide = ids.astype(np.int64)
+            row = np.zeros(self.width, dtype=np.uint32)
+            np.bitwise_or.at(row, wide >> 5, np.left_shift(np.uint32(1), (wide & 31).astype(np.uint32)))
+            for array in (row, ids, offsets):
+                array.flags.writeable = False
+            found = TextBlock(level, row, ids, offsets, self.trie.subset_positions(np.flatnonzero(~in_block)))
+            with self._lock:
+                found = self._blocks.setdefault(level, found)
+        return found
+
+
+@numba.njit(cache=True, nogil=True)
+def _token_nodes_first_byte(node_depth, token_start):
+    """Per token position of a pre-order trie: the depth-1 node its path starts at."""
+    n = node_depth.shape[0]
+    root_child = np.empty(token_start[n], np.int64)
+    current = 0
+    for i in range(n):
+        if node_depth[i] == 1:
+            current = i
+        for k in range(token_start[i], token_start[i + 1]):
+            root_child[k] = current
+    return root_child
+
+
+_SLICES: "weakref.WeakKeyDictionary[TokenTrie, TextSlices]" = weakref.WeakKeyDictionary()
+_SLICES_LOCK = threading.Lock()
+
+
+def text_slices_for(trie: TokenTrie, width: int) -> TextSlices:
+    """The process-wide :class:`TextSlices` of a vocabulary trie (built once, ~10 ms)."""
+    with _SLICES_LOCK:
+        found = _SLICES.get(trie)
+        if found is None:
+            found = _SLICES[trie] = TextSlices(trie, width)
+        return found

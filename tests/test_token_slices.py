@@ -1,0 +1,212 @@
+"""Text tokens taken as blocks (gramalign.masking.token_slices) and the reach kernel they use.
+
+Oracles: Python's own UTF-8 decoder for which tokens are text; a search per lexer state
+for the reachable winners; counting characters for how far a length-bounded string body
+admits text; and, for the masks, a store that walks every token (``text_blocks=False``),
+itself checked against brute force in test_grammar_masks.py, plus brute force here too.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gramalign as ga
+from gramalign.grammar.dfa_kernels import column_classes
+from gramalign.grammar.parser import LEXEME, STACK, IncrementalParser, build_parser_tables, fill_reach
+from gramalign.masking.compiler import CompiledGrammar, token_trie
+from gramalign.masking.mask_store import GrammarMaskStore
+from gramalign.masking.token_slices import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
+
+from test_grammar_masks import brute_force_allowed, gpt2_vocabulary
+
+CONTINUATIONS = (0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF)  # the ends of every second-byte range
+
+
+def is_text(data: bytes) -> bool:
+    """UTF-8 characters other than '"', '\\' and C0 controls, the last one possibly cut."""
+    for cut in range(4):
+        head, tail = data[:len(data) - cut], data[len(data) - cut:]
+        try:
+            chars = head.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if any(ch in '"\\' or ord(ch) < 0x20 for ch in chars):
+            return False
+        return not tail or is_cut_character(tail)
+    return False
+
+
+def is_cut_character(tail: bytes) -> bool:
+    """Do some continuation bytes complete ``tail`` to exactly one character?"""
+    for need in range(1, 4):
+        for completion in itertools.product(CONTINUATIONS, repeat=need):
+            try:
+                if len((tail + bytes(completion)).decode("utf-8")) == 1:
+                    return True
+            except UnicodeDecodeError:
+                continue
+    return False
+
+
+def test_text_tokens_are_what_the_utf8_decoder_says():
+    vocab = gpt2_vocabulary()
+    trie = token_trie(vocab)
+    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))
+    text_ids = set(trie.token_ids[slices.lengths > 0].tolist())
+    for token in trie.token_ids.tolist():
+        data = vocab.token_bytes[token]
+        assert (token in text_ids) == is_text(data), data
+    lengths = dict(zip(trie.token_ids.tolist(), slices.lengths.tolist()))
+    assert all(lengths[t] == len(vocab.token_bytes[t]) for t in text_ids)
+    assert len(text_ids) > 0.8 * len(lengths)  # most of a vocabulary is text
+
+
+def test_blocks_hold_the_text_tokens_up_to_their_level():
+    vocab = gpt2_vocabulary()
+    trie = token_trie(vocab)
+    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))
+    for level in LEVELS:
+        block = slices.block(level)
+        expected = {t for t in trie.token_ids.tolist()
+                    if is_text(vocab.token_bytes[t]) and len(vocab.token_bytes[t]) <= level}
+        in_row = set(np.flatnonzero(np.unpackbits(block.row.view(np.uint8), bitorder="little")).tolist())
+        assert in_row == expected
+        assert set(block.rest.token_ids.tolist()) == set(trie.token_ids.tolist()) - expected
+        for byte in range(256):
+            ids = block.ids[block.offsets[byte]:block.offsets[byte + 1]].tolist()
+            assert all(vocab.token_bytes[t][0] == byte for t in ids)
+
+
+def reach_by_search(lexer, cand: np.ndarray, q: int) -> np.ndarray:
+    """The winners of every lexeme reachable from ``q``: one search from this state alone."""
+    words = cand.shape[0]
+    out = np.zeros(words, dtype=np.uint64)
+    seen, todo = {q}, [q]
+    while todo:
+        state = todo.pop()
+        common = lexer.accept_bits[state] & cand
+        for w in range(words):
+            if common[w]:
+                bit = int(common[w]) & -int(common[w])
+                out[w] |= np.uint64(bit)
+                break
+        for target in lexer.transitions[state].tolist():
+            if target >= 0 and target not in seen and np.any(lexer.alive_bits[target] & cand):
+                seen.add(target)
+                todo.append(target)
+    return out
+
+
+GRAMMARS = {
+    "bounded string": lambda: ga.Grammar.from_json_schema({"type": "string", "minLength": 2, "maxLength": 12}),
+    "keys": lambda: ga.Grammar.from_json_schema({"type": "object", "properties": {
+        "name": {"type": "string"}, "nickname": {"type": "string", "maxLength": 5}, "age": {"type": "integer"}}}),
+    "json": lambda: ga.Grammar.builtin("json"),
+    "words": lambda: ga.Grammar.from_lark('start: (WORD | "if" | "then")+\nWORD: /[a-z]+/\n%ignore " "\n'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_fill_reach_equals_a_search_per_state(name):
+    tables = build_parser_tables(GRAMMARS[name]())
+    lexer = tables.lexer
+    for state in range(tables.table.num_states):
+        cid = int(tables.candidate_id[state])
+        cand = tables.candidate_bits[state]
+        reach_bits = np.zeros((lexer.num_states, 1, lexer.words), dtype=np.uint64)
+        reach_done = np.zeros((lexer.num_states, 1), dtype=np.uint8)
+        for q in np.random.default_rng(state).permutation(lexer.num_states)[:12].tolist():
+            fill_reach(lexer.transitions, lexer.accept_bits, lexer.alive_bits, cand, 0, reach_bits, reach_done, q)
+            assert reach_done[q, 0]
+        for q in np.flatnonzero(reach_done[:, 0]).tolist():  # every state filled on the way, too
+            assert np.array_equal(reach_bits[q, 0], reach_by_search(lexer, cand, q)), (state, cid, q)
+
+
+def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
+    """text_coverage's depth per first byte for the single hypothesis after ``prefix``."""
+    store = compiled.store
+    tables, lexer = store.tables, store.tables.lexer
+    parser = IncrementalParser(tables)
+    hyps, _ = parser.feed(parser.initial_state(), prefix)
+    assert hyps is not None and hyps.shape[0] == 1
+    q, parser_state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
+    cid = tables.candidate_id[parser_state]
+    steps = step_bytes(column_classes(lexer.transitions)[0])
+    depth, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, tables.candidate_bits[parser_state],
+                             np.int32(cid), tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
+    return depth
+
+
+@pytest.mark.parametrize("max_length", [3, 12, 40, 100])
+def test_a_bounded_string_admits_as_many_bytes_of_text_as_characters_remain(max_length):
+    vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "maxLength": max_length}), vocab)
+    for used in range(max_length):
+        depth = coverage_after(compiled, b'"' + b"a" * used)
+        remaining = max_length - used
+        assert depth[ord("a")] == min(remaining, LEVELS[-1])
+        # A two-byte character counts once: texts starting with one are one byte longer.
+        assert depth[0xC3] == min(remaining + 1, LEVELS[-1])
+        assert depth[ord('"')] == depth[ord("\\")] == depth[0x0A] == 0
+
+
+def test_a_pattern_string_admits_no_arbitrary_text():
+    vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]+$"}), vocab)
+    depth = coverage_after(compiled, b'"')
+    assert depth[ord("a")] == 1 and depth[ord("A")] == 0  # "a" then "A" ends every match
+
+
+SCHEMAS = [
+    {"type": "string", "maxLength": 20},
+    {"type": "object", "properties": {"title": {"type": "string", "maxLength": 30},
+                                      "tags": {"type": "array", "items": {"type": "string", "minLength": 2}}},
+     "required": ["title"]},
+    {"type": "object", "properties": {"name": {"type": "string"}, "nickname": {"type": "string"},
+                                      "id": {"type": "integer"}}},  # keys: declared names or any other
+    {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]+$"},
+                                      "note": {"type": "string", "maxLength": 70}}, "additionalProperties": False},
+    {"type": "array", "items": {"enum": ["alpha", "beta", "gamma delta"]}},
+    # Texts starting with a capital die at once: their block tokens must stay out.
+    {"type": "array", "items": {"type": "string", "pattern": "^[^A-Z][\\s\\S]*$"}},
+]
+
+
+# Lexemes of even length: after two characters one can end inside a longer text.
+PAIRS = 'start: PAIRS+\nPAIRS: /([^"\\\\\\x00-\\x1f]{2})+/\n'
+
+
+@pytest.mark.parametrize("index", range(len(SCHEMAS) + 1))
+def test_masks_with_text_blocks_equal_masks_walking_every_token(index):
+    vocab = gpt2_vocabulary()
+    grammar = ga.Grammar.from_json_schema(SCHEMAS[index]) if index < len(SCHEMAS) else ga.Grammar.from_lark(PAIRS)
+    trie = token_trie(vocab)
+    stores = [GrammarMaskStore(build_parser_tables(grammar), vocab, trie, shared=None, text_blocks=blocks)
+              for blocks in (True, False)]
+    with_blocks, walking = (CompiledGrammar(grammar, vocab, store=store) for store in stores)
+    rng = np.random.default_rng(index)
+    eos = set(vocab.eos_token_ids)
+    for _ in range(4):
+        a, b = with_blocks.matcher(), walking.matcher()
+        text = b""
+        for step in range(40):
+            got = a.allowed_token_ids()
+            assert np.array_equal(got, b.allowed_token_ids()), text
+            if step % 13 == 5:
+                assert np.array_equal(got, np.flatnonzero(brute_force_allowed(walking, text))), text
+            choices = [t for t in got.tolist() if t not in eos]
+            if not choices:
+                break
+            token = int(rng.choice(choices))
+            a.accept_token(token)
+            b.accept_token(token)
+            text += vocab.token_bytes[token]
+    # Not only the masks: every context splits the tokens alike (groups may be numbered apart).
+    for key, entry in stores[0]._contexts.items():
+        reference = stores[1]._contexts[key]
+        assert np.array_equal(entry.inside, reference.inside), key
+        assert set(entry.dependent_ids.tolist()) == set(reference.dependent_ids.tolist()), key
+        assert sorted(map(bytes, entry.group_reach)) == sorted(map(bytes, reference.group_reach)), key
