@@ -481,18 +481,23 @@ class GrammarMaskStore:
                     positions, groups, max_nodes)
                 if n_groups < 0:
                     return None
-                pieces.append((trie, positions[:n_written].copy(), groups[:n_written].copy()))
+                pieces.append((trie, positions[:n_written].copy(), groups[:n_written].copy()))  # scratch is reused
             finally:
                 self._scratch.append(scratch)
-        group_masks = np.zeros((n_groups, self.width), dtype=np.uint32)
-        inside = np.zeros(self.width, dtype=np.uint32)
+        group_masks = inside = None
         dependent = []
         for trie, positions, groups in pieces:
             piece_masks, piece_inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
-            group_masks |= piece_masks
-            inside |= piece_inside
+            if group_masks is None:
+                group_masks, inside = piece_masks, piece_inside
+            else:
+                group_masks |= piece_masks
+                inside |= piece_inside
             dependent.append(trie.token_ids[positions[groups < 0]])
-        dependent_ids = np.concatenate(dependent) if dependent else np.zeros(0, np.int32)
+        if group_masks is None:
+            group_masks, inside = np.zeros((n_groups, self.width), np.uint32), np.zeros(self.width, np.uint32)
+        dependent_ids = np.concatenate(dependent) if len(dependent) > 1 else (
+            dependent[0] if dependent else np.zeros(0, np.int32))
         group_reach = group_reach[:n_groups].copy()
         if cover is not None:
             added = self._add_text_blocks(covered, block, state_after, key, group_reach, group_masks, inside)
@@ -525,7 +530,10 @@ class GrammarMaskStore:
                                            TEXT, *self._text_steps, LEVELS[-1])
         # The level most text tokens can take (a few first bytes may admit longer texts,
         # e.g. four-byte characters under a length bound in characters).
-        level = TextSlices.level_for(int(np.median(depth[ASCII_TEXT])))
+        ascii_depth = depth[ASCII_TEXT]
+        if not ascii_depth.any():
+            return None
+        level = TextSlices.level_for(int(np.sort(ascii_depth)[ascii_depth.size // 2]))
         if not level:
             return None
         return (depth >= level).astype(np.uint8), self._slices.block(level), state_after
@@ -534,14 +542,15 @@ class GrammarMaskStore:
         """Add the text block's tokens of the covered first bytes to the inside groups (by
         the reachable winners after the first byte); returns the grown (group_reach,
         group_masks), or None if a group would be needed beyond the slots."""
-        reach_bits = self.tables.reach_bits
         covered_bytes = np.flatnonzero(covered)
-        in_block = np.flatnonzero(np.diff(block.offsets) > 0)
-        reach_of = reach_bits[state_after[covered_bytes], key[1]]
-        for reach in np.unique(reach_of, axis=0):
-            same = covered_bytes[np.all(reach_of == reach, axis=1)]
+        in_block = np.diff(block.offsets) > 0
+        reach_of = self.tables.reach_bits[state_after[covered_bytes], key[1]]
+        for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
+            reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
+            same = np.zeros(256, dtype=bool)
+            same[covered_bytes[np.all(reach_of == reach, axis=1)]] = True
             row = block.row.copy()
-            clear_first_bytes(row, block.ids, block.offsets, np.setdiff1d(in_block, same).astype(np.int64))
+            clear_first_bytes(row, block.ids, block.offsets, np.flatnonzero(in_block & ~same))
             matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
             if matches.size:
                 g = int(matches[0])

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..grammar.parser import fill_reach
+from ..grammar.parser import _intersects, fill_reach
 from .trie import TokenTrie
 
 LEVELS = (4, 8, 16, 32, 64)
@@ -60,6 +60,7 @@ def _text_automaton() -> np.ndarray:
 
 TEXT = _text_automaton()
 ASCII_TEXT = np.flatnonzero(TEXT[0, :0x80] == 0)
+N_ASCII_TEXT = ASCII_TEXT.size
 
 
 @numba.njit(cache=True, nogil=True)
@@ -90,9 +91,17 @@ def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_do
 
     ``step_bytes[step_offsets[t]:step_offsets[t + 1]]`` are the bytes to try from text state
     ``t``: one per class of bytes that both automata treat alike (see :func:`step_bytes`)."""
-    fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, start)
     depth = np.zeros(256, np.int32)
     state = np.full(256, -1, np.int32)
+    # Callers take the level half the ASCII text bytes reach: unless half of them keep the
+    # lexeme alive at all (most contexts: punctuation, numbers, literals), nothing is covered.
+    alive_ascii = 0
+    for b in range(0x80):
+        p = lx_trans[start, b]
+        if text[0, b] == 0 and p >= 0 and _intersects(lx_alive[p], cand):
+            alive_ascii += 1
+    if 2 * alive_ascii < N_ASCII_TEXT:
+        return depth, state
     pairs = lx_trans.shape[0] * text.shape[0]
     # Scratch shared by the searches: seen[p, u] == search number marks a pair as met.
     seen = np.zeros((lx_trans.shape[0], text.shape[0]), np.int32)
@@ -111,18 +120,19 @@ def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_do
                 break
         else:
             searches += 1
-            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, p, u, text, step_bytes,
-                                   step_offsets, max_depth, seen, searches, level, following)
+            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, p, u, text,
+                                   step_bytes, step_offsets, max_depth, seen, searches, level, following)
     return depth, state
 
 
 @numba.njit(cache=True, nogil=True)
-def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, first, first_text, text, step_bytes,
-                step_offsets, max_depth, seen, search, level, following):
+def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, first, first_text, text,
+                step_bytes, step_offsets, max_depth, seen, search, level, following):
     """:func:`text_coverage` for the texts whose first byte led to (lexer ``first``, text
     ``first_text``): breadth-first over (lexer state, text state) pairs. Once a level
     brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
     words = cand.shape[0]
+    fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, first)
     size = 0
     n_next = 1
     following[0, 0] = first
@@ -132,6 +142,8 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, first, fir
         # Check the pairs `depth` bytes in, then expand them.
         for k in range(n_next):
             p = following[k, 0]
+            if not reach_done[p, cid]:
+                fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, p)
             alive = False
             accepts = False
             for w in range(words):
