@@ -157,7 +157,7 @@ def test_a_pattern_string_admits_no_arbitrary_text():
     vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
     compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]+$"}), vocab)
     depth = coverage_after(compiled, b'"')
-    assert depth[ord("a")] == 1 and depth[ord("A")] == 0  # "a" then "A" ends every match
+    assert depth.max() < LEVELS[0]  # "a" then "A" ends every match: no block for any byte
 
 
 SCHEMAS = [
