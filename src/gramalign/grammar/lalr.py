@@ -18,12 +18,13 @@ column order (terminals, then nonterminals).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Grammar
-from .lalr_kernels import ACCEPT, lalr_table, lr0_automaton
+from .lalr_kernels import ACCEPT, lalr_table, lr0_automaton, rule_defects
 
 ERROR = 0
 END = "$END"
@@ -64,23 +65,31 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     symbol_ids = dict(nonterminal_ids)
     symbol_ids.update((name, j) for j, name in enumerate(terminal_names))
     alternatives = [alternative for rule in grammar.rules for alternative in rule.alternatives]
-    flat = [symbol for alternative in alternatives for symbol in alternative]
+    n_rules = len(alternatives)
+    rule_offsets = np.zeros(n_rules + 2, dtype=np.int64)  # rule n_rules is "$root -> start"
+    np.cumsum(np.fromiter(map(len, alternatives), dtype=np.int64, count=n_rules), out=rule_offsets[1:n_rules + 1])
+    n_symbols = int(rule_offsets[n_rules])
+    rule_offsets[n_rules + 1] = n_symbols + 1
+    rule_symbols = np.empty(n_symbols + 1, dtype=np.int64)
     try:
-        rule_symbols = np.fromiter(map(symbol_ids.__getitem__, flat), dtype=np.int64, count=len(flat))
+        rule_symbols[:n_symbols] = np.fromiter(map(symbol_ids.__getitem__, chain.from_iterable(alternatives)),
+                                               dtype=np.int64, count=n_symbols)
     except KeyError:
         raise _undefined_symbol(grammar, symbol_ids) from None
     if grammar.start not in nonterminal_ids:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined")
-    lhs = [nonterminal_ids[rule.name] - n_terminals for rule in grammar.rules for _ in rule.alternatives]
-    _check_rules(grammar, lhs, alternatives, symbol_ids, n_terminals)
-    n_rules = len(lhs)
-    root = len(nonterminals)  # the augmented rule "$root -> start" is rule n_rules
-    start_symbol = nonterminal_ids[grammar.start]
-    rule_offsets = np.zeros(n_rules + 2, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, alternatives), dtype=np.int64, count=n_rules), out=rule_offsets[1:n_rules + 1])
-    rule_offsets[n_rules + 1] = rule_offsets[n_rules] + 1
-    rule_symbols = np.append(rule_symbols, start_symbol)
-    rule_lhs = np.array(lhs + [root], dtype=np.int64)
+    start_symbol = rule_symbols[n_symbols] = nonterminal_ids[grammar.start]
+    root = len(nonterminals)
+    rule_nonterminals = (np.arange(root) if len(nonterminal_ids) == root else  # no rule name twice
+                         np.array([nonterminal_ids[name] - n_terminals for name in nonterminals], dtype=np.int64))
+    rule_lhs = np.empty(n_rules + 1, dtype=np.int64)
+    rule_lhs[:n_rules] = np.repeat(rule_nonterminals, [len(rule.alternatives) for rule in grammar.rules])
+    rule_lhs[n_rules] = root
+    duplicated, undefined = rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
+    if duplicated:
+        raise GrammarError("cannot build the LALR(1) table: Rules defined twice")
+    if undefined >= 0:  # a rule without alternatives, used (or the start)
+        raise GrammarError(f"cannot build the LALR(1) table: Using an undefined rule: NonTerminal({nonterminals[undefined]!r})")
     n_states, trans_offsets, trans_symbol, trans_target = lr0_automaton(
         rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
     action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, n_states,
@@ -109,22 +118,6 @@ def _undefined_symbol(grammar: Grammar, symbol_ids: dict) -> GrammarError:
                     return GrammarError(f"rule {rule.name} uses {symbol!r}, which is neither a rule nor a "
                                         "non-ignored terminal")
     raise AssertionError("no undefined symbol")
-
-
-def _check_rules(grammar: Grammar, lhs: list, alternatives: list, symbol_ids: dict, n_terminals: int) -> None:
-    """lark's own checks: no rule twice, no use (or start) of a rule without alternatives."""
-    if len(set(zip(lhs, alternatives))) != len(lhs):
-        raise GrammarError("cannot build the LALR(1) table: Rules defined twice")
-    empty = {rule.name for rule in grammar.rules if not rule.alternatives}
-    if not empty:
-        return
-    empty -= {rule.name for rule in grammar.rules if rule.alternatives}
-    if grammar.start in empty:
-        raise GrammarError(f"cannot build the LALR(1) table: Using an undefined rule: NonTerminal({grammar.start!r})")
-    for alternative in alternatives:
-        for symbol in alternative:
-            if symbol in empty and symbol_ids[symbol] >= n_terminals:
-                raise GrammarError(f"cannot build the LALR(1) table: Using an undefined rule: NonTerminal({symbol!r})")
 
 
 def _judge_conflicts(conflicts: np.ndarray, action: np.ndarray, terminals: tuple, grammar: Grammar,

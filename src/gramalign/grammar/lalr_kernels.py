@@ -24,8 +24,13 @@ from .dfa_kernels import _find_members, _hash_members, _rehashed, _store_members
 
 ACCEPT = -(2**31)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
+# the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_BIT_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _BIT_INDEX[(((1 << _i) * int(_DE_BRUIJN)) & (2**64 - 1)) >> 58] = _i
 
-__all__ = ["lalr_table", "lr0_automaton"]
+__all__ = ["lalr_table", "lr0_automaton", "rule_defects"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -36,6 +41,22 @@ def _room(array, needed):
     grown = np.empty(max(needed, 2 * array.shape[0]), dtype=array.dtype)
     grown[:array.shape[0]] = array
     return grown
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_prefix(array, length):
+    """Sort ``array[:length]`` in place: by insertion when short (most item sets and
+    symbol sets are; numba's sort costs more than that to call)."""
+    if length > 24:
+        array[:length].sort()
+        return
+    for i in range(1, length):
+        value = array[i]
+        j = i - 1
+        while j >= 0 and array[j] > value:
+            array[j + 1] = array[j]
+            j -= 1
+        array[j + 1] = value
 
 
 @numba.njit(cache=True, nogil=True)
@@ -52,6 +73,44 @@ def _grouped(keys, n_keys):
         indices[fill[keys[i]]] = i
         fill[keys[i]] += 1
     return offsets, indices
+
+
+@numba.njit(cache=True, nogil=True)
+def rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
+    """What lark refuses in a grammar: (two rules alike, a nonterminal without rules that
+    a rule uses, else -1)."""
+    n_rules = rule_offsets.shape[0] - 1
+    has_rules = np.zeros(n_nonterminals, dtype=np.bool_)
+    for r in range(n_rules):
+        has_rules[rule_lhs[r]] = True
+    undefined = -1
+    for i in range(rule_symbols.shape[0]):
+        if rule_symbols[i] >= n_terminals and not has_rules[rule_symbols[i] - n_terminals]:
+            undefined = rule_symbols[i] - n_terminals
+            break
+    hashes = np.empty(n_rules, dtype=np.uint64)
+    for r in range(n_rules):
+        first = rule_offsets[r]
+        h = _hash_members(rule_symbols[first:], rule_offsets[r + 1] - first)
+        hashes[r] = (h ^ np.uint64(rule_lhs[r])) * np.uint64(1099511628211)
+    order = np.argsort(hashes)
+    for k in range(1, n_rules):
+        b = order[k]
+        j = k - 1
+        while j >= 0 and hashes[order[j]] == hashes[b]:  # every rule of the same hash
+            a = order[j]
+            j -= 1
+            length = rule_offsets[a + 1] - rule_offsets[a]
+            if rule_lhs[a] != rule_lhs[b] or rule_offsets[b + 1] - rule_offsets[b] != length:
+                continue
+            same = True
+            for i in range(length):
+                if rule_symbols[rule_offsets[a] + i] != rule_symbols[rule_offsets[b] + i]:
+                    same = False
+                    break
+            if same:
+                return True, undefined
+    return False, undefined
 
 
 @numba.njit(cache=True, nogil=True)
@@ -141,7 +200,7 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
                         closure[size] = item
                         size += 1
         # sorted items make every successor kernel come out sorted from the buckets
-        closure[:size] = np.sort(closure[:size])
+        _sort_prefix(closure, size)
         n_next = 0
         for i in range(size):
             x = item_next[closure[i]]
@@ -152,7 +211,7 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
                     symbols[n_next] = x
                     n_next += 1
                 symbol_count[x] += 1
-        symbols[:n_next] = np.sort(symbols[:n_next])
+        _sort_prefix(symbols, n_next)
         start = 0
         for k in range(n_next):
             x = symbols[k]
@@ -389,25 +448,24 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
         reduce = -(r + 1)
         for w in range(words):
             bits = sets[x, w]
-            terminal = w << 6
             while bits != 0:
-                if bits & np.uint64(1):
-                    present = action[q, terminal]
-                    if present == 0:
-                        action[q, terminal] = reduce
-                    elif present != reduce:
-                        if n_conflicts + 2 > conflicts.shape[0]:
-                            grown = np.empty((2 * conflicts.shape[0], 3), dtype=np.int64)
-                            grown[:n_conflicts] = conflicts[:n_conflicts]
-                            conflicts = grown
-                        conflicts[n_conflicts, 0], conflicts[n_conflicts, 1], conflicts[n_conflicts, 2] = q, terminal, r
+                lowest = bits & (~bits + np.uint64(1))
+                bits ^= lowest
+                terminal = (w << 6) + _BIT_INDEX[(lowest * _DE_BRUIJN) >> np.uint64(58)]
+                present = action[q, terminal]
+                if present == 0:
+                    action[q, terminal] = reduce
+                elif present != reduce:
+                    if n_conflicts + 2 > conflicts.shape[0]:
+                        grown = np.empty((2 * conflicts.shape[0], 3), dtype=np.int64)
+                        grown[:n_conflicts] = conflicts[:n_conflicts]
+                        conflicts = grown
+                    conflicts[n_conflicts, 0], conflicts[n_conflicts, 1], conflicts[n_conflicts, 2] = q, terminal, r
+                    n_conflicts += 1
+                    if present < 0:
+                        conflicts[n_conflicts, 0], conflicts[n_conflicts, 1] = q, terminal
+                        conflicts[n_conflicts, 2] = -present - 1
                         n_conflicts += 1
-                        if present < 0:
-                            conflicts[n_conflicts, 0], conflicts[n_conflicts, 1] = q, terminal
-                            conflicts[n_conflicts, 2] = -present - 1
-                            n_conflicts += 1
-                bits >>= np.uint64(1)
-                terminal += 1
     final = goto[0, start_symbol - n_terminals]
     action[final, end] = ACCEPT
     return action, goto, conflicts[:n_conflicts]
