@@ -51,17 +51,18 @@ def canonical(table: ParseTable) -> ParseTable:
                       initial_state=0)
 
 
-def lark_parse_table(grammar: Grammar, *, textbook: bool = False) -> ParseTable:
+def lark_parse_table(grammar: Grammar, *, shared_sets: bool = True, kernel_includes: bool = True) -> ParseTable:
     """The LALR(1) table of ``grammar`` as lark's analyser computes it, encoded as
     :func:`gramalign.grammar.lalr.build_parse_table` encodes it (lark numbers the states
     in no particular order: compare tables through :func:`canonical`).
 
-    ``textbook`` removes lark's two departures from DeRemer and Pennello, which only show
-    on grammars that are not LALR(1) anyway (they add look-aheads, so more collisions):
-    its ``includes`` relation also walks the kernel items ``B -> a . w`` of a state with a
-    transition on B, as if they started there; and its look-ahead traversal starts each
-    Follow set as the very Read set object, which members of a ``reads`` cycle share, so
-    whatever one of them gains the others gain too."""
+    Two flags turn off lark's departures from DeRemer and Pennello, which add look-aheads:
+    ``kernel_includes=False``, its ``includes`` relation also walks the kernel items
+    ``B -> a . w`` of a state with a transition on B, as if they started there (gramalign
+    keeps this one: it shows in LALR(1) grammars too); ``shared_sets=False``, its
+    look-ahead traversal starts each Follow set as the very Read set object, which the
+    members of a ``reads`` cycle share, so whatever one of them gains the others gain too
+    (only in grammars that are not LR(k); gramalign does not share)."""
     ignored = set(grammar.ignore)
     terminal_names = [t.name for t in grammar.terminals if t.name not in ignored]
     if grammar.indentation is not None:  # made by the lexer from line breaks, not matched
@@ -86,7 +87,8 @@ def lark_parse_table(grammar: Grammar, *, textbook: bool = False) -> ParseTable:
     if grammar.start not in nonterminal_set:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined")
     try:
-        analyzer = _Analyzer(ParserConf(rules, {}, [grammar.start]), strict=grammar.strict, textbook=textbook)
+        analyzer = _Analyzer(ParserConf(rules, {}, [grammar.start]), strict=grammar.strict,
+                             shared_sets=shared_sets, kernel_includes=kernel_includes)
         analyzer.compute_lalr()
     except _LarkError as exc:
         message = str(exc).strip()
@@ -130,8 +132,10 @@ class _Analyzer(LALR_Analyzer):
     table's time on JSON Schema grammars; this is ``GrammarAnalyzer.__init__`` (lark 1.x)
     with NULLABLE computed by a linear worklist instead."""
 
-    def __init__(self, parser_conf: ParserConf, strict: bool = False, textbook: bool = False):
-        self.textbook = textbook
+    def __init__(self, parser_conf: ParserConf, strict: bool = False, shared_sets: bool = True,
+                 kernel_includes: bool = True):
+        self.shared_sets = shared_sets
+        self.kernel_includes = kernel_includes
         self._expansions: dict = {}
         self.debug = False
         self.strict = strict
@@ -168,7 +172,7 @@ class _Analyzer(LALR_Analyzer):
         recursive ``digraph``, which overflows Python's stack on long include chains (a
         schema requiring 1,000 keys needs ~950 nested calls)."""
         read_sets = _digraph(self.nonterminal_transitions, self.reads, self.directly_reads)
-        if self.textbook:
+        if not self.shared_sets:
             read_sets = {x: set(read_sets[x]) for x in self.nonterminal_transitions}
         follow_sets = _digraph(self.nonterminal_transitions, self.includes, read_sets)
         for nonterminal, lookbacks in self.lookback.items():
@@ -177,9 +181,9 @@ class _Analyzer(LALR_Analyzer):
                     state.lookaheads[symbol].add(rule)
 
     def compute_includes_lookback(self):
-        """lark's, or with ``textbook`` only the items ``B -> . w`` start the walks that find
-        the transitions that include (p, B) (lark also walks p's kernel items of B)."""
-        if not self.textbook:
+        """lark's, or without ``kernel_includes`` only the items ``B -> . w`` start the walks
+        that find the transitions that include (p, B) (lark also walks p's kernel items of B)."""
+        if self.kernel_includes:
             return LALR_Analyzer.compute_includes_lookback(self)
         for nt in self.nonterminal_transitions:
             state, nonterminal = nt

@@ -90,10 +90,9 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
         raise GrammarError("cannot build the LALR(1) table: Rules defined twice")
     if undefined >= 0:  # a rule without alternatives, used (or the start)
         raise GrammarError(f"cannot build the LALR(1) table: Using an undefined rule: NonTerminal({nonterminals[undefined]!r})")
-    n_states, trans_offsets, trans_symbol, trans_target = lr0_automaton(
-        rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
-    action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, n_states,
-                                         trans_offsets, trans_symbol, trans_target, start_symbol)
+    automaton = lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
+    action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, *automaton,
+                                         start_symbol)
     rule_names = tuple(f"{rule.name} -> {' '.join(alternative) or '<empty>'}"
                        for rule in grammar.rules for alternative in rule.alternatives)
     if len(conflicts):

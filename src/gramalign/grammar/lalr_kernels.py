@@ -11,7 +11,10 @@ The look-aheads are DeRemer and Pennello's (1982): Read sets by the ``reads`` re
 from the direct reads, Follow sets by ``includes`` from the Read sets, each by one
 traversal that unites a strongly connected component's sets; a reduction's look-ahead is
 the union of the Follow sets of its ``lookback`` transitions. Terminal sets are bitsets
-(uint64 words). The Python versions of these loops made the LALR table a quarter of a
+(uint64 words). One departure, lark's: ``includes`` is also walked from kernel items (see
+:func:`lalr_table`), so that the table is lark's. Where lark's look-aheads depend on its
+set aliasing (``reads`` cycles, only in grammars that are not LR(k)), these are the
+textbook ones. The Python versions of these loops made the LALR table a quarter of a
 JSON Schema's time to first mask, and seconds on grammars of thousands of rules.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .dfa_kernels import _find_members, _hash_members, _rehashed, _store_members
+from .dfa_kernels import _added_members, _find_members, _hash_members
 
 ACCEPT = -(2**31)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
@@ -150,8 +153,8 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
     each state's successors in symbol order (so the numbering is canonical: it depends on
     the grammar only). A state is its sorted kernel items, found again by their hash.
 
-    Returns (number of states, transitions as CSR by source state: offsets, symbols in
-    increasing order, targets)."""
+    Returns (number of states, kernel items as CSR by state: offsets, sorted items,
+    transitions as CSR by source state: offsets, symbols in increasing order, targets)."""
     n_rules = rule_offsets.shape[0] - 1
     n_items = rule_offsets[n_rules] + n_rules
     item_next = np.full(n_items, -1, dtype=np.int64)  # the symbol after the dot, -1 at the end
@@ -231,22 +234,15 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
             found, slot = _find_members(slots, offsets, pool, kernel, kernel.shape[0])
             if found < 0:
                 found = count
-                if count + 1 >= offsets.shape[0]:
-                    grown = np.zeros(2 * offsets.shape[0], dtype=np.int64)
-                    grown[:count + 1] = offsets[:count + 1]
-                    offsets = grown
-                pool = _store_members(pool, offsets, count, kernel, kernel.shape[0])
-                slots[slot] = count
+                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, kernel, kernel.shape[0], 0)
                 count += 1
-                if 2 * count > slots.shape[0]:
-                    slots = _rehashed(slots, offsets, pool, 0, count)
             trans_symbol[n_trans] = x
             trans_target[n_trans] = found
             n_trans += 1
         trans_offsets = _room(trans_offsets, position + 2)
         trans_offsets[position + 1] = n_trans
         position += 1
-    return count, trans_offsets[:count + 1], trans_symbol[:n_trans], trans_target[:n_trans]
+    return count, offsets[:count + 1], pool[:offsets[count]], trans_offsets[:count + 1], trans_symbol[:n_trans], trans_target[:n_trans]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -293,6 +289,26 @@ def _transition(trans_offsets, trans_symbol, state, symbol):
         else:
             high = middle
     return low
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk(rule, dot, state, node, rule_offsets, rule_symbols, n_terminals, nullable_from, trans_offsets, trans_symbol,
+          trans_target, node_of, includer, included, n_includes):
+    """Follow the rest of ``rule`` from ``dot`` and ``state``: each nonterminal transition
+    on the way with a nullable rest of the rule after it includes ``node`` (appended to
+    ``includer``, ``included``). Returns (the state at the end, includer, included, count)."""
+    first = rule_offsets[rule]
+    for i in range(dot, rule_offsets[rule + 1] - first):
+        symbol = rule_symbols[first + i]
+        u = _transition(trans_offsets, trans_symbol, state, symbol)
+        if symbol >= n_terminals and i + 1 >= nullable_from[rule]:
+            includer = _room(includer, n_includes + 1)
+            included = _room(included, n_includes + 1)
+            includer[n_includes] = node_of[u]
+            included[n_includes] = node
+            n_includes += 1
+        state = trans_target[u]
+    return state, includer, included, n_includes
 
 
 @numba.njit(cache=True, nogil=True)
@@ -347,8 +363,8 @@ def _digraph(offsets, successors, sets):
 
 
 @numba.njit(cache=True, nogil=True)
-def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, n_states, trans_offsets,
-               trans_symbol, trans_target, start_symbol):
+def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, n_states, kernel_offsets,
+               kernel_items, trans_offsets, trans_symbol, trans_target, start_symbol):
     """The LALR(1) action and goto tables of the LR(0) automaton (see the module docstring
     of :mod:`.lalr` for the encoding; the root nonterminal has no goto column).
 
@@ -406,22 +422,17 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     lookback_rule = np.empty(16, dtype=np.int64)
     lookback_node = np.empty(16, dtype=np.int64)
     n_lookbacks = 0
+    item_rule = np.empty(rule_offsets[n_rules] + n_rules, dtype=np.int64)
+    for r in range(n_rules):
+        item_rule[rule_offsets[r] + r:rule_offsets[r + 1] + r + 1] = r
     for x in range(n_nodes):
         t = node_trans[x]
         b = trans_symbol[t] - n_terminals
         for j in range(lhs_offsets[b], lhs_offsets[b + 1]):
             r = lhs_rules[j]
-            state = trans_source[t]
-            for i in range(rule_offsets[r + 1] - rule_offsets[r]):
-                symbol = rule_symbols[rule_offsets[r] + i]
-                u = _transition(trans_offsets, trans_symbol, state, symbol)
-                if symbol >= n_terminals and i + 1 >= nullable_from[r]:
-                    includer = _room(includer, n_includes + 1)
-                    included = _room(included, n_includes + 1)
-                    includer[n_includes] = node_of[u]
-                    included[n_includes] = x
-                    n_includes += 1
-                state = trans_target[u]
+            state, includer, included, n_includes = _walk(
+                r, 0, trans_source[t], x, rule_offsets, rule_symbols, n_terminals, nullable_from, trans_offsets,
+                trans_symbol, trans_target, node_of, includer, included, n_includes)
             lookback_state = _room(lookback_state, n_lookbacks + 1)
             lookback_rule = _room(lookback_rule, n_lookbacks + 1)
             lookback_node = _room(lookback_node, n_lookbacks + 1)
@@ -429,6 +440,16 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
             lookback_rule[n_lookbacks] = r
             lookback_node[n_lookbacks] = x
             n_lookbacks += 1
+        # lark (1.x, compute_includes_lookback) also walks p's kernel items B -> a . w as
+        # if B started at p: more look-aheads than DeRemer and Pennello's, kept so that the
+        # table (and the terminals the contextual lexer tries) stays lark's
+        p = trans_source[t]
+        for k in range(kernel_offsets[p], kernel_offsets[p + 1]):
+            r = item_rule[kernel_items[k]]
+            if rule_lhs[r] == b:
+                _, includer, included, n_includes = _walk(
+                    r, kernel_items[k] - rule_offsets[r] - r, p, x, rule_offsets, rule_symbols, n_terminals,
+                    nullable_from, trans_offsets, trans_symbol, trans_target, node_of, includer, included, n_includes)
     _digraph(reads_offsets, reads[:n_reads], sets)
     includes_offsets, order = _grouped(includer[:n_includes], n_nodes)
     _digraph(includes_offsets, included[:n_includes][order], sets)
