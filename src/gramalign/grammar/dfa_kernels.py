@@ -449,7 +449,8 @@ def member_product(big, start, max_states):
                     grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
                     grown_rows[:count] = rows[:count]
                     rows = grown_rows
-                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, 1)  # state 0 is never looked up
+                # state 0 is never looked up
+                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, 1)
                 count += 1
             rows[position, c] = found
         position += 1

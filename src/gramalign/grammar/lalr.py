@@ -89,7 +89,8 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     if duplicated:
         raise GrammarError("cannot build the LALR(1) table: Rules defined twice")
     if undefined >= 0:  # a rule without alternatives, used (or the start)
-        raise GrammarError(f"cannot build the LALR(1) table: Using an undefined rule: NonTerminal({nonterminals[undefined]!r})")
+        raise GrammarError("cannot build the LALR(1) table: Using an undefined rule: "
+                           f"NonTerminal({nonterminals[undefined]!r})")
     automaton = lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
     action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, *automaton,
                                          start_symbol)

@@ -242,7 +242,8 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
         trans_offsets = _room(trans_offsets, position + 2)
         trans_offsets[position + 1] = n_trans
         position += 1
-    return count, offsets[:count + 1], pool[:offsets[count]], trans_offsets[:count + 1], trans_symbol[:n_trans], trans_target[:n_trans]
+    kernels = offsets[:count + 1], pool[:offsets[count]]
+    return (count,) + kernels + (trans_offsets[:count + 1], trans_symbol[:n_trans], trans_target[:n_trans])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -411,7 +412,9 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     nullable_from = np.empty(n_rules, dtype=np.int64)  # w[i:] derives the empty string iff i >= this
     for r in range(n_rules):
         i = rule_offsets[r + 1]
-        while i > rule_offsets[r] and rule_symbols[i - 1] >= n_terminals and nullable[rule_symbols[i - 1] - n_terminals]:
+        while i > rule_offsets[r] and rule_symbols[i - 1] >= n_terminals:
+            if not nullable[rule_symbols[i - 1] - n_terminals]:
+                break
             i -= 1
         nullable_from[r] = i - rule_offsets[r]
     lhs_offsets, lhs_rules = _grouped(rule_lhs, n_nonterminals)
