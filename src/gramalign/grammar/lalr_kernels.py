@@ -117,34 +117,29 @@ def rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermina
 
 
 @numba.njit(cache=True, nogil=True)
-def _nonterminal_closures(rule_offsets, rule_symbols, lhs_offsets, lhs_rules, n_terminals, n_nonterminals):
-    """Per nonterminal A, the items ``B -> . w`` of every B that A derives leftmost (A
-    included): what an item with A after its dot adds to an LR(0) closure. CSR."""
-    offsets = np.zeros(n_nonterminals + 1, dtype=np.int64)
-    items = np.empty(max(16, 2 * rule_offsets.shape[0]), dtype=np.int64)
-    seen = np.full(n_nonterminals, -1, dtype=np.int64)
-    queue = np.empty(n_nonterminals, dtype=np.int64)
-    count = 0
-    for a in range(n_nonterminals):
-        seen[a] = a
-        queue[0] = a
-        head, tail = 0, 1
-        while head < tail:
-            b = queue[head]
-            head += 1
-            for j in range(lhs_offsets[b], lhs_offsets[b + 1]):
-                r = lhs_rules[j]
-                items = _room(items, count + 1)
-                items[count] = rule_offsets[r] + r
-                count += 1
-                if rule_offsets[r + 1] > rule_offsets[r]:
-                    c = rule_symbols[rule_offsets[r]] - n_terminals
-                    if c >= 0 and seen[c] != a:
-                        seen[c] = a
-                        queue[tail] = c
-                        tail += 1
-        offsets[a + 1] = count
-    return offsets, items[:count]
+def _nonterminal_closure(a, rule_offsets, rule_symbols, lhs_offsets, lhs_rules, n_terminals, seen, queue, items,
+                         count):
+    """Append to ``items[:count]`` the items ``B -> . w`` of every B that nonterminal ``a``
+    derives leftmost (``a`` included): what an item with ``a`` after its dot adds to an
+    LR(0) closure. ``seen`` marks with ``a``. Returns (items, new count)."""
+    seen[a] = a
+    queue[0] = a
+    head, tail = 0, 1
+    while head < tail:
+        b = queue[head]
+        head += 1
+        for j in range(lhs_offsets[b], lhs_offsets[b + 1]):
+            r = lhs_rules[j]
+            items = _room(items, count + 1)
+            items[count] = rule_offsets[r] + r
+            count += 1
+            if rule_offsets[r + 1] > rule_offsets[r]:
+                c = rule_symbols[rule_offsets[r]] - n_terminals
+                if c >= 0 and seen[c] != a:
+                    seen[c] = a
+                    queue[tail] = c
+                    tail += 1
+    return items, count
 
 
 @numba.njit(cache=True, nogil=True)
@@ -163,8 +158,14 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
         for d in range(rule_offsets[r + 1] - rule_offsets[r]):
             item_next[base + d] = rule_symbols[rule_offsets[r] + d]
     lhs_offsets, lhs_rules = _grouped(rule_lhs, n_nonterminals)
-    closure_offsets, closure_pool = _nonterminal_closures(rule_offsets, rule_symbols, lhs_offsets, lhs_rules,
-                                                          n_terminals, n_nonterminals)
+    # a nonterminal's closure items, computed when a kernel item first has it after the dot
+    # (all of them up front can be quadratic: a chain a1 -> a2 "x", a2 -> a3 "x", ...)
+    closure_first = np.full(n_nonterminals, -1, dtype=np.int64)
+    closure_past = np.zeros(n_nonterminals, dtype=np.int64)
+    closure_pool = np.empty(64, dtype=np.int64)
+    closure_count = 0
+    seen = np.full(n_nonterminals, -1, dtype=np.int64)
+    queue = np.empty(n_nonterminals, dtype=np.int64)
     n_symbols = n_terminals + n_nonterminals
     root = n_rules - 1
     pool = np.empty(64, dtype=np.int64)  # kernels, CSR by state
@@ -196,7 +197,13 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
         for i in range(offsets[position], offsets[position + 1]):
             a = item_next[pool[i]] - n_terminals
             if a >= 0:
-                for j in range(closure_offsets[a], closure_offsets[a + 1]):
+                if closure_first[a] < 0:
+                    closure_first[a] = closure_count
+                    closure_pool, closure_count = _nonterminal_closure(
+                        a, rule_offsets, rule_symbols, lhs_offsets, lhs_rules, n_terminals, seen, queue, closure_pool,
+                        closure_count)
+                    closure_past[a] = closure_count
+                for j in range(closure_first[a], closure_past[a]):
                     item = closure_pool[j]
                     if item_stamp[item] != position:
                         item_stamp[item] = position
