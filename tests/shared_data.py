@@ -23,15 +23,20 @@ def data_dir() -> Path:
     return path
 
 
-def maskbench_documents(count: int, every: int = 97) -> list[str]:
-    """``count`` valid JSON instances from JSONSchemaBench's maskbench data, compactly
-    serialized, from every ``every``-th schema file (a fixed, spread-out sample)."""
+def maskbench_files() -> list[Path]:
+    """JSONSchemaBench's maskbench schema files, sorted (failing when there are none)."""
     folder = data_dir() / "jsonschemabench" / "maskbench" / "data"
     files = sorted(folder.glob("*.json"))
     if not files:
         pytest.fail(f"no maskbench data in {folder}")
+    return files
+
+
+def maskbench_documents(count: int, every: int = 97) -> list[str]:
+    """``count`` valid JSON instances from JSONSchemaBench's maskbench data, compactly
+    serialized, from every ``every``-th schema file (a fixed, spread-out sample)."""
     documents = []
-    for path in files[::every]:
+    for path in maskbench_files()[::every]:
         entry = json.loads(path.read_text(encoding="utf-8"))
         for test in entry.get("tests", []):
             if test.get("valid"):

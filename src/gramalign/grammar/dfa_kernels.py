@@ -377,6 +377,22 @@ def _store_members(pool, offsets, count, buffer, length):
 
 
 @numba.njit(cache=True, nogil=True)
+def _added_members(slots, slot, offsets, pool, count, buffer, length, first_hashed):
+    """Add ``buffer[:length]`` as state ``count`` in ``slot``, the free slot
+    :func:`_find_members` named; ``offsets`` grows as needed and ``slots`` stays at most half
+    full (states before ``first_hashed`` are never looked up). Returns (slots, offsets, pool)."""
+    if count + 1 >= offsets.shape[0]:
+        grown = np.zeros(2 * offsets.shape[0], dtype=np.int64)
+        grown[:count + 1] = offsets[:count + 1]
+        offsets = grown
+    pool = _store_members(pool, offsets, count, buffer, length)
+    slots[slot] = count
+    if 2 * (count + 1) > slots.shape[0]:
+        slots = _rehashed(slots, offsets, pool, first_hashed, count + 1)
+    return slots, offsets, pool
+
+
+@numba.njit(cache=True, nogil=True)
 def _rehashed(slots, offsets, pool, first, count):
     """A table twice the size of ``slots`` holding states ``first .. count - 1``."""
     bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
@@ -429,18 +445,13 @@ def member_product(big, start, max_states):
                 if count >= max_states:
                     return rows[:0], pool[:0], offsets[:1], True
                 found = count
-                if count + 1 >= offsets.shape[0]:
-                    grown = np.empty(2 * offsets.shape[0], dtype=np.int64)
-                    grown[:count + 1] = offsets[:count + 1]
-                    offsets = grown
+                if count >= rows.shape[0]:
                     grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
                     grown_rows[:count] = rows[:count]
                     rows = grown_rows
-                pool = _store_members(pool, offsets, count, buffer, length)
-                slots[slot] = count
+                # state 0 is never looked up
+                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, 1)
                 count += 1
-                if 2 * count > slots.shape[0]:  # keep the table at most half full
-                    slots = _rehashed(slots, offsets, pool, 1, count)  # state 0 is never looked up
             rows[position, c] = found
         position += 1
     return rows[:count], pool[:offsets[count]], offsets[:count + 1], False
@@ -565,21 +576,15 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
                 if count >= max_states:
                     return rows[:0], is_accepting[:0], True
                 found = count
-                if count + 1 >= offsets.shape[0]:
-                    grown = np.zeros(2 * offsets.shape[0], dtype=np.int64)
-                    grown[:count + 1] = offsets[:count + 1]
-                    offsets = grown
+                if count >= rows.shape[0]:
                     grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
                     grown_rows[:count] = rows[:count]
                     rows = grown_rows
                     grown_accepting = np.zeros(2 * is_accepting.shape[0], dtype=np.bool_)
                     grown_accepting[:count] = is_accepting[:count]
                     is_accepting = grown_accepting
-                pool = _store_members(pool, offsets, count, buffer, length)
-                slots[slot] = count
+                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, 0)
                 count += 1
-                if 2 * count > slots.shape[0]:
-                    slots = _rehashed(slots, offsets, pool, 0, count)
             rows[position, c] = found
         position += 1
     return rows[:count], is_accepting[:count], False

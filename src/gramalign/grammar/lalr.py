@@ -1,36 +1,32 @@
 """The LALR(1) parse table of a grammar, as plain numpy arrays.
 
-The table is computed by lark's own analyser (``lark.parsers.lalr_analysis``), so a
-grammar means exactly what it means to ``lark.Lark(..., parser="lalr")``: shift/reduce
-conflicts are resolved as shift (as lark does), rule priorities break reduce/reduce ties,
-and any remaining reduce/reduce conflict is a :class:`GrammarError` naming the rules.
+The table is the one lark's analyser (``lark.parsers.lalr_analysis``) builds, so a grammar
+means exactly what it means to ``lark.Lark(..., parser="lalr")``: shift/reduce conflicts
+are resolved as shift (as lark does; an error for a ``strict`` grammar), and a
+reduce/reduce conflict is a :class:`GrammarError` naming the rules. It is computed by the
+integer construction of :mod:`.lalr_kernels` (LR(0) item sets, then DeRemer and
+Pennello's look-aheads); the tests hold it equal to lark's, state by state.
 
 Action encoding (int32): ``ERROR = 0``; shift to state ``s`` is ``s + 1``; reduce by rule
 ``r`` is ``-(r + 1)``; ``ACCEPT`` (on ``$END`` only) is the int32 minimum. lark accepts when
 a reduction on ``$END`` leads to its end state; the table marks that state's ``$END``
 action as ACCEPT, so one loop (reduce while negative, then shift or accept) runs the parser.
+States are numbered breadth first from ``initial_state`` (0), each state's successors in
+column order (terminals, then nonterminals).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
-from lark.common import ParserConf
-from lark.exceptions import GrammarError as _LarkError
-from lark.grammar import NonTerminal
-from lark.grammar import Rule as _LarkRule
-from lark.grammar import Terminal as _LarkTerminal
-from lark.parsers.grammar_analysis import RulePtr
-from lark.parsers.lalr_analysis import LALR_Analyzer, LR0ItemSet, Shift
-from lark.utils import classify, fzset
 
 from ..errors import GrammarError
 from .grammar import Grammar
+from .lalr_kernels import ACCEPT, lalr_table, lr0_automaton, rule_defects
 
 ERROR = 0
-ACCEPT = -(2**31)
 END = "$END"
 
 
@@ -61,199 +57,95 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     terminal_names = [t.name for t in grammar.terminals if t.name not in ignored]
     if grammar.indentation is not None:  # made by the lexer from line breaks, not matched
         terminal_names += [grammar.indentation.indent, grammar.indentation.dedent]
-    terminal_set = set(terminal_names)
-    nonterminals = [rule.name for rule in grammar.rules]
-    nonterminal_set = set(nonterminals)
-    rules, names = [], []
-    for rule in grammar.rules:
-        for alternative in rule.alternatives:
-            expansion = []
-            for symbol in alternative:
-                if symbol in terminal_set:
-                    expansion.append(_LarkTerminal(symbol))
-                elif symbol in nonterminal_set:
-                    expansion.append(NonTerminal(symbol))
-                else:
-                    raise GrammarError(f"rule {rule.name} uses {symbol!r}, which is neither a rule nor a "
-                                       "non-ignored terminal")
-            rules.append(_LarkRule(NonTerminal(rule.name), expansion, order=len(names)))
-            names.append(f"{rule.name} -> {' '.join(alternative) or '<empty>'}")
-    if grammar.start not in nonterminal_set:
-        raise GrammarError(f"the start rule {grammar.start!r} is not defined")
+    terminals = tuple(terminal_names) + (END,)
+    nonterminals = tuple(rule.name for rule in grammar.rules)
+    n_terminals = len(terminals)
+    # a name that is both stays a terminal; a rule name defined twice means its last column
+    nonterminal_ids = {name: n_terminals + k for k, name in enumerate(nonterminals)}
+    symbol_ids = dict(nonterminal_ids)
+    symbol_ids.update((name, j) for j, name in enumerate(terminal_names))
+    alternatives = [alternative for rule in grammar.rules for alternative in rule.alternatives]
+    n_rules = len(alternatives)
+    rule_offsets = np.zeros(n_rules + 2, dtype=np.int64)  # rule n_rules is "$root -> start"
+    np.cumsum(np.fromiter(map(len, alternatives), dtype=np.int64, count=n_rules), out=rule_offsets[1:n_rules + 1])
+    n_symbols = int(rule_offsets[n_rules])
+    rule_offsets[n_rules + 1] = n_symbols + 1
+    rule_symbols = np.empty(n_symbols + 1, dtype=np.int64)
     try:
-        analyzer = _Analyzer(ParserConf(rules, {}, [grammar.start]), strict=grammar.strict)
-        analyzer.compute_lalr()
-    except _LarkError as exc:
-        message = str(exc).strip()
-        if "Reduce/Reduce" in message:
-            raise GrammarError(f"the grammar is not LALR(1): {message} (make one alternative more specific, "
-                               "or give the rules priorities)") from None
-        raise GrammarError(f"cannot build the LALR(1) table: {message}") from None
-    table = analyzer.parse_table
-    columns = {name: j for j, name in enumerate(terminal_names + [END])}
-    goto_columns = {name: k for k, name in enumerate(nonterminals)}
-    rule_index = {id(rule): r for r, rule in enumerate(rules)}
-    n_states = len(table.states)
-    action = np.zeros((n_states, len(columns)), dtype=np.int32)
-    goto = np.full((n_states, len(nonterminals)), -1, dtype=np.int32)
-    for state, entries in table.states.items():
-        for symbol, (kind, argument) in entries.items():
-            if symbol in columns:
-                if kind is Shift:
-                    action[state, columns[symbol]] = argument + 1
-                else:
-                    action[state, columns[symbol]] = -(rule_index[id(argument)] + 1)
-            elif symbol in goto_columns:
-                goto[state, goto_columns[symbol]] = argument
-    action[table.end_states[grammar.start], columns[END]] = ACCEPT
+        rule_symbols[:n_symbols] = np.fromiter(map(symbol_ids.__getitem__, chain.from_iterable(alternatives)),
+                                               dtype=np.int64, count=n_symbols)
+    except KeyError:
+        raise _undefined_symbol(grammar, symbol_ids) from None
+    if grammar.start not in nonterminal_ids:
+        raise GrammarError(f"the start rule {grammar.start!r} is not defined")
+    start_symbol = rule_symbols[n_symbols] = nonterminal_ids[grammar.start]
+    root = len(nonterminals)
+    rule_nonterminals = (np.arange(root) if len(nonterminal_ids) == root else  # no rule name twice
+                         np.array([nonterminal_ids[name] - n_terminals for name in nonterminals], dtype=np.int64))
+    rule_lhs = np.empty(n_rules + 1, dtype=np.int64)
+    rule_lhs[:n_rules] = np.repeat(rule_nonterminals, [len(rule.alternatives) for rule in grammar.rules])
+    rule_lhs[n_rules] = root
+    duplicated, undefined = rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
+    if duplicated:
+        raise GrammarError("cannot build the LALR(1) table: Rules defined twice")
+    if undefined >= 0:  # a rule without alternatives, used (or the start)
+        raise GrammarError("cannot build the LALR(1) table: Using an undefined rule: "
+                           f"NonTerminal({nonterminals[undefined]!r})")
+    automaton = lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
+    action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, *automaton,
+                                         start_symbol)
+    rule_names = tuple(f"{rule.name} -> {' '.join(alternative) or '<empty>'}"
+                       for rule in grammar.rules for alternative in rule.alternatives)
+    if len(conflicts):
+        _judge_conflicts(conflicts, action, terminals, grammar, rule_names)
     return ParseTable(
-        terminals=tuple(terminal_names) + (END,),
-        nonterminals=tuple(nonterminals),
+        terminals=terminals,
+        nonterminals=nonterminals,
         action=action,
         goto=goto,
-        rule_lhs=np.array([goto_columns[rule.origin.name] for rule in rules], dtype=np.int32),
-        rule_len=np.array([len(rule.expansion) for rule in rules], dtype=np.int32),
-        rule_names=tuple(names),
-        initial_state=int(table.start_states[grammar.start]),
+        rule_lhs=rule_lhs[:n_rules].astype(np.int32),
+        rule_len=np.diff(rule_offsets[:n_rules + 1]).astype(np.int32),
+        rule_names=rule_names,
+        initial_state=0,
     )
 
 
-class _Analyzer(LALR_Analyzer):
-    """lark's LALR(1) analyser without the FIRST and FOLLOW sets, which LALR(1) does not read
-    (its look-aheads come from the reads/includes relations; only NULLABLE is used). lark's
-    base class computes all three by naive fixpoint iteration, which took a third of the
-    table's time on JSON Schema grammars; this is ``GrammarAnalyzer.__init__`` (lark 1.x)
-    with NULLABLE computed by a linear worklist instead."""
-
-    def __init__(self, parser_conf: ParserConf, strict: bool = False):
-        self._expansions: dict = {}
-        self.debug = False
-        self.strict = strict
-        root_rules = {start: _LarkRule(NonTerminal("$root_" + start), [NonTerminal(start), _LarkTerminal("$END")])
-                      for start in parser_conf.start}
-        rules = parser_conf.rules + list(root_rules.values())
-        self.rules_by_origin = classify(rules, lambda r: r.origin)
-        if len(rules) != len(set(rules)):
-            raise _LarkError("Rules defined twice")
-        for r in rules:
-            for sym in r.expansion:
-                if not (sym.is_term or sym in self.rules_by_origin):
-                    raise _LarkError(f"Using an undefined rule: {sym}")
-        self.start_states = {start: self.expand_rule(root_rule.origin) for start, root_rule in root_rules.items()}
-        self.end_states = {start: fzset({RulePtr(root_rule, len(root_rule.expansion))})
-                           for start, root_rule in root_rules.items()}
-        lr0_root_rules = {start: _LarkRule(NonTerminal("$root_" + start), [NonTerminal(start)])
-                          for start in parser_conf.start}
-        self.lr0_rules_by_origin = classify(parser_conf.rules + list(lr0_root_rules.values()), lambda r: r.origin)
-        self.lr0_start_states = {start: LR0ItemSet([RulePtr(root_rule, 0)],
-                                                   self.expand_rule(root_rule.origin, self.lr0_rules_by_origin))
-                                 for start, root_rule in lr0_root_rules.items()}
-        self.FIRST = self.FOLLOW = None
-        self.NULLABLE = _nullable(rules)
-        self.nonterminal_transitions = []  # the rest is LALR_Analyzer.__init__
-        self.directly_reads = defaultdict(set)
-        self.reads = defaultdict(set)
-        self.includes = defaultdict(set)
-        self.lookback = defaultdict(set)
+def _undefined_symbol(grammar: Grammar, symbol_ids: dict) -> GrammarError:
+    for rule in grammar.rules:
+        for alternative in rule.alternatives:
+            for symbol in alternative:
+                if symbol not in symbol_ids:
+                    return GrammarError(f"rule {rule.name} uses {symbol!r}, which is neither a rule nor a "
+                                        "non-ignored terminal")
+    raise AssertionError("no undefined symbol")
 
 
-    def compute_lookaheads(self):
-        """lark's ``compute_lookaheads`` with :func:`_digraph` (no recursion) in place of its
-        recursive ``digraph``, which overflows Python's stack on long include chains (a
-        schema requiring 1,000 keys needs ~950 nested calls)."""
-        read_sets = _digraph(self.nonterminal_transitions, self.reads, self.directly_reads)
-        follow_sets = _digraph(self.nonterminal_transitions, self.includes, read_sets)
-        for nonterminal, lookbacks in self.lookback.items():
-            for state, rule in lookbacks:
-                for symbol in follow_sets[nonterminal]:
-                    state.lookaheads[symbol].add(rule)
+def _judge_conflicts(conflicts: np.ndarray, action: np.ndarray, terminals: tuple, grammar: Grammar,
+                     rule_names: tuple) -> None:
+    """Raise for the conflicts lark would refuse: any reduce/reduce one (with every rule
+    involved), and shift/reduce ones in a strict grammar. Non-strict shift/reduce conflicts
+    stay resolved as shift, as the kernel left them."""
+    rules_at: dict = {}
+    for state, terminal, rule in conflicts.tolist():
+        rules_at.setdefault((state, terminal), set()).add(rule)
 
-    def expand_rule(self, source_rule, rules_by_origin=None):
-        """lark's ``expand_rule``, memoised per nonterminal: ``compute_lr0_states`` asks for
-        the same expansions again for every new state (callers only read the result)."""
-        key = (source_rule, id(rules_by_origin))
-        found = self._expansions.get(key)
-        if found is None:
-            found = self._expansions[key] = LALR_Analyzer.expand_rule(self, source_rule, rules_by_origin)
-        return found
+    def lark_rule(r: int) -> str:  # as lark prints a rule
+        lhs, rhs = rule_names[r].split(" -> ")
+        return f"<{lhs} : {'' if rhs == '<empty>' else rhs}>"
 
-
-def _digraph(nodes, relation, initial) -> dict:
-    """lark's ``digraph`` (DeRemer and Pennello's traversal: F(x) = G(x) united with F(y) for
-    every y related to x) with an explicit stack instead of recursion. It performs lark's
-    steps in lark's order, sharing set objects exactly as lark does (F(x) starts as G(x)
-    itself, a strongly connected component shares one set), so the look-aheads are the same
-    sets, quirks included."""
-    result: dict = {}
-    stack: list = []
-    weight = dict.fromkeys(nodes, 0)
-
-    def enter(x, frames) -> None:
-        stack.append(x)
-        weight[x] = len(stack)
-        result[x] = initial[x]
-        frames.append([x, len(stack), iter(relation[x]), None])
-
-    def absorb(x, y) -> None:
-        if 0 < weight[y] < weight[x]:
-            weight[x] = weight[y]
-        result[x].update(result[y])
-
-    for root in nodes:
-        if weight[root] != 0:
-            continue
-        frames: list = []
-        enter(root, frames)
-        while frames:
-            frame = frames[-1]
-            x, depth, successors, returned_from = frame
-            if returned_from is not None:
-                frame[3] = None
-                absorb(x, returned_from)
-            descended = False
-            for y in successors:
-                if weight[y] == 0:
-                    frame[3] = y
-                    enter(y, frames)
-                    descended = True
-                    break
-                absorb(x, y)
-            if descended:
-                continue
-            if weight[x] == depth:
-                shared = result[x]
-                while True:
-                    z = stack.pop()
-                    weight[z] = -1
-                    result[z] = shared
-                    if z == x:
-                        break
-            frames.pop()
-    return result
-
-
-def _nullable(rules) -> set:
-    """The nonterminals that derive the empty string (least fixpoint, by a worklist)."""
-    remaining = [len(rule.expansion) for rule in rules]
-    occurrences: dict = {}
-    for index, rule in enumerate(rules):
-        for symbol in rule.expansion:
-            occurrences.setdefault(symbol, []).append(index)
-    nullable = set()
-    queue = []
-    for index, rule in enumerate(rules):
-        if remaining[index] == 0 and rule.origin not in nullable:
-            nullable.add(rule.origin)
-            queue.append(rule.origin)
-    while queue:
-        symbol = queue.pop()
-        for index in occurrences.get(symbol, ()):
-            remaining[index] -= 1
-            origin = rules[index].origin
-            if remaining[index] == 0 and origin not in nullable:
-                nullable.add(origin)
-                queue.append(origin)
-    return nullable
+    shift_reduce = [(key, rules) for key, rules in sorted(rules_at.items())
+                    if len(rules) == 1 and action[key] > 0]
+    if grammar.strict and shift_reduce:
+        (_, terminal), (rule,) = shift_reduce[0]
+        raise GrammarError(f"cannot build the LALR(1) table: Shift/Reduce conflict for terminal "
+                           f"{terminals[terminal]}. [strict-mode]\n * {lark_rule(rule)}")
+    collisions = ["Reduce/Reduce collision in Terminal(%r) between the following rules: %s"
+                  % (terminals[terminal], "".join("\n\t- " + lark_rule(r) for r in sorted(rules)))
+                  for (_, terminal), rules in sorted(rules_at.items()) if len(rules) > 1]
+    if collisions:
+        listed = "\n\n".join(collisions)
+        raise GrammarError(f"the grammar is not LALR(1): {listed} (make one alternative more specific, or give "
+                           "the rules priorities)")
 
 
 def parse_terminals(table: ParseTable, names: list[str]) -> bool:
