@@ -279,20 +279,23 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
         return
     n = lx_trans.shape[0]
     words = cand.shape[0]
-    index = np.full(n, -1, np.int32)
+    # Only `met` is cleared: a call is made per state not done yet, and clearing every
+    # per-state array of a large lexer each time cost more than the search.
+    met = np.zeros(n, np.uint8)  # 0: not met, 1: on the component stack, 2: component done
+    index = np.empty(n, np.int32)
     low = np.empty(n, np.int32)
-    on_stack = np.zeros(n, np.bool_)
     members = np.empty(n, np.int32)
     n_members = 0
     frames = np.empty(n, np.int32)
     next_byte = np.empty(n, np.int32)
-    acc = np.zeros((n, words), np.uint64)
+    acc = np.empty((n, words), np.uint64)  # a row is cleared when its state is met
     counter = 0
     index[start] = low[start] = counter
     counter += 1
     members[n_members] = start
     n_members += 1
-    on_stack[start] = True
+    met[start] = 1
+    acc[start] = 0
     frames[0] = start
     next_byte[0] = 0
     depth = 1
@@ -307,16 +310,17 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
             if reach_done[w, cid]:
                 for k in range(words):
                     acc[v, k] |= reach_bits[w, cid, k]
-            elif index[w] < 0:
+            elif met[w] == 0:
                 index[w] = low[w] = counter
                 counter += 1
                 members[n_members] = w
                 n_members += 1
-                on_stack[w] = True
+                met[w] = 1
+                acc[w] = 0
                 frames[depth] = w
                 next_byte[depth] = 0
                 depth += 1
-            elif on_stack[w] and index[w] < low[v]:
+            elif met[w] == 1 and index[w] < low[v]:
                 low[v] = index[w]
             continue
         winner = _lowest_common_bit(lx_accept[v], cand)
@@ -333,7 +337,7 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
             while True:
                 n_members -= 1
                 z = members[n_members]
-                on_stack[z] = False
+                met[z] = 2
                 for k in range(words):
                     reach_bits[z, cid, k] = acc[v, k]
                 reach_done[z, cid] = 1

@@ -45,7 +45,8 @@ from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, Sh
                             warm_kernels)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
-from .token_slices import ASCII_TEXT, LEVELS, TEXT, TextSlices, clear_first_bytes, step_bytes, text_coverage, text_slices_for
+from .token_slices import (ASCII_TEXT, LEVELS, TEXT, TextSlices, clear_first_bytes, step_bytes, text_coverage,
+                           text_slices_for, text_states)
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
 
@@ -115,7 +116,6 @@ class GrammarMaskStore:
         if self.shared is not None:
             warm_kernels()
         self._slices = text_slices_for(trie, self.width) if text_blocks else None
-        self._text_steps = None  # bytes text_coverage tries, by text state (from the lexer's byte classes)
         self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
@@ -521,13 +521,14 @@ class GrammarMaskStore:
             return None
         tables = self.tables
         lexer = tables.lexer
-        if self._text_steps is None:
-            if self._byte_classes is None:
-                self._byte_classes = column_classes(lexer.transitions)
-            self._text_steps = step_bytes(self._byte_classes[0])
+        rows = text_states(lexer.transitions, lexer.alive_bits, cand, np.int32(key[0]), TEXT)
+        if not rows.size:
+            return None
+        # Byte classes of the rows the search may read (of the whole lexer they may take ~50 ms).
+        steps = step_bytes(column_classes(np.ascontiguousarray(lexer.transitions[rows]))[0])
         depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, cand,
                                            np.int32(key[1]), tables.reach_bits, tables.reach_done, np.int32(key[0]),
-                                           TEXT, *self._text_steps, LEVELS[-1])
+                                           TEXT, *steps, LEVELS[-1])
         # The level most text tokens can take (a few first bytes may admit longer texts,
         # e.g. four-byte characters under a length bound in characters).
         ascii_depth = depth[ASCII_TEXT]

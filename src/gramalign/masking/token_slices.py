@@ -93,15 +93,6 @@ def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_do
     ``t``: one per class of bytes that both automata treat alike (see :func:`step_bytes`)."""
     depth = np.zeros(256, np.int32)
     state = np.full(256, -1, np.int32)
-    # Callers take the level half the ASCII text bytes reach: unless half of them keep the
-    # lexeme alive at all (most contexts: punctuation, numbers, literals), nothing is covered.
-    alive_ascii = 0
-    for b in range(0x80):
-        p = lx_trans[start, b]
-        if text[0, b] == 0 and p >= 0 and _intersects(lx_alive[p], cand):
-            alive_ascii += 1
-    if 2 * alive_ascii < N_ASCII_TEXT:
-        return depth, state
     pairs = lx_trans.shape[0] * text.shape[0]
     # Scratch shared by the searches: seen[p, u] == search number marks a pair as met.
     seen = np.zeros((lx_trans.shape[0], text.shape[0]), np.int32)
@@ -123,6 +114,37 @@ def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_do
             depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, p, u, text,
                                    step_bytes, step_offsets, max_depth, seen, searches, level, following)
     return depth, state
+
+
+@numba.njit(cache=True, nogil=True)
+def text_states(lx_trans, lx_alive, cand, start, text):
+    """The lexer states :func:`text_coverage` may step from (``start`` and every state
+    reachable from it through live states), or an empty array when fewer than half the ASCII
+    text bytes keep the lexeme alive at all: callers take the level half of them reach, so
+    nothing would be covered (most contexts: punctuation, numbers, literals)."""
+    alive_ascii = 0
+    for b in range(0x80):
+        p = lx_trans[start, b]
+        if text[0, b] == 0 and p >= 0 and _intersects(lx_alive[p], cand):
+            alive_ascii += 1
+    if 2 * alive_ascii < N_ASCII_TEXT:
+        return np.empty(0, np.int32)
+    seen = np.zeros(lx_trans.shape[0], np.uint8)
+    found = np.empty(lx_trans.shape[0], np.int32)
+    found[0] = start
+    seen[start] = 1
+    n_found = 1
+    k = 0
+    while k < n_found:
+        q = found[k]
+        k += 1
+        for b in range(256):
+            p = lx_trans[q, b]
+            if p >= 0 and not seen[p] and _intersects(lx_alive[p], cand):
+                seen[p] = 1
+                found[n_found] = p
+                n_found += 1
+    return found[:n_found]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -181,7 +203,8 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done
 
 def step_bytes(byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, offsets [9]) for :func:`text_coverage`: per text state, one byte of each class
-    of the bytes it admits that a lexer (its ``byte_class`` per byte) also treats alike."""
+    of the bytes it admits that the lexer (``byte_class`` per byte, from the rows of
+    :func:`text_states`) also treats alike."""
     chosen, offsets = [], [0]
     for t in range(TEXT.shape[0]):
         admitted = np.flatnonzero(TEXT[t] >= 0)
