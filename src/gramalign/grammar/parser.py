@@ -290,16 +290,22 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
     next_byte = np.empty(n, np.int32)
     acc = np.empty((n, words), np.uint64)  # a row is cleared when its state is met
     counter = 0
-    index[start] = low[start] = counter
-    counter += 1
-    members[n_members] = start
-    n_members += 1
-    met[start] = 1
-    acc[start] = 0
-    frames[0] = start
-    next_byte[0] = 0
-    depth = 1
-    while depth:
+    depth = 0
+    met_now = start  # a state met just now, to enter before going on
+    while True:
+        if met_now >= 0:
+            index[met_now] = low[met_now] = counter
+            counter += 1
+            members[n_members] = met_now
+            n_members += 1
+            met[met_now] = 1
+            acc[met_now] = 0
+            frames[depth] = met_now
+            next_byte[depth] = 0
+            depth += 1
+            met_now = -1
+        if depth == 0:
+            break
         v = frames[depth - 1]
         b = next_byte[depth - 1]
         if b < 256:
@@ -311,15 +317,7 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
                 for k in range(words):
                     acc[v, k] |= reach_bits[w, cid, k]
             elif met[w] == 0:
-                index[w] = low[w] = counter
-                counter += 1
-                members[n_members] = w
-                n_members += 1
-                met[w] = 1
-                acc[w] = 0
-                frames[depth] = w
-                next_byte[depth] = 0
-                depth += 1
+                met_now = w
             elif met[w] == 1 and index[w] < low[v]:
                 low[v] = index[w]
             continue
