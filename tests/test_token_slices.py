@@ -135,7 +135,7 @@ def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
     assert hyps is not None and hyps.shape[0] == 1
     q, parser_state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
     cid = tables.candidate_id[parser_state]
-    steps = step_bytes(column_classes(lexer.transitions)[0])
+    steps = step_bytes(column_classes(lexer.transitions)[0], TEXT)
     depth, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, tables.candidate_bits[parser_state],
                              np.int32(cid), tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
     return depth

@@ -525,7 +525,7 @@ class GrammarMaskStore:
         if not rows.size:
             return None
         # Byte classes of the rows the search may read (of the whole lexer they may take ~50 ms).
-        steps = step_bytes(column_classes(np.ascontiguousarray(lexer.transitions[rows]))[0])
+        steps = step_bytes(column_classes(np.ascontiguousarray(lexer.transitions[rows]))[0], TEXT)
         depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, cand,
                                            np.int32(key[1]), tables.reach_bits, tables.reach_done, np.int32(key[0]),
                                            TEXT, *steps, LEVELS[-1])

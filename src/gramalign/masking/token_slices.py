@@ -201,17 +201,25 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done
     return max_depth
 
 
-def step_bytes(byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@numba.njit(cache=True, nogil=True)
+def step_bytes(byte_class, text):
     """(bytes, offsets [9]) for :func:`text_coverage`: per text state, one byte of each class
     of the bytes it admits that the lexer (``byte_class`` per byte, from the rows of
     :func:`text_states`) also treats alike."""
-    chosen, offsets = [], [0]
-    for t in range(TEXT.shape[0]):
-        admitted = np.flatnonzero(TEXT[t] >= 0)
-        _, first = np.unique(byte_class[admitted].astype(np.int64) * 16 + TEXT[t, admitted], return_index=True)
-        chosen.append(admitted[np.sort(first)])
-        offsets.append(offsets[-1] + first.size)
-    return np.concatenate(chosen).astype(np.int32), np.array(offsets, dtype=np.int64)
+    n_states = text.shape[0]
+    chosen = np.empty(n_states * 256, np.int32)
+    offsets = np.zeros(n_states + 1, np.int64)
+    taken = np.full((byte_class.max() + 1, n_states), -1, np.int32)  # by (class, next text state)
+    count = 0
+    for t in range(n_states):
+        for b in range(256):
+            u = text[t, b]
+            if u >= 0 and taken[byte_class[b], u] != t:
+                taken[byte_class[b], u] = t
+                chosen[count] = b
+                count += 1
+        offsets[t + 1] = count
+    return chosen[:count].copy(), offsets
 
 
 @numba.njit(cache=True, nogil=True)
