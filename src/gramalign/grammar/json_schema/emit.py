@@ -20,7 +20,7 @@ from ..grammar import Grammar, Rule, Terminal
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
-from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
+from .strings import any_string_contents, json_literal_dfa, json_string_dfa, literal_contents_dfa
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
@@ -85,6 +85,10 @@ class Emitter:
 
     def _key_terminal(self, contents: ByteDFA) -> str:
         return self._terminal("KEY", json_string_dfa(contents, escapes=self.layout.escapes, max_states=self.max_states))
+
+    def _name_terminal(self, name: str) -> str:
+        """The key terminal of one property name (``_key_terminal`` of its literal contents)."""
+        return self._terminal("KEY", json_literal_dfa(name, escapes=self.layout.escapes, max_states=self.max_states))
 
     def _rule(self, name: str, alternatives: list[tuple[str, ...]]) -> str:
         self.rules[name] = alternatives
@@ -188,7 +192,7 @@ class Emitter:
         counting = shape.min_properties > 0 or shape.max_properties is not None
         cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
         n = len(shape.names)
-        keys = [self._key_terminal(literal_contents_dfa([name])) for name in shape.names]
+        keys = [self._name_terminal(name) for name in shape.names]
         extras = [(self._key_terminal(contents), value) for contents, value in shape.extras]
         names: dict = {}
 
@@ -239,7 +243,7 @@ class Emitter:
         for shape in shapes:
             all_names += [n for n in shape.names if n not in all_names]
         atoms = self._key_atoms(shapes, all_names)
-        symbols = [(self._key_terminal(literal_contents_dfa([n])), ("name", n)) for n in all_names]
+        symbols = [(self._name_terminal(n), ("name", n)) for n in all_names]
         symbols += [(self._key_terminal(contents), ("atom", owners)) for contents, owners in atoms]
         key_languages = [literal_contents_dfa([n]) for n in all_names] + [contents for contents, _ in atoms]
         names: dict = {}

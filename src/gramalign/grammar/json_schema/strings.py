@@ -11,6 +11,7 @@ the key ``a`` exactly as a JSON parser sees it, and a language minus ``a`` exclu
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..automaton_cache import AutomatonCache
 from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
                    nfa_to_byte_dfa, nfa_to_utf8_dfa)
 
-__all__ = ["any_string_contents", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
+__all__ = ["any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
 
 _SHORT_ESCAPES = {ord('"'): ord('"'), ord("\\"): ord("\\"), ord("/"): ord("/"), 0x08: ord("b"),
                   0x0C: ord("f"), 0x0A: ord("n"), 0x0D: ord("r"), 0x09: ord("t")}
@@ -165,9 +166,21 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     return found
 
 
+def json_literal_dfa(text: str, *, escapes: str = "all", max_states: int = MAX_STATES) -> ByteDFA:
+    """``json_string_dfa(literal_contents_dfa([text]), ...)``: the spellings of one string
+    (an object key). With minimal escapes a string with nothing to escape has exactly one
+    spelling, itself in quotes, whose chain automaton is already minimal and canonical:
+    built directly, it skips the contents automaton, the escape paths and a minimisation
+    (this ran once per property name)."""
+    if escapes == "minimal" and _ESCAPED_CHARACTER.search(text) is None:
+        return literal_dfa([b'"' + text.encode("utf-8") + b'"'], max_states=max_states)
+    return json_string_dfa(literal_contents_dfa([text]), escapes=escapes, max_states=max_states)
+
+
 _JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
 """Schemas share most strings (keys, formats, any string)."""
 _NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
+_ESCAPED_CHARACTER = re.compile(r'[\x00-\x1f"\\]')  # the characters of _NEEDS_ESCAPE
 
 
 _SHORT_ESCAPE_LETTERS = {code_point: letter for code_point, letter in _SHORT_ESCAPES.items() if code_point != ord("/")}
