@@ -512,15 +512,26 @@ def _literal_dfa(words: list[bytes], max_states: int | None) -> ByteDFA:
         final[path[-1]] = True
         previous = word
     merge_tail(path, previous, 0)
-    number = {state: i for i, state in enumerate(children)}  # the root is first
-    transitions = np.full((len(number), 256), DEAD, dtype=np.int32)
-    accepting = np.zeros(len(number), dtype=bool)
-    for state, edges in children.items():
-        row = number[state]
+    # The register leaves the automaton minimal (Daciuk et al.), so only the numbering
+    # dfa_from_table would give remains to be done: breadth-first, bytes in order, as
+    # canonical_order numbers the class table (classes are in the order of their first byte).
+    order = [0]
+    number = {0: 0}
+    for state in order:  # grows while it is walked
+        edges = children[state]
+        for byte in sorted(edges):
+            target = edges[byte]
+            if target not in number:
+                number[target] = len(order)
+                order.append(target)
+    transitions = np.full((len(order), 256), DEAD, dtype=np.int32)
+    accepting = np.zeros(len(order), dtype=bool)
+    for row, state in enumerate(order):
         accepting[row] = final[state]
+        edges = children[state]
         if edges:
             transitions[row, list(edges)] = [number[target] for target in edges.values()]
-    return dfa_from_table(transitions, 0, accepting)
+    return ByteDFA(transitions, 0, accepting)
 
 
 
