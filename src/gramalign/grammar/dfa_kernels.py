@@ -14,8 +14,8 @@ import numpy as np
 
 DEAD = -1
 
-__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "live_states", "member_product",
-           "pair_product", "subset_construction"]
+__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "expand_columns", "live_states",
+           "member_product", "minimal_dfa", "pair_product", "subset_construction"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -249,6 +249,67 @@ def canonical_order(table, initial):
                 order[count] = child
                 count += 1
     return new_id
+
+
+@numba.njit(cache=True, nogil=True)
+def minimal_dfa(table, initial, accepting):
+    """Trim, minimise and number breadth-first in one call (most automata of a schema are
+    small, and the array shuffling between separate kernels cost more than the kernels):
+    (table, accepting) of the minimal DFA, initial state 0; no rows for the empty language."""
+    n, k = table.shape
+    if n == 0 or initial < 0:
+        return np.empty((0, k), dtype=np.int32), np.zeros(0, dtype=np.bool_)
+    keep = live_states(table, initial, accepting)
+    if not keep[initial]:
+        return np.empty((0, k), dtype=np.int32), np.zeros(0, dtype=np.bool_)
+    kept_id = np.full(n, DEAD, dtype=np.int64)
+    num_kept = 0
+    for state in range(n):
+        if keep[state]:
+            kept_id[state] = num_kept
+            num_kept += 1
+    trimmed = np.empty((num_kept, k), dtype=np.int32)
+    trimmed_accepting = np.empty(num_kept, dtype=np.bool_)
+    for state in range(n):
+        row = kept_id[state]
+        if row < 0:
+            continue
+        trimmed_accepting[row] = accepting[state]
+        for c in range(k):
+            target = table[state, c]
+            trimmed[row, c] = kept_id[target] if target >= 0 else DEAD
+    block, num_blocks = coarsest_partition(trimmed, trimmed_accepting)
+    merged = np.empty((num_blocks, k), dtype=np.int32)  # equivalent states write identical rows
+    merged_accepting = np.empty(num_blocks, dtype=np.bool_)
+    for state in range(num_kept):
+        b = block[state]
+        merged_accepting[b] = trimmed_accepting[state]
+        for c in range(k):
+            target = trimmed[state, c]
+            merged[b, c] = block[target] if target >= 0 else DEAD
+    order = canonical_order(merged, block[kept_id[initial]])
+    result = np.empty((num_blocks, k), dtype=np.int32)
+    result_accepting = np.empty(num_blocks, dtype=np.bool_)
+    for b in range(num_blocks):
+        row = order[b]
+        result_accepting[row] = merged_accepting[b]
+        for c in range(k):
+            target = merged[b, c]
+            result[row, c] = order[target] if target >= 0 else DEAD
+    return result, result_accepting
+
+
+@numba.njit(cache=True, nogil=True)
+def expand_columns(table, class_of_byte):
+    """The byte table [n, 256] of a class table: byte b reads column ``class_of_byte[b]``
+    (-1: DEAD)."""
+    n = table.shape[0]
+    result = np.empty((n, class_of_byte.shape[0]), dtype=np.int32)
+    for state in range(n):
+        for b in range(class_of_byte.shape[0]):
+            c = class_of_byte[b]
+            result[state, b] = table[state, c] if c >= 0 else DEAD
+    return result
 
 
 INTERSECT, UNION, DIFFERENCE = 0, 1, 2

@@ -404,13 +404,26 @@ class Evaluator:
             if value is not None and key_filter is not None and not key_filter.matches(encoded):
                 value = None
             values.append(value)
+        if len(pattern_dfas) > 6:  # their key atoms are every subset of the patterns
+            raise SchemaCompileError("more than 6 patternProperties", pointer, "patternProperties")
+        # without patternProperties and additionalProperties other keys are refused outright:
+        # no need for the product "any key but these names"
+        extras = self._extra_keys(names, key_filter, pattern_dfas, additional_ref) \
+            if pattern_dfas or additional_ref is not None else ()
+        minimum = _count(node, "minProperties", pointer, 0)
+        maximum = _count(node, "maxProperties", pointer, None)
+        shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
+                            int(maximum) if maximum is not None else None)
+        return () if shape.is_empty else (shape,)
+
+    def _extra_keys(self, names: list, key_filter, pattern_dfas: list, additional_ref) -> list:
+        """(keys, value ref) for the keys not in ``names``: one disjoint key language per
+        subset of the patterns they match (``additional_ref`` for none)."""
         others = any_string_contents()
         if names:
             others = difference(others, literal_contents_dfa(names), max_states=self.max_states)
         if key_filter is not None:
             others = intersect(others, key_filter, max_states=self.max_states)
-        if len(pattern_dfas) > 6:  # their key atoms are every subset of the patterns
-            raise SchemaCompileError("more than 6 patternProperties", pointer, "patternProperties")
         extras = []
         for mask in range(1 << len(pattern_dfas)):
             keys = others
@@ -430,11 +443,7 @@ class Evaluator:
                     continue
                 refs = set(additional_ref)
             extras.append((keys, frozenset(refs)))
-        minimum = _count(node, "minProperties", pointer, 0)
-        maximum = _count(node, "maxProperties", pointer, None)
-        shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
-                            int(maximum) if maximum is not None else None)
-        return () if shape.is_empty else (shape,)
+        return extras
 
     def _array_constraint(self, node: dict, pointer: str) -> tuple[ArrayShape, ...]:
         prefix: tuple = ()
