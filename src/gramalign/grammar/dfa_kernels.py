@@ -15,7 +15,7 @@ import numpy as np
 DEAD = -1
 
 __all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "expand_columns", "live_states",
-           "member_product", "minimal_dfa", "pair_product", "subset_construction"]
+           "member_product", "minimal_dfa", "pair_product", "sorted_columns", "subset_construction"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -687,3 +687,26 @@ def column_classes(table):
             count += 1
         class_of[c] = found
     return class_of, first[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def sorted_columns(table, columns):
+    """``columns`` (indices of pairwise different columns of ``table``) in the lexicographic
+    order of the columns' contents, top row first. An insertion sort: there are at most 256
+    columns and two of them almost always differ within their first rows."""
+    order = columns.copy()
+    n = table.shape[0]
+    for i in range(1, order.shape[0]):
+        current = order[i]
+        j = i
+        while j > 0:
+            previous = order[j - 1]
+            row = 0
+            while row < n and table[row, previous] == table[row, current]:
+                row += 1
+            if row == n or table[row, previous] < table[row, current]:
+                break
+            order[j] = previous
+            j -= 1
+        order[j] = current
+    return order

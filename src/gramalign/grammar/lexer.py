@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa_kernels import column_classes, member_product
+from .dfa_kernels import column_classes, member_product, sorted_columns
 from .grammar import Terminal
 
 MAX_LEXER_STATES = 200_000
@@ -121,10 +121,11 @@ def _byte_classes(table: np.ndarray):
     Classes are numbered in the lexicographic order of their columns, as they always were:
     the lexer's state numbering follows from it, and masks saved on disk (keyed by lexer
     state) must keep meaning the same states. The distinct columns are found by a numba
-    hash first, so only those few are sorted.
+    hash first, so only those few are sorted (by a numba kernel: ``np.unique(axis=0)`` cost more
+    than the rest of the lexer).
     """
     class_in_first_order, first = column_classes(table)
-    _, sorted_to_first, rank = np.unique(np.ascontiguousarray(table[:, first].T), axis=0, return_index=True,
-                                          return_inverse=True)
-    byte_class = rank.reshape(-1)[class_in_first_order]
-    return len(first), byte_class, first[sorted_to_first]
+    representative = sorted_columns(table, first)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[class_in_first_order[representative]] = np.arange(len(first))
+    return len(first), rank[class_in_first_order], representative
