@@ -81,11 +81,12 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
         dfas.append(dfa)
 
     # One table for all terminal DFAs: global state = offset of its terminal + local state.
+    sizes = [d.num_states for d in dfas]
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
-    np.cumsum([d.num_states for d in dfas], out=offsets[1:])
-    owner = np.repeat(np.arange(len(dfas)), [d.num_states for d in dfas])
-    big = np.concatenate([np.where(d.transitions >= 0, d.transitions + offsets[k], -1)
-                          for k, d in enumerate(dfas)]).astype(np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    owner = np.repeat(np.arange(len(dfas)), sizes)
+    big = np.concatenate([d.transitions for d in dfas]).astype(np.int64)
+    np.add(big, offsets[owner][:, None], out=big, where=big >= 0)  # one pass, not one per terminal
     big_accepting = np.concatenate([d.accepting for d in dfas])
     # Bytes that no terminal tells apart form one class; the product walks classes only.
     _, byte_class, representative = _byte_classes(big)
