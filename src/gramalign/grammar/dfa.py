@@ -28,7 +28,8 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
-from .dfa_kernels import column_classes, epsilon_closures, expand_columns, minimal_dfa, subset_construction
+from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
+                          subset_construction)
 
 __all__ = [
     "DEAD",
@@ -42,6 +43,7 @@ __all__ = [
     "minimize",
     "nfa_to_byte_dfa",
     "nfa_to_utf8_dfa",
+    "renumbered",
 ]
 
 DEAD = -1
@@ -393,6 +395,17 @@ def dfa_from_table(transitions: np.ndarray, initial: int, accepting: np.ndarray)
         return empty_byte_dfa()
     columns, class_of_byte = distinct_columns(transitions)
     return dfa_from_classes(columns, initial, accepting, class_of_byte)
+
+
+def renumbered(transitions: np.ndarray, initial: int, accepting: np.ndarray) -> ByteDFA:
+    """:func:`dfa_from_table` for a table already trimmed and minimal by construction: only
+    its numbering (breadth-first, bytes in order) is left to do, without the minimisation."""
+    new_id = canonical_order(transitions, initial)
+    table = np.empty_like(transitions)
+    table[new_id] = np.append(new_id, np.int32(DEAD))[transitions]
+    result_accepting = np.empty_like(accepting)
+    result_accepting[new_id] = accepting
+    return ByteDFA(table, 0, result_accepting)
 
 
 def dfa_from_classes(table: np.ndarray, initial: int, accepting: np.ndarray, class_of_byte: np.ndarray) -> ByteDFA:

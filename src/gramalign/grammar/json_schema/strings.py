@@ -18,7 +18,7 @@ import numpy as np
 from ..automata import MAX_STATES, intersect
 from ..automaton_cache import AutomatonCache
 from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
-                   nfa_to_byte_dfa, nfa_to_utf8_dfa)
+                   nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
 
 __all__ = ["any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
 
@@ -202,6 +202,20 @@ def _minimally_escaped(contents: ByteDFA, max_states: int) -> ByteDFA:
     n = contents.num_states
     escaped_targets = table[:, _NEEDS_ESCAPE]
     escaping = np.flatnonzero((escaped_targets != DEAD).any(axis=1))  # states that need a backslash path
+    if not len(escaping):
+        # Nothing to escape: the contents automaton between an opening and a closing quote
+        # state stays minimal (distinct contents states keep distinct spellings, only the
+        # closing state accepts, and the opening one reads a quote where contents states
+        # read none or go to the closing one), so minimising would only renumber.
+        if n + 2 > max_states:
+            raise StateLimitError(f"the JSON spellings of these strings need more than max_states={max_states} states")
+        result = np.full((n + 2, 256), DEAD, dtype=np.int32)
+        result[:n] = table
+        result[n, 0x22] = contents.initial
+        result[np.flatnonzero(contents.accepting), 0x22] = n + 1
+        accepting = np.zeros(n + 2, dtype=bool)
+        accepting[n + 1] = True
+        return renumbered(result, n, accepting)
     low = (table[escaping][:, _LOW_HEX_ESCAPED] != DEAD).any(axis=1)  # \u000X from this state
     high = (table[escaping][:, 0x10:0x20] != DEAD).any(axis=1)  # \u001X
     with_u = np.flatnonzero(low | high)
