@@ -497,20 +497,20 @@ def _literal_dfa(words: list[bytes], max_states: int | None) -> ByteDFA:
     # canonical_order numbers the class table (classes are in the order of their first byte).
     order = [0]
     number = {0: 0}
-    for state in order:  # grows while it is walked
+    rows, columns, targets = [], [], []  # the transitions, written into the table at once
+    for row, state in enumerate(order):  # ``order`` grows while it is walked
         edges = children[state]
         for byte in sorted(edges):
             target = edges[byte]
             if target not in number:
                 number[target] = len(order)
                 order.append(target)
+            rows.append(row)
+            columns.append(byte)
+            targets.append(number[target])
     transitions = np.full((len(order), 256), DEAD, dtype=np.int32)
-    accepting = np.zeros(len(order), dtype=bool)
-    for row, state in enumerate(order):
-        accepting[row] = final[state]
-        edges = children[state]
-        if edges:
-            transitions[row, list(edges)] = [number[target] for target in edges.values()]
+    transitions[rows, columns] = targets
+    accepting = np.array([final[state] for state in order], dtype=bool)
     return ByteDFA(transitions, 0, accepting)
 
 

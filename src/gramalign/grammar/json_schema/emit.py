@@ -490,16 +490,28 @@ class Emitter:
 
 def _productive_rules(rules: dict) -> dict:
     """Drop alternatives that can never derive a string (empty value sets, forbidden keys)."""
+    # A worklist over alternatives, each waiting for its count of unproven rule symbols (one
+    # pass over the grammar instead of a sweep of every rule per new productive rule).
+    waiting_on: dict[str, list[tuple[str, list[int]]]] = {}
+    pending: list[str] = []
+    for name, alternatives in rules.items():
+        for alt in alternatives:
+            needed = [symbol for symbol in alt if symbol in rules]
+            if not needed:
+                pending.append(name)
+            counter = [len(needed)]
+            for symbol in needed:
+                waiting_on.setdefault(symbol, []).append((name, counter))
     productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, alternatives in rules.items():
-            if name in productive:
-                continue
-            if any(all(s in productive or s not in rules for s in alt) for alt in alternatives):
-                productive.add(name)
-                changed = True
+    while pending:
+        name = pending.pop()
+        if name in productive:
+            continue
+        productive.add(name)
+        for owner, counter in waiting_on.get(name, ()):
+            counter[0] -= 1
+            if counter[0] == 0 and owner not in productive:
+                pending.append(owner)
     return {name: [alt for alt in alternatives if all(s in productive or s not in rules for s in alt)]
             for name, alternatives in rules.items() if name in productive}
 
