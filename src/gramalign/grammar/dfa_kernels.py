@@ -260,6 +260,25 @@ def canonical_order(table, initial):
     return new_id
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _relabelled(table, accepting, new_id, num_rows):
+    """``table`` and ``accepting`` with state s renamed ``new_id[s]``: states renamed -1 are
+    dropped (their incoming transitions become DEAD), states renamed alike must have rows
+    that are equal once renamed."""
+    k = table.shape[1]
+    result = np.empty((num_rows, k), dtype=np.int32)
+    result_accepting = np.empty(num_rows, dtype=np.bool_)
+    for state in range(table.shape[0]):
+        row = new_id[state]
+        if row < 0:
+            continue
+        result_accepting[row] = accepting[state]
+        for c in range(k):
+            target = table[state, c]
+            result[row, c] = new_id[target] if target >= 0 else DEAD
+    return result, result_accepting
+
+
 @numba.njit(cache=True, nogil=True)
 def minimal_dfa(table, initial, accepting):
     """Trim, minimise and number breadth-first in one call (most automata of a schema are
@@ -277,35 +296,11 @@ def minimal_dfa(table, initial, accepting):
         if keep[state]:
             kept_id[state] = num_kept
             num_kept += 1
-    trimmed = np.empty((num_kept, k), dtype=np.int32)
-    trimmed_accepting = np.empty(num_kept, dtype=np.bool_)
-    for state in range(n):
-        row = kept_id[state]
-        if row < 0:
-            continue
-        trimmed_accepting[row] = accepting[state]
-        for c in range(k):
-            target = table[state, c]
-            trimmed[row, c] = kept_id[target] if target >= 0 else DEAD
+    trimmed, trimmed_accepting = _relabelled(table, accepting, kept_id, num_kept)
     block, num_blocks = coarsest_partition(trimmed, trimmed_accepting)
-    merged = np.empty((num_blocks, k), dtype=np.int32)  # equivalent states write identical rows
-    merged_accepting = np.empty(num_blocks, dtype=np.bool_)
-    for state in range(num_kept):
-        b = block[state]
-        merged_accepting[b] = trimmed_accepting[state]
-        for c in range(k):
-            target = trimmed[state, c]
-            merged[b, c] = block[target] if target >= 0 else DEAD
+    merged, merged_accepting = _relabelled(trimmed, trimmed_accepting, block, num_blocks)
     order = canonical_order(merged, block[kept_id[initial]])
-    result = np.empty((num_blocks, k), dtype=np.int32)
-    result_accepting = np.empty(num_blocks, dtype=np.bool_)
-    for b in range(num_blocks):
-        row = order[b]
-        result_accepting[row] = merged_accepting[b]
-        for c in range(k):
-            target = merged[b, c]
-            result[row, c] = order[target] if target >= 0 else DEAD
-    return result, result_accepting
+    return _relabelled(merged, merged_accepting, order, num_blocks)
 
 
 @numba.njit(cache=True, nogil=True)
