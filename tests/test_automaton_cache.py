@@ -110,6 +110,18 @@ def test_one_literal_spelled_directly_equals_its_contents_route(text, escapes):
     assert same_automaton(direct, dfa.minimize(direct))  # minimal and canonically numbered
 
 
+@pytest.mark.parametrize("names", [["name", "age"], ["caf\u00e9", "\U0001F600", "", "a/b"], ['a"b', "plain"]])
+def test_spellings_of_other_strings_equal_the_general_route(names):
+    """other_strings registers its names so that json_string_dfa spells "any string but
+    these names" by a product; it must be the automaton the general route builds."""
+    clear_automaton_caches()
+    others = strings.other_strings(names)
+    fast = strings.json_string_dfa(others, escapes="minimal")
+    clear_automaton_caches()  # the registry is emptied too: the general route runs
+    assert same_automaton(strings.json_string_dfa(others, escapes="minimal"), fast)
+    assert same_automaton(strings._minimally_escaped(others, automata.MAX_STATES), fast)
+
+
 def test_cache_stays_within_its_byte_budget():
     budget = 300_000
     cache = AutomatonCache("test", budget)

@@ -20,7 +20,7 @@ from ..grammar import Grammar, Rule, Terminal
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
-from .strings import any_string_contents, json_literal_dfa, json_string_dfa, literal_contents_dfa
+from .strings import json_literal_dfa, json_string_dfa, literal_contents_dfa, other_strings
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
@@ -351,10 +351,7 @@ class Emitter:
     def _key_atoms(self, shapes, all_names):
         """Disjoint key languages for keys no shape names: each with, per shape, the index of
         its extras entry covering it (None: forbidden there)."""
-        rest = any_string_contents()
-        if all_names:
-            rest = difference(rest, literal_contents_dfa(all_names), max_states=self.max_states)
-        atoms = [(rest, ())]
+        atoms = [(other_strings(all_names, max_states=self.max_states), ())]
         for shape in shapes:
             refined = []
             for contents, owners in atoms:

@@ -15,12 +15,13 @@ import re
 
 import numpy as np
 
-from ..automata import MAX_STATES, intersect
+from ..automata import MAX_STATES, difference, intersect
 from ..automaton_cache import AutomatonCache
 from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
                    nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
 
-__all__ = ["any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
+__all__ = ["any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa", "literal_contents_dfa",
+           "other_strings"]
 
 _SHORT_ESCAPES = {ord('"'): ord('"'), ord("\\"): ord("\\"), ord("/"): ord("/"), 0x08: ord("b"),
                   0x0C: ord("f"), 0x0A: ord("n"), 0x0D: ord("r"), 0x09: ord("t")}
@@ -40,6 +41,22 @@ def any_string_contents() -> ByteDFA:
 def literal_contents_dfa(strings, *, max_states: int | None = None) -> ByteDFA:
     """Exactly the given strings."""
     return literal_dfa((s.encode("utf-8") for s in strings), max_states=max_states)
+
+
+def other_strings(names, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Every string but ``names`` (the keys an object leaves to additionalProperties)."""
+    if not names:
+        return any_string_contents()
+    others = difference(any_string_contents(), literal_contents_dfa(names), max_states=max_states)
+    if not any(_ESCAPED_CHARACTER.search(name) for name in names):  # see json_string_dfa
+        _EXCLUDED_NAMES.put(others.digest, tuple(sorted(set(names))))
+    return others
+
+
+_EXCLUDED_NAMES = AutomatonCache("names excluded from any string", 4 << 20,
+                                 size=lambda names: 100 + sum(50 + len(name) for name in names))
+"""Digest of ``other_strings(names)`` -> ``names`` (sorted), for names that need no escapes:
+their minimal spellings are then those of any string minus the quoted names."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -159,7 +176,7 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     found = _JSON_STRINGS.get(key)
     if found is None:
         if escapes == "minimal":
-            found = _minimally_escaped(contents, max_states)
+            found = _spelled_other_strings(contents, max_states) or _minimally_escaped(contents, max_states)
         else:
             found = _escaped(contents, escapes, max_states)
         found = _JSON_STRINGS.put(key, found)
@@ -175,6 +192,23 @@ def json_literal_dfa(text: str, *, escapes: str = "all", max_states: int = MAX_S
     if escapes == "minimal" and _ESCAPED_CHARACTER.search(text) is None:
         return literal_dfa([b'"' + text.encode("utf-8") + b'"'], max_states=max_states)
     return json_string_dfa(literal_contents_dfa([text]), escapes=escapes, max_states=max_states)
+
+
+def _spelled_other_strings(contents: ByteDFA, max_states: int) -> ByteDFA | None:
+    """For ``contents = other_strings(names)`` with nothing to escape in the names, exactly
+    ``_minimally_escaped(contents)``, as the spellings of any string (cached once) minus the
+    quoted names: one product instead of spelling and minimising a new automaton. Distinct
+    strings have disjoint spellings, so spelling commutes with the difference. None for
+    other contents, and where ``_minimally_escaped`` could hit ``max_states`` (it counts at
+    most 7n + 2 states before minimising): its error, if any, is then the one raised."""
+    names = _EXCLUDED_NAMES.get(contents.digest)
+    if names is None or 7 * contents.num_states + 2 > max_states:
+        return None
+    try:
+        return difference(json_string_dfa(any_string_contents(), escapes="minimal", max_states=max_states),
+                          literal_dfa([b'"' + name.encode("utf-8") + b'"' for name in names]), max_states=max_states)
+    except StateLimitError:
+        return None
 
 
 _JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
