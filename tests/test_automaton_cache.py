@@ -89,12 +89,37 @@ def test_cached_literal_sets_equal_fresh_ones():
     ecma_pattern_dfa('a.*"', lenient_escapes=True),
     format_dfa("email"),
     format_dfa("json-pointer"),
-], ids=["any", "literals", "any-but-keys", "length", "pattern", "email", "json-pointer"])
+    strings.literal_contents_dfa(["plain", "words", "\u00e9\U0001F600", ""]),  # nothing to escape: no minimisation
+    ecma_pattern_dfa("^[a-z]+[0-9]?$"),
+    format_dfa("date"),
+], ids=["any", "literals", "any-but-keys", "length", "pattern", "email", "json-pointer", "plain-literals",
+        "plain-pattern", "date"])
 def test_minimal_spellings_built_directly_equal_the_nfa_route(contents):
     direct = strings._minimally_escaped(contents, automata.MAX_STATES)
     through_nfa = strings._escaped(contents, "minimal", automata.MAX_STATES)
     assert same_automaton(direct, through_nfa)
     assert same_automaton(strings.json_string_dfa(contents, escapes="minimal"), direct)
+
+
+@pytest.mark.parametrize("text", ["name", "", "caf\u00e9 \U0001F600", 'a"b', "back\\slash", "tab\there", "\x01",
+                                  "a/b"])
+@pytest.mark.parametrize("escapes", ["minimal", "all"])
+def test_one_literal_spelled_directly_equals_its_contents_route(text, escapes):
+    direct = strings.json_literal_dfa(text, escapes=escapes)
+    assert same_automaton(direct, strings.json_string_dfa(strings.literal_contents_dfa([text]), escapes=escapes))
+    assert same_automaton(direct, dfa.minimize(direct))  # minimal and canonically numbered
+
+
+@pytest.mark.parametrize("names", [["name", "age"], ["caf\u00e9", "\U0001F600", "", "a/b"], ['a"b', "plain"]])
+def test_spellings_of_other_strings_equal_the_general_route(names):
+    """other_strings registers its names so that json_string_dfa spells "any string but
+    these names" by a product; it must be the automaton the general route builds."""
+    clear_automaton_caches()
+    others = strings.other_strings(names)
+    fast = strings.json_string_dfa(others, escapes="minimal")
+    clear_automaton_caches()  # the registry is emptied too: the general route runs
+    assert same_automaton(strings.json_string_dfa(others, escapes="minimal"), fast)
+    assert same_automaton(strings._minimally_escaped(others, automata.MAX_STATES), fast)
 
 
 def test_cache_stays_within_its_byte_budget():

@@ -561,6 +561,19 @@ def test_literal_dfa() -> None:
     assert literal_dfa([b""]).num_states == 1
 
 
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.binary(max_size=6).map(lambda word: bytes(b % 4 + 0xFC * (b % 3 == 0) for b in word)),
+                min_size=1, max_size=25))
+def test_literal_dfa_is_minimal_and_canonical(words) -> None:
+    """literal_dfa skips minimisation: its automaton must be exactly what minimising gives."""
+    dfa = literal_dfa(words)
+    reference = minimize(dfa)
+    assert dfa.initial == reference.initial
+    assert np.array_equal(dfa.transitions, reference.transitions)
+    assert np.array_equal(dfa.accepting, reference.accepting)
+    assert all(dfa.matches(word) for word in words)
+
+
 def test_byte_nfa_to_dfa() -> None:
     nfa = NFA()
     # (ab|a)* over bytes with an ε-loop

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # dfa.py itself keeps a cache: no import at run time
@@ -30,11 +31,12 @@ def _size(dfa: "ByteDFA") -> int:
 
 class AutomatonCache:
     """LRU map key -> ByteDFA holding at most ``max_bytes`` of automaton tables (an entry
-    larger than half the budget is not kept)."""
+    larger than half the budget is not kept). ``size`` measures other kinds of values."""
 
-    def __init__(self, name: str, max_bytes: int):
+    def __init__(self, name: str, max_bytes: int, size: Callable[[object], int] | None = None):
         self.name = name
         self.max_bytes = max_bytes
+        self._size = size or _size
         self.nbytes = 0
         self.hits = 0
         self.misses = 0
@@ -56,7 +58,7 @@ class AutomatonCache:
             return found
 
     def put(self, key, dfa: "ByteDFA") -> "ByteDFA":
-        size = _size(dfa)
+        size = self._size(dfa)
         if 2 * size > self.max_bytes:
             return dfa
         with self._lock:
@@ -66,7 +68,7 @@ class AutomatonCache:
             self.nbytes += size
             while self.nbytes > self.max_bytes:
                 _, evicted = self._entries.popitem(last=False)
-                self.nbytes -= _size(evicted)
+                self.nbytes -= self._size(evicted)
         return dfa
 
     def clear(self) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
-from .dfa_kernels import (canonical_order, coarsest_partition, column_classes, epsilon_closures, live_states,
+from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
                           subset_construction)
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "minimize",
     "nfa_to_byte_dfa",
     "nfa_to_utf8_dfa",
+    "renumbered",
 ]
 
 DEAD = -1
@@ -345,39 +346,11 @@ def _determinize(
     return _ClassDFA(table, 0, is_accepting), class_intervals
 
 
-def _trim(dfa: _ClassDFA) -> _ClassDFA:
-    """Keep only states that are reachable and can reach acceptance; the rest become DEAD."""
-    n, num_classes = dfa.table.shape
-    if n == 0 or dfa.initial == DEAD:
-        return _empty_class_dfa(num_classes)
-    keep = live_states(dfa.table, dfa.initial, dfa.accepting)
-    if not keep[dfa.initial]:
-        return _empty_class_dfa(num_classes)
-    if keep.all():
-        return dfa
-    new_id = np.full(n + 1, DEAD, dtype=np.int32)  # index -1 (DEAD) maps to DEAD
-    new_id[:n][keep] = np.arange(int(keep.sum()), dtype=np.int32)
-    table = new_id[dfa.table[keep]]
-    return _ClassDFA(table, int(new_id[dfa.initial]), dfa.accepting[keep])
-
-
-def _minimize(dfa: _ClassDFA) -> _ClassDFA:
-    """Minimal equivalent of a trimmed class DFA, numbered breadth-first from 0 = initial."""
-    n, num_classes = dfa.table.shape
-    if n == 0:
-        return dfa
-    block_of_state, num_blocks = coarsest_partition(dfa.table, dfa.accepting)
-    block = np.append(block_of_state, np.int32(DEAD))  # index -1 (DEAD) maps to DEAD
-    merged = np.full((num_blocks, num_classes), DEAD, dtype=np.int32)
-    merged[block[:n]] = block[dfa.table]  # equivalent states write identical rows
-    accepting = np.zeros(num_blocks, dtype=bool)
-    accepting[block[:n]] = dfa.accepting
-    order = canonical_order(merged, int(block[dfa.initial]))
-    table = np.empty_like(merged)
-    table[order] = np.append(order, DEAD)[merged]
-    result_accepting = np.empty_like(accepting)
-    result_accepting[order] = accepting
-    return _ClassDFA(table, 0, result_accepting)
+def _minimal(dfa: _ClassDFA) -> _ClassDFA:
+    """Trimmed minimal equivalent of a class DFA, numbered breadth-first from 0 = initial
+    (children in class order); no states for the empty language."""
+    table, accepting = minimal_dfa(dfa.table, dfa.initial, dfa.accepting)
+    return _ClassDFA(table, 0 if table.shape[0] else DEAD, accepting)
 
 
 # --------------------------------------------------------------------------- byte DFAs
@@ -387,11 +360,7 @@ def _byte_dfa_from_classes(dfa: _ClassDFA, class_of_byte: np.ndarray) -> ByteDFA
     """Expand a class DFA to 256 columns; ``class_of_byte`` is -1 for bytes in no class."""
     if dfa.num_states == 0:
         return empty_byte_dfa()
-    with_dead_column = np.concatenate(
-        [dfa.table, np.full((dfa.num_states, 1), DEAD, dtype=np.int32)], axis=1
-    )
-    transitions = np.ascontiguousarray(with_dead_column[:, class_of_byte], dtype=np.int32)
-    return ByteDFA(transitions, dfa.initial, dfa.accepting.copy())
+    return ByteDFA(expand_columns(dfa.table, class_of_byte), dfa.initial, dfa.accepting)
 
 
 def nfa_to_byte_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
@@ -404,7 +373,7 @@ def nfa_to_byte_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
         if label[0][0] < 0 or label[-1][1] > 255:
             raise ValueError(f"byte NFA label out of range 0..255: {label!r}")
     dfa, class_intervals = _determinize(nfa, max_states)
-    dfa = _minimize(_trim(dfa))
+    dfa = _minimal(dfa)
     class_of_byte = np.full(256, -1, dtype=np.int64)
     for symbol_class, intervals in enumerate(class_intervals):
         for lo, hi in intervals:
@@ -428,10 +397,21 @@ def dfa_from_table(transitions: np.ndarray, initial: int, accepting: np.ndarray)
     return dfa_from_classes(columns, initial, accepting, class_of_byte)
 
 
+def renumbered(transitions: np.ndarray, initial: int, accepting: np.ndarray) -> ByteDFA:
+    """:func:`dfa_from_table` for a table already trimmed and minimal by construction: only
+    its numbering (breadth-first, bytes in order) is left to do, without the minimisation."""
+    new_id = canonical_order(transitions, initial)
+    table = np.empty_like(transitions)
+    table[new_id] = np.append(new_id, np.int32(DEAD))[transitions]
+    result_accepting = np.empty_like(accepting)
+    result_accepting[new_id] = accepting
+    return ByteDFA(table, 0, result_accepting)
+
+
 def dfa_from_classes(table: np.ndarray, initial: int, accepting: np.ndarray, class_of_byte: np.ndarray) -> ByteDFA:
     """Trimmed minimal ByteDFA of a table over byte classes (``class_of_byte[b]`` is byte b's
     column, -1 for a byte that always leads to DEAD)."""
-    dfa = _minimize(_trim(_ClassDFA(np.asarray(table, dtype=np.int32), int(initial), np.asarray(accepting, dtype=bool))))
+    dfa = _minimal(_ClassDFA(np.asarray(table, dtype=np.int32), int(initial), np.asarray(accepting, dtype=bool)))
     return _byte_dfa_from_classes(dfa, class_of_byte)
 
 
@@ -512,15 +492,26 @@ def _literal_dfa(words: list[bytes], max_states: int | None) -> ByteDFA:
         final[path[-1]] = True
         previous = word
     merge_tail(path, previous, 0)
-    number = {state: i for i, state in enumerate(children)}  # the root is first
-    transitions = np.full((len(number), 256), DEAD, dtype=np.int32)
-    accepting = np.zeros(len(number), dtype=bool)
-    for state, edges in children.items():
-        row = number[state]
-        accepting[row] = final[state]
-        if edges:
-            transitions[row, list(edges)] = [number[target] for target in edges.values()]
-    return dfa_from_table(transitions, 0, accepting)
+    # The register leaves the automaton minimal (Daciuk et al.), so only the numbering
+    # dfa_from_table would give remains to be done: breadth-first, bytes in order, as
+    # canonical_order numbers the class table (classes are in the order of their first byte).
+    order = [0]
+    number = {0: 0}
+    rows, columns, targets = [], [], []  # the transitions, written into the table at once
+    for row, state in enumerate(order):  # ``order`` grows while it is walked
+        edges = children[state]
+        for byte in sorted(edges):
+            target = edges[byte]
+            if target not in number:
+                number[target] = len(order)
+                order.append(target)
+            rows.append(row)
+            columns.append(byte)
+            targets.append(number[target])
+    transitions = np.full((len(order), 256), DEAD, dtype=np.int32)
+    transitions[rows, columns] = targets
+    accepting = np.array([final[state] for state in order], dtype=bool)
+    return ByteDFA(transitions, 0, accepting)
 
 
 
@@ -680,7 +671,7 @@ def nfa_to_utf8_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
     encoding); exceeding it raises :class:`StateLimitError`.
     """
     dfa, class_intervals = _determinize(nfa, max_states, UNICODE_SCALARS)
-    dfa = _minimize(_trim(dfa))
+    dfa = _minimal(dfa)
     if dfa.num_states == 0:
         return empty_byte_dfa()
     encoder = _Utf8Encoder(dfa.num_states, max_states)

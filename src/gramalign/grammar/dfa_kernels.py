@@ -14,8 +14,8 @@ import numpy as np
 
 DEAD = -1
 
-__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "live_states", "member_product",
-           "pair_product", "subset_construction"]
+__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "expand_columns", "live_states",
+           "member_product", "minimal_dfa", "pair_product", "sorted_columns", "subset_construction"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -175,8 +175,17 @@ def coarsest_partition(table, accepting):
     s_touched[0] = 0
     num_blocks = _split_touched(s_touched, 1, s_first, s_past, s_marked, s_elems, s_set, 1)
 
-    # Transition partition, initially one cord per label.
-    c_elems = np.argsort(labels, kind="mergesort")
+    # Transition partition, initially one cord per label: transitions grouped by label,
+    # stably (a counting sort; argsort cost more than the refinement on small automata)
+    label_start = np.zeros(k + 1, dtype=np.int64)
+    for t in range(m):
+        label_start[labels[t] + 1] += 1
+    for c in range(k):
+        label_start[c + 1] += label_start[c]
+    c_elems = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        c_elems[label_start[labels[t]]] = t
+        label_start[labels[t]] += 1
     c_loc = np.empty(m, dtype=np.int64)
     c_set = np.zeros(m, dtype=np.int64)
     c_first = np.zeros(m + 1, dtype=np.int64)
@@ -249,6 +258,62 @@ def canonical_order(table, initial):
                 order[count] = child
                 count += 1
     return new_id
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _relabelled(table, accepting, new_id, num_rows):
+    """``table`` and ``accepting`` with state s renamed ``new_id[s]``: states renamed -1 are
+    dropped (their incoming transitions become DEAD), states renamed alike must have rows
+    that are equal once renamed."""
+    k = table.shape[1]
+    result = np.empty((num_rows, k), dtype=np.int32)
+    result_accepting = np.empty(num_rows, dtype=np.bool_)
+    for state in range(table.shape[0]):
+        row = new_id[state]
+        if row < 0:
+            continue
+        result_accepting[row] = accepting[state]
+        for c in range(k):
+            target = table[state, c]
+            result[row, c] = new_id[target] if target >= 0 else DEAD
+    return result, result_accepting
+
+
+@numba.njit(cache=True, nogil=True)
+def minimal_dfa(table, initial, accepting):
+    """Trim, minimise and number breadth-first in one call (most automata of a schema are
+    small, and the array shuffling between separate kernels cost more than the kernels):
+    (table, accepting) of the minimal DFA, initial state 0; no rows for the empty language."""
+    n, k = table.shape
+    if n == 0 or initial < 0:
+        return np.empty((0, k), dtype=np.int32), np.zeros(0, dtype=np.bool_)
+    keep = live_states(table, initial, accepting)
+    if not keep[initial]:
+        return np.empty((0, k), dtype=np.int32), np.zeros(0, dtype=np.bool_)
+    kept_id = np.full(n, DEAD, dtype=np.int64)
+    num_kept = 0
+    for state in range(n):
+        if keep[state]:
+            kept_id[state] = num_kept
+            num_kept += 1
+    trimmed, trimmed_accepting = _relabelled(table, accepting, kept_id, num_kept)
+    block, num_blocks = coarsest_partition(trimmed, trimmed_accepting)
+    merged, merged_accepting = _relabelled(trimmed, trimmed_accepting, block, num_blocks)
+    order = canonical_order(merged, block[kept_id[initial]])
+    return _relabelled(merged, merged_accepting, order, num_blocks)
+
+
+@numba.njit(cache=True, nogil=True)
+def expand_columns(table, class_of_byte):
+    """The byte table [n, 256] of a class table: byte b reads column ``class_of_byte[b]``
+    (-1: DEAD)."""
+    n = table.shape[0]
+    result = np.empty((n, class_of_byte.shape[0]), dtype=np.int32)
+    for state in range(n):
+        for b in range(class_of_byte.shape[0]):
+            c = class_of_byte[b]
+            result[state, b] = table[state, c] if c >= 0 else DEAD
+    return result
 
 
 INTERSECT, UNION, DIFFERENCE = 0, 1, 2
@@ -622,3 +687,26 @@ def column_classes(table):
             count += 1
         class_of[c] = found
     return class_of, first[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def sorted_columns(table, columns):
+    """``columns`` (indices of pairwise different columns of ``table``) in the lexicographic
+    order of the columns' contents, top row first. An insertion sort: there are at most 256
+    columns and two of them almost always differ within their first rows."""
+    order = columns.copy()
+    n = table.shape[0]
+    for i in range(1, order.shape[0]):
+        current = order[i]
+        j = i
+        while j > 0:
+            previous = order[j - 1]
+            row = 0
+            while row < n and table[row, previous] == table[row, current]:
+                row += 1
+            if row == n or table[row, previous] < table[row, current]:
+                break
+            order[j] = previous
+            j -= 1
+        order[j] = current
+    return order

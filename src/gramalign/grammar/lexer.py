@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa_kernels import column_classes, member_product
+from .dfa_kernels import column_classes, member_product, sorted_columns
 from .grammar import Terminal
 
 MAX_LEXER_STATES = 200_000
@@ -81,11 +81,12 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
         dfas.append(dfa)
 
     # One table for all terminal DFAs: global state = offset of its terminal + local state.
+    sizes = [d.num_states for d in dfas]
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
-    np.cumsum([d.num_states for d in dfas], out=offsets[1:])
-    owner = np.repeat(np.arange(len(dfas)), [d.num_states for d in dfas])
-    big = np.concatenate([np.where(d.transitions >= 0, d.transitions + offsets[k], -1)
-                          for k, d in enumerate(dfas)]).astype(np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    owner = np.repeat(np.arange(len(dfas)), sizes)
+    big = np.concatenate([d.transitions for d in dfas]).astype(np.int64)
+    np.add(big, offsets[owner][:, None], out=big, where=big >= 0)  # one pass, not one per terminal
     big_accepting = np.concatenate([d.accepting for d in dfas])
     # Bytes that no terminal tells apart form one class; the product walks classes only.
     _, byte_class, representative = _byte_classes(big)
@@ -121,13 +122,11 @@ def _byte_classes(table: np.ndarray):
     Classes are numbered in the lexicographic order of their columns, as they always were:
     the lexer's state numbering follows from it, and masks saved on disk (keyed by lexer
     state) must keep meaning the same states. The distinct columns are found by a numba
-    hash first, so only those few are sorted.
+    hash first, so only those few are sorted (by a numba kernel: ``np.unique(axis=0)`` cost more
+    than the rest of the lexer).
     """
     class_in_first_order, first = column_classes(table)
-    # Entries are >= -1, so big-endian bytes of entry + 1 compare as the columns do.
-    columns = np.ascontiguousarray((table[:, first].T + 1).astype(">u8"))
-    sorted_to_first = np.array(sorted(range(len(first)), key=lambda c: columns[c].tobytes()), dtype=np.int64)
+    representative = sorted_columns(table, first)
     rank = np.empty(len(first), dtype=np.int64)
-    rank[sorted_to_first] = np.arange(len(first))
-    byte_class = rank[class_in_first_order]
-    return len(first), byte_class, first[sorted_to_first]
+    rank[class_in_first_order[representative]] = np.arange(len(first))
+    return len(first), rank[class_in_first_order], representative

@@ -132,20 +132,14 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
                            dtype=np.int32)
     words = lexer.words
     ignore_bits = lexer.bits_of(grammar.ignore)
-    candidate_bits = np.zeros((table.num_states, words), dtype=np.uint64)
-    for k, column in enumerate(term_column):
-        if column >= 0:
-            usable = table.action[:, column] != 0
-            candidate_bits[usable, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+    candidate_bits = _candidate_bits(table.action, term_column, words)
     candidate_bits |= ignore_bits
     layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
     if layout[NEWLINE_TERMINAL] >= 0:  # always a candidate, as in lark's post-lexers
         candidate_bits |= lexer.bits_of([grammar.indentation.newline])
     if grammar.always_lexed:
         candidate_bits |= lexer.bits_of(grammar.always_lexed)
-    _, first, inverse = np.unique(candidate_bits, axis=0, return_index=True, return_inverse=True)
-    candidate_id = inverse.reshape(-1).astype(np.int32)
-    n_sets = len(first)
+    candidate_id, n_sets = _row_ranks(candidate_bits)
     cache_bytes = lexer.num_states * n_sets * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
         raise GrammarError(
@@ -156,6 +150,33 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
     accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
     return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
                         reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column)
+
+
+def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> np.ndarray:
+    """uint64 [parser states, words]: bit k set where lexer terminal k has an action (-1
+    columns, the ignored terminals, have none); all terminals of a word at once."""
+    bits = np.zeros((action.shape[0], words), dtype=np.uint64)
+    terminals = np.flatnonzero(term_column >= 0)
+    usable = action[:, term_column[terminals]] != 0
+    for word in range(words):
+        in_word = (terminals >> 6) == word
+        shifted = usable[:, in_word].astype(np.uint64) << (terminals[in_word] & 63).astype(np.uint64)
+        bits[:, word] = np.bitwise_or.reduce(shifted, axis=1)
+    return bits
+
+
+def _row_ranks(rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each row among the distinct rows in lexicographic order, number of distinct
+    rows): the numbering ``np.unique(rows, axis=0, return_inverse=True)`` gives, which
+    mask caches saved on disk rely on, without its sort of a structured view (most of the
+    parser tables' build time)."""
+    order = np.lexsort(rows.T[::-1])  # the last key sorts first: word 0
+    ordered = rows[order]
+    starts_group = np.ones(len(rows), dtype=bool)
+    starts_group[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    ranks = np.empty(len(rows), dtype=np.int32)
+    ranks[order] = np.cumsum(starts_group) - 1
+    return ranks, int(starts_group.sum())
 
 
 def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):

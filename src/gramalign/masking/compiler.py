@@ -8,7 +8,6 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
 
 from ..errors import GrammarError
 from ..grammar.grammar import Grammar
@@ -48,11 +47,8 @@ class CompiledGrammar:
         self.store = store
         self.dfa = index.dfa if index is not None else None
         self.bitmask_width = bitmask_width(vocabulary.size)
-        eos = np.zeros(self.bitmask_width, dtype=np.uint32)
-        for token in vocabulary.eos_token_ids:
-            eos[token >> 5] |= np.uint32(1 << (token & 31))
-        self.eos_words = eos
-        self._grammar_tokens = vocabulary.is_grammar_token
+        self.eos_words = vocabulary.eos_bitmask
+        self._grammar_tokens = vocabulary.grammar_token_mask
         self._eos_ids = frozenset(vocabulary.eos_token_ids)
         self.cache_path: "Path | None" = None
 

@@ -234,13 +234,25 @@ class Vocabulary:
         return ids
 
     @cached_property
-    def is_grammar_token(self) -> np.ndarray:
-        """bool array of length ``size``: True at the :meth:`grammar_token_ids`. Shared and
-        read-only (every compiled grammar of this vocabulary checks tokens against it)."""
-        flags = np.zeros(self.size, dtype=bool)
-        flags[self._grammar_token_ids] = True
-        flags.flags.writeable = False
-        return flags
+    def grammar_token_mask(self) -> np.ndarray:
+        """bool array of length ``size``, True for :meth:`grammar_token_ids`. Shared and
+        read-only: every compiled grammar of the vocabulary uses it (building it was most of
+        a compile's fixed cost)."""
+        mask = np.zeros(self.size, dtype=bool)
+        mask[self._grammar_token_ids] = True
+        mask.flags.writeable = False
+        return mask
+
+    @cached_property
+    def eos_bitmask(self) -> np.ndarray:
+        """One bitmask row (uint32 words) with the bits of the EOS ids set. Shared and read-only."""
+        from .bitmask import bitmask_width
+
+        words = np.zeros(bitmask_width(self.size), dtype=np.uint32)
+        for token in self.eos_token_ids:
+            words[token >> 5] |= np.uint32(1 << (token & 31))
+        words.flags.writeable = False
+        return words
 
     @cached_property
     def first_bytes(self) -> np.ndarray:

@@ -20,7 +20,7 @@ from ..grammar import Grammar, Rule, Terminal
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
-from .strings import any_string_contents, json_string_dfa, literal_contents_dfa
+from .strings import json_literal_dfa, json_string_dfa, literal_contents_dfa, other_strings
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
@@ -85,6 +85,10 @@ class Emitter:
 
     def _key_terminal(self, contents: ByteDFA) -> str:
         return self._terminal("KEY", json_string_dfa(contents, escapes=self.layout.escapes, max_states=self.max_states))
+
+    def _name_terminal(self, name: str) -> str:
+        """The key terminal of one property name (``_key_terminal`` of its literal contents)."""
+        return self._terminal("KEY", json_literal_dfa(name, escapes=self.layout.escapes, max_states=self.max_states))
 
     def _rule(self, name: str, alternatives: list[tuple[str, ...]]) -> str:
         self.rules[name] = alternatives
@@ -188,7 +192,7 @@ class Emitter:
         counting = shape.min_properties > 0 or shape.max_properties is not None
         cap = shape.max_properties if shape.max_properties is not None else shape.min_properties
         n = len(shape.names)
-        keys = [self._key_terminal(literal_contents_dfa([name])) for name in shape.names]
+        keys = [self._name_terminal(name) for name in shape.names]
         extras = [(self._key_terminal(contents), value) for contents, value in shape.extras]
         names: dict = {}
 
@@ -239,7 +243,7 @@ class Emitter:
         for shape in shapes:
             all_names += [n for n in shape.names if n not in all_names]
         atoms = self._key_atoms(shapes, all_names)
-        symbols = [(self._key_terminal(literal_contents_dfa([n])), ("name", n)) for n in all_names]
+        symbols = [(self._name_terminal(n), ("name", n)) for n in all_names]
         symbols += [(self._key_terminal(contents), ("atom", owners)) for contents, owners in atoms]
         key_languages = [literal_contents_dfa([n]) for n in all_names] + [contents for contents, _ in atoms]
         names: dict = {}
@@ -347,10 +351,7 @@ class Emitter:
     def _key_atoms(self, shapes, all_names):
         """Disjoint key languages for keys no shape names: each with, per shape, the index of
         its extras entry covering it (None: forbidden there)."""
-        rest = any_string_contents()
-        if all_names:
-            rest = difference(rest, literal_contents_dfa(all_names), max_states=self.max_states)
-        atoms = [(rest, ())]
+        atoms = [(other_strings(all_names, max_states=self.max_states), ())]
         for shape in shapes:
             refined = []
             for contents, owners in atoms:
@@ -486,16 +487,28 @@ class Emitter:
 
 def _productive_rules(rules: dict) -> dict:
     """Drop alternatives that can never derive a string (empty value sets, forbidden keys)."""
+    # A worklist over alternatives, each waiting for its count of unproven rule symbols (one
+    # pass over the grammar instead of a sweep of every rule per new productive rule).
+    waiting_on: dict[str, list[tuple[str, list[int]]]] = {}
+    pending: list[str] = []
+    for name, alternatives in rules.items():
+        for alt in alternatives:
+            needed = [symbol for symbol in alt if symbol in rules]
+            if not needed:
+                pending.append(name)
+            counter = [len(needed)]
+            for symbol in needed:
+                waiting_on.setdefault(symbol, []).append((name, counter))
     productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, alternatives in rules.items():
-            if name in productive:
-                continue
-            if any(all(s in productive or s not in rules for s in alt) for alt in alternatives):
-                productive.add(name)
-                changed = True
+    while pending:
+        name = pending.pop()
+        if name in productive:
+            continue
+        productive.add(name)
+        for owner, counter in waiting_on.get(name, ()):
+            counter[0] -= 1
+            if counter[0] == 0 and owner not in productive:
+                pending.append(owner)
     return {name: [alt for alt in alternatives if all(s in productive or s not in rules for s in alt)]
             for name, alternatives in rules.items() if name in productive}
 

@@ -22,7 +22,7 @@ from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
                      join, meet, meet_arrays, meet_objects, only)
-from .strings import any_string_contents, literal_contents_dfa, with_length
+from .strings import any_string_contents, literal_contents_dfa, other_strings, with_length
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
@@ -404,13 +404,24 @@ class Evaluator:
             if value is not None and key_filter is not None and not key_filter.matches(encoded):
                 value = None
             values.append(value)
-        others = any_string_contents()
-        if names:
-            others = difference(others, literal_contents_dfa(names), max_states=self.max_states)
-        if key_filter is not None:
-            others = intersect(others, key_filter, max_states=self.max_states)
         if len(pattern_dfas) > 6:  # their key atoms are every subset of the patterns
             raise SchemaCompileError("more than 6 patternProperties", pointer, "patternProperties")
+        # without patternProperties and additionalProperties other keys are refused outright:
+        # no need for the product "any key but these names"
+        extras = self._extra_keys(names, key_filter, pattern_dfas, additional_ref) \
+            if pattern_dfas or additional_ref is not None else ()
+        minimum = _count(node, "minProperties", pointer, 0)
+        maximum = _count(node, "maxProperties", pointer, None)
+        shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
+                            int(maximum) if maximum is not None else None)
+        return () if shape.is_empty else (shape,)
+
+    def _extra_keys(self, names: list, key_filter, pattern_dfas: list, additional_ref) -> list:
+        """(keys, value ref) for the keys not in ``names``: one disjoint key language per
+        subset of the patterns they match (``additional_ref`` for none)."""
+        others = other_strings(names, max_states=self.max_states)
+        if key_filter is not None:
+            others = intersect(others, key_filter, max_states=self.max_states)
         extras = []
         for mask in range(1 << len(pattern_dfas)):
             keys = others
@@ -430,11 +441,7 @@ class Evaluator:
                     continue
                 refs = set(additional_ref)
             extras.append((keys, frozenset(refs)))
-        minimum = _count(node, "minProperties", pointer, 0)
-        maximum = _count(node, "maxProperties", pointer, None)
-        shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
-                            int(maximum) if maximum is not None else None)
-        return () if shape.is_empty else (shape,)
+        return extras
 
     def _array_constraint(self, node: dict, pointer: str) -> tuple[ArrayShape, ...]:
         prefix: tuple = ()
@@ -501,8 +508,7 @@ class Evaluator:
             if isinstance(requirement, list):
                 if not all(isinstance(r, str) for r in requirement):
                     raise SchemaCompileError(f"{keyword}/{name} must list property names", pointer, keyword)
-                others = difference(any_string_contents(), literal_contents_dfa(requirement)) if requirement else \
-                    any_string_contents()
+                others = other_strings(requirement)
                 required = ObjectShape(tuple(requirement), (ANY,) * len(requirement), frozenset(requirement),
                                        ((others, ANY),))
                 both = meet_objects(required, present, self.max_states)  # requirements first: the usual key order
@@ -679,7 +685,7 @@ def _object_with(name: str, value: Ref | None, *, required: bool, order: tuple[s
     """Objects whose member ``name`` has ``value`` (None: is absent), everything else free;
     ``order`` lists names to keep in that order (``name`` is added if missing)."""
     names = order if name in order else order + (name,)
-    others = difference(any_string_contents(), literal_contents_dfa(names))
+    others = other_strings(names)
     return ObjectShape(names, tuple(value if n == name else ANY for n in names),
                        frozenset([name]) if required else frozenset(), ((others, ANY),))
 

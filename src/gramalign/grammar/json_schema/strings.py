@@ -11,15 +11,17 @@ the key ``a`` exactly as a JSON parser sees it, and a language minus ``a`` exclu
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
-from ..automata import MAX_STATES, intersect
+from ..automata import MAX_STATES, difference, intersect
 from ..automaton_cache import AutomatonCache
 from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
-                   nfa_to_byte_dfa, nfa_to_utf8_dfa)
+                   nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
 
-__all__ = ["any_string_contents", "json_string_dfa", "length_dfa", "literal_contents_dfa"]
+__all__ = ["any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa", "literal_contents_dfa",
+           "other_strings"]
 
 _SHORT_ESCAPES = {ord('"'): ord('"'), ord("\\"): ord("\\"), ord("/"): ord("/"), 0x08: ord("b"),
                   0x0C: ord("f"), 0x0A: ord("n"), 0x0D: ord("r"), 0x09: ord("t")}
@@ -39,6 +41,22 @@ def any_string_contents() -> ByteDFA:
 def literal_contents_dfa(strings, *, max_states: int | None = None) -> ByteDFA:
     """Exactly the given strings."""
     return literal_dfa((s.encode("utf-8") for s in strings), max_states=max_states)
+
+
+def other_strings(names, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Every string but ``names`` (the keys an object leaves to additionalProperties)."""
+    if not names:
+        return any_string_contents()
+    others = difference(any_string_contents(), literal_contents_dfa(names), max_states=max_states)
+    if not any(_ESCAPED_CHARACTER.search(name) for name in names):  # see json_string_dfa
+        _EXCLUDED_NAMES.put(others.digest, tuple(sorted(set(names))))
+    return others
+
+
+_EXCLUDED_NAMES = AutomatonCache("names excluded from any string", 4 << 20,
+                                 size=lambda names: 100 + sum(50 + len(name) for name in names))
+"""Digest of ``other_strings(names)`` -> ``names`` (sorted), for names that need no escapes:
+their minimal spellings are then those of any string minus the quoted names."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -158,16 +176,45 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     found = _JSON_STRINGS.get(key)
     if found is None:
         if escapes == "minimal":
-            found = _minimally_escaped(contents, max_states)
+            found = _spelled_other_strings(contents, max_states) or _minimally_escaped(contents, max_states)
         else:
             found = _escaped(contents, escapes, max_states)
         found = _JSON_STRINGS.put(key, found)
     return found
 
 
+def json_literal_dfa(text: str, *, escapes: str = "all", max_states: int = MAX_STATES) -> ByteDFA:
+    """``json_string_dfa(literal_contents_dfa([text]), ...)``: the spellings of one string
+    (an object key). With minimal escapes a string with nothing to escape has exactly one
+    spelling, itself in quotes, whose chain automaton is already minimal and canonical:
+    built directly, it skips the contents automaton, the escape paths and a minimisation
+    (this ran once per property name)."""
+    if escapes == "minimal" and _ESCAPED_CHARACTER.search(text) is None:
+        return literal_dfa([b'"' + text.encode("utf-8") + b'"'], max_states=max_states)
+    return json_string_dfa(literal_contents_dfa([text]), escapes=escapes, max_states=max_states)
+
+
+def _spelled_other_strings(contents: ByteDFA, max_states: int) -> ByteDFA | None:
+    """For ``contents = other_strings(names)`` with nothing to escape in the names, exactly
+    ``_minimally_escaped(contents)``, as the spellings of any string (cached once) minus the
+    quoted names: one product instead of spelling and minimising a new automaton. Distinct
+    strings have disjoint spellings, so spelling commutes with the difference. None for
+    other contents, and where ``_minimally_escaped`` could hit ``max_states`` (it counts at
+    most 7n + 2 states before minimising): its error, if any, is then the one raised."""
+    names = _EXCLUDED_NAMES.get(contents.digest)
+    if names is None or 7 * contents.num_states + 2 > max_states:
+        return None
+    try:
+        return difference(json_string_dfa(any_string_contents(), escapes="minimal", max_states=max_states),
+                          literal_dfa([b'"' + name.encode("utf-8") + b'"' for name in names]), max_states=max_states)
+    except StateLimitError:
+        return None
+
+
 _JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
 """Schemas share most strings (keys, formats, any string)."""
 _NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
+_ESCAPED_CHARACTER = re.compile(r'[\x00-\x1f"\\]')  # the characters of _NEEDS_ESCAPE
 
 
 _SHORT_ESCAPE_LETTERS = {code_point: letter for code_point, letter in _SHORT_ESCAPES.items() if code_point != ord("/")}
@@ -189,6 +236,20 @@ def _minimally_escaped(contents: ByteDFA, max_states: int) -> ByteDFA:
     n = contents.num_states
     escaped_targets = table[:, _NEEDS_ESCAPE]
     escaping = np.flatnonzero((escaped_targets != DEAD).any(axis=1))  # states that need a backslash path
+    if not len(escaping):
+        # Nothing to escape: the contents automaton between an opening and a closing quote
+        # state stays minimal (distinct contents states keep distinct spellings, only the
+        # closing state accepts, and the opening one reads a quote where contents states
+        # read none or go to the closing one), so minimising would only renumber.
+        if n + 2 > max_states:
+            raise StateLimitError(f"the JSON spellings of these strings need more than max_states={max_states} states")
+        result = np.full((n + 2, 256), DEAD, dtype=np.int32)
+        result[:n] = table
+        result[n, 0x22] = contents.initial
+        result[np.flatnonzero(contents.accepting), 0x22] = n + 1
+        accepting = np.zeros(n + 2, dtype=bool)
+        accepting[n + 1] = True
+        return renumbered(result, n, accepting)
     low = (table[escaping][:, _LOW_HEX_ESCAPED] != DEAD).any(axis=1)  # \u000X from this state
     high = (table[escaping][:, 0x10:0x20] != DEAD).any(axis=1)  # \u001X
     with_u = np.flatnonzero(low | high)
