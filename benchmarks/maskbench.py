@@ -85,8 +85,14 @@ class Gramalign(Engine):
 
         self.ga = ga
         self.vocab = ga.Vocabulary.from_tokenizers(tokenizer, eos_token_ids=[EOS])
-        warm = ga.compile(ga.Grammar.from_json_schema({"type": "object"}), self.vocab).matcher()  # numba, trie
-        warm.fill_next_token_bitmask(np.zeros((1, ga.bitmask_width(self.vocab.size)), np.int32))
+        # Load the trie and every numba kernel a walk uses (from numba's disk cache) once per
+        # process, as a server would at start: a walk fills and accepts.
+        warm = ga.compile(ga.Grammar.from_json_schema({"type": "object"}), self.vocab).matcher()
+        bitmask = np.zeros((1, ga.bitmask_width(self.vocab.size)), np.int32)
+        for token in tokenizer.encode('{"a":"b c","n":[1,2.5e3,true,null],"o":{}}',
+                                      add_special_tokens=False).ids:
+            warm.fill_next_token_bitmask(bitmask)
+            warm.accept_token(token)
 
     def compile(self, schema):
         return self.ga.compile(self.ga.Grammar.from_json_schema(schema), self.vocab)
@@ -326,7 +332,11 @@ def main() -> None:
         walks.append([(tokenizer.encode(json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False),
                                         add_special_tokens=False).ids, bool(t["valid"]))
                       for t in document["tests"]])
-    names = [n for n in args.engines.split(",") if n]
+    by_lower = {name.lower(): name for name in ENGINES}
+    names = [by_lower.get(n.strip().lower(), n.strip()) for n in args.engines.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ENGINES]
+    if unknown:
+        parser.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
           f"python {platform.python_version()}; tokenizer Llama-3.2 ({tokenizer.get_vocab_size()} ids)")
     print(f"sample: {len(paths)} schemas ({args.sample or 'all'} per dataset, seed {args.seed}), "

@@ -294,6 +294,33 @@ def _token_nodes_first_byte(node_depth, token_start):
     return root_child
 
 
+_warm = False
+
+
+def _warm_kernels() -> None:
+    """Load this module's kernels (from numba's cache) once per process, on a one-state
+    lexer that reads any text, with the argument types masks use: otherwise the first text
+    context of a process pays ~20 ms for it inside a mask."""
+    global _warm
+    if _warm:
+        return
+    text_bytes = np.flatnonzero(TEXT[0] >= 0)
+    for order in ("C", "F"):
+        transitions = np.full((1, 256), -1, dtype=np.int32, order=order)
+        transitions[0, text_bytes] = 0
+        bits = np.ones((1, 1), dtype=np.uint64)
+        reach_bits, reach_done = np.zeros((1, 1, 1), np.uint64), np.zeros((1, 1), np.uint8)
+        if not text_states(transitions, bits, bits[0], np.int32(0), TEXT).size:
+            raise AssertionError("a lexer that reads any text admits text")
+        steps = step_bytes(np.zeros(256, np.int64), TEXT)
+        text_coverage(transitions, bits, bits, bits[0], np.int32(0), reach_bits, reach_done, np.int32(0), TEXT,
+                      *steps, LEVELS[-1])
+    ids, offsets = np.zeros(1, np.int32), np.zeros(257, np.int64)
+    ids.flags.writeable = offsets.flags.writeable = False
+    clear_first_bytes(np.zeros(1, np.uint32), ids, offsets, np.zeros(1, np.int64))
+    _warm = True
+
+
 _SLICES: "weakref.WeakKeyDictionary[TokenTrie, TextSlices]" = weakref.WeakKeyDictionary()
 _SLICES_LOCK = threading.Lock()
 
@@ -304,4 +331,5 @@ def text_slices_for(trie: TokenTrie, width: int) -> TextSlices:
         found = _SLICES.get(trie)
         if found is None:
             found = _SLICES[trie] = TextSlices(trie, width)
+            _warm_kernels()
         return found
