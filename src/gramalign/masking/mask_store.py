@@ -425,6 +425,8 @@ class GrammarMaskStore:
         entry = self._classify(key, cand, shadow_states, shadow_cands, SHARE_AFTER_NODES)
         if entry is not None:
             return entry
+        # The walk gave up, so the context takes no text blocks (those walks never give up):
+        # the full walks below need not look for them again.
         if self._byte_classes is None:
             self._byte_classes = column_classes(lexer.transitions)
         signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
@@ -432,7 +434,7 @@ class GrammarMaskStore:
                                                shadow_cands, np.int64(key[0]), *self._byte_classes,
                                                MAX_SIGNATURE_STATES)
         if not signature.size:  # too large a sub-automaton to be worth a signature
-            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes, text_blocks=False)
         signature = signature.tobytes()
         shared = self.shared.get(signature)
         if shared is not None:
@@ -440,7 +442,7 @@ class GrammarMaskStore:
             entry = _ContextMasks(shared.inside, group_reach, shared.group_masks, shared.dependent_ids)
             entry.lazy["trie"] = shared.dependent_trie
             return entry
-        entry = self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        entry = self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes, text_blocks=False)
         self._share(signature, real_of, entry)
         return entry
 
@@ -541,8 +543,8 @@ class GrammarMaskStore:
 
     def _add_text_blocks(self, covered, block, state_after, key, group_reach, group_masks, inside):
         """Add the text block's tokens of the covered first bytes to the inside groups (by
-        the reachable winners after the first byte); returns the grown (group_reach,
-        group_masks), or None if a group would be needed beyond the slots."""
+        the reachable winners after the first byte) and to ``inside`` (in place); returns the
+        grown (group_reach, group_masks), or None if a group would be needed beyond the slots."""
         covered_bytes = np.flatnonzero(covered)
         in_block = np.diff(block.offsets) > 0
         reach_of = self.tables.reach_bits[state_after[covered_bytes], key[1]]

@@ -155,7 +155,6 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done
     brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
     words = cand.shape[0]
     fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, first)
-    size = 0
     n_next = 1
     following[0, 0] = first
     following[0, 1] = first_text
