@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 import gramalign as ga
+from types import SimpleNamespace
+
+from gramalign.grammar.lexer import build_lexer
 from gramalign.grammar.parser import build_parser_tables
 from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.grammar.dfa_kernels import column_classes
@@ -114,12 +117,20 @@ WORD: /[a-z]+/
 
 
 @lru_cache(maxsize=None)
-def tables_of(text: str):
-    return build_parser_tables(ga.Grammar.from_lark(text))
+def tables_of(text_or_grammar):
+    """The grammar's terminals in one lexer with a single start (state 0) that tracks them
+    all, so that a signature can be taken under any candidate set (the tests below make up
+    candidate sets no parser state has)."""
+    grammar = ga.Grammar.from_lark(text_or_grammar) if isinstance(text_or_grammar, str) else text_or_grammar
+    tables = build_parser_tables(grammar)
+    return SimpleNamespace(lexer=build_lexer(tables.lexer.terminals), term_column=tables.term_column)
+
+
+INITIAL = 0
 
 
 def lexer_state(tables, data: bytes) -> int:
-    q = tables.lexer.initial
+    q = INITIAL
     for byte in data:
         q = int(tables.lexer.transitions[q, byte])
         assert q >= 0
@@ -130,7 +141,8 @@ def signature(tables, start: int, cand: np.ndarray, term_column=None, shadows=()
     lexer = tables.lexer
     shadow_states = np.array([s for s, _ in shadows], dtype=np.int32)
     shadow_cands = np.array([c for _, c in shadows], dtype=np.uint64).reshape(len(shadows), lexer.words)
-    sig, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int64(lexer.initial),
+    sig, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int64(INITIAL),
+                                     (lexer.transitions[INITIAL] >= 0).astype(np.uint8),
                                      tables.term_column if term_column is None else term_column, cand,
                                      shadow_states, shadow_cands, np.int64(start),
                                      *column_classes(lexer.transitions), MAX_SIGNATURE_STATES)
@@ -159,7 +171,7 @@ def test_signature_reads_the_candidates():
     others = [t.name for t in lexer.terminals if t.name not in ("WORD", "NUMBER")]
     with_numbers = lexer.bits_of(["WORD", "NUMBER"] + others)
     without_numbers = lexer.bits_of(["WORD"] + others)
-    assert signature(tables, lexer.initial, with_numbers) != signature(tables, lexer.initial, without_numbers)
+    assert signature(tables, INITIAL, with_numbers) != signature(tables, INITIAL, without_numbers)
     # Inside a word, after which no ignored lexeme can end, the candidates the word cannot
     # become are never read: the same entry serves both.
     word = lexer_state(tables, b"ab")
@@ -184,7 +196,7 @@ def test_signature_is_shared_by_product_states_that_behave_alike():
     # Inside a JSON string value the product lexer still tracks which key literals the
     # text could be; with only string terminals as candidates none of that is read, so
     # one signature serves every such state.
-    tables = build_parser_tables(ga.Grammar.from_json_schema(SCHEMA_A))
+    tables = tables_of(ga.Grammar.from_json_schema(SCHEMA_A))
     lexer = tables.lexer
     first, second = lexer_state(tables, b'"na'), lexer_state(tables, b'"zz')
     assert first != second
@@ -200,6 +212,6 @@ def test_signature_with_shadows_differs_from_without(data):
     lexer = tables.lexer
     cand = lexer.bits_of([t.name for t in lexer.terminals])
     q = lexer_state(tables, data)
-    plain = signature(tables, lexer.initial, cand)
-    shadowed = signature(tables, lexer.initial, cand, shadows=[(q, cand)])
+    plain = signature(tables, INITIAL, cand)
+    shadowed = signature(tables, INITIAL, cand, shadows=[(q, cand)])
     assert plain != shadowed

@@ -114,16 +114,30 @@ GRAMMARS = {
 def test_fill_reach_equals_a_search_per_state(name):
     tables = build_parser_tables(GRAMMARS[name]())
     lexer = tables.lexer
+    # fill_reach reads no candidate set: every state reachable from a start tracks only
+    # candidates of that start, so the search under the candidates gives the same winners.
+    reach_bits = np.zeros((lexer.num_states, lexer.words), dtype=np.uint64)
+    reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
     for state in range(tables.table.num_states):
         cid = int(tables.candidate_id[state])
         cand = tables.candidate_bits[state]
-        reach_bits = np.zeros((lexer.num_states, 1, lexer.words), dtype=np.uint64)
-        reach_done = np.zeros((lexer.num_states, 1), dtype=np.uint8)
-        for q in np.random.default_rng(state).permutation(lexer.num_states)[:12].tolist():
-            fill_reach(lexer.transitions, lexer.accept_bits, lexer.alive_bits, cand, 0, reach_bits, reach_done, q)
-            assert reach_done[q, 0]
-        for q in np.flatnonzero(reach_done[:, 0]).tolist():  # every state filled on the way, too
-            assert np.array_equal(reach_bits[q, 0], reach_by_search(lexer, cand, q)), (state, cid, q)
+        reachable = sorted(reachable_states(lexer, cid))
+        for q in np.random.default_rng(state).permutation(reachable)[:12].tolist():
+            fill_reach(lexer.transitions, lexer.accept_bits, lexer.class_byte, reach_bits, reach_done, q)
+            assert reach_done[q]
+        for q in reachable:
+            if reach_done[q]:  # every state filled on the way, too
+                assert np.array_equal(reach_bits[q], reach_by_search(lexer, cand, q)), (state, cid, q)
+
+
+def reachable_states(lexer, start: int) -> set[int]:
+    seen, todo = {start}, [start]
+    while todo:
+        for target in lexer.transitions[todo.pop()].tolist():
+            if target >= 0 and target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
 
 
 def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
@@ -134,10 +148,10 @@ def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
     hyps, _ = parser.feed(parser.initial_state(), prefix)
     assert hyps is not None and hyps.shape[0] == 1
     q, parser_state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
-    cid = tables.candidate_id[parser_state]
     steps = step_bytes(column_classes(lexer.transitions)[0], TEXT)
-    depth, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, tables.candidate_bits[parser_state],
-                             np.int32(cid), tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
+    depth, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
+                             tables.candidate_bits[parser_state],
+                             tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
     return depth
 
 

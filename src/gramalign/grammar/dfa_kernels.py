@@ -472,24 +472,29 @@ def _rehashed(slots, offsets, pool, first, count):
 
 
 @numba.njit(cache=True, nogil=True)
-def member_product(big, start, max_states):
-    """The product automaton of many DFAs stored in one table (the lexer DFA).
+def member_product(big, start_pool, start_offsets, max_states):
+    """The product automaton of many DFAs stored in one table (the lexer DFA), from
+    several start states.
 
     ``big`` is int64 [global states, classes]: every member DFA's table with its states
     offset to be distinct, -1 for dead. A product state is the ordered array of the live
-    members' global states; state 0 is ``start`` and is never re-entered (a transition to
-    the same members makes a new state: state 0 always means "nothing read yet").
+    members' global states. Start state k has the members
+    ``start_pool[start_offsets[k]:start_offsets[k + 1]]``; starts are states 0 .. k - 1 and
+    are never re-entered (a transition to the same members makes a new state: a start
+    always means "nothing read yet").
     Returns (rows int32 [states, classes], member pool, offsets into it, overflowed).
     """
     num_classes = big.shape[1]
-    width = start.shape[0]
-    pool = np.empty(max(64, 4 * width), dtype=np.int64)
-    pool[:width] = start
-    offsets = np.empty(64, dtype=np.int64)
-    offsets[0] = 0
-    offsets[1] = width
-    rows = np.empty((64, num_classes), dtype=np.int32)
-    count = 1
+    n_starts = start_offsets.shape[0] - 1
+    width = 1
+    for k in range(n_starts):
+        width = max(width, start_offsets[k + 1] - start_offsets[k])
+    pool = np.empty(max(64, 4 * start_pool.shape[0]), dtype=np.int64)
+    pool[:start_pool.shape[0]] = start_pool
+    offsets = np.empty(max(64, 2 * (n_starts + 1)), dtype=np.int64)
+    offsets[:n_starts + 1] = start_offsets
+    rows = np.empty((max(64, 2 * n_starts), num_classes), dtype=np.int32)
+    count = n_starts
     slots = np.full(1024, -1, dtype=np.int64)  # open addressing: state ids by member hash
     buffer = np.empty(width, dtype=np.int64)
     position = 0
@@ -514,8 +519,8 @@ def member_product(big, start, max_states):
                     grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
                     grown_rows[:count] = rows[:count]
                     rows = grown_rows
-                # state 0 is never looked up
-                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, 1)
+                # the starts are never looked up
+                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, n_starts)
                 count += 1
             rows[position, c] = found
         position += 1

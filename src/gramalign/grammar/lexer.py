@@ -2,10 +2,17 @@
 
 A state of the lexer DFA is a tuple of terminal-DFA states (the product construction), so
 it knows, for the text of the current lexeme, which terminals accept it now
-(``accept_bits``) and which could still accept a longer text (``alive_bits``). The parser
-restricts both to the terminals it can use at that point (its *candidates*), which is how
-the contextual, longest-match lexing of ``docs/grammars.md`` is evaluated without ever
-building one automaton per parser state.
+(``accept_bits``) and which could still accept a longer text (``alive_bits``).
+
+The lexing is contextual: a lexeme may only become one of the terminals the parser can use
+where it starts (its *candidates*). So the automaton has one start state per distinct
+candidate set (state k for the candidate set numbered k) that tracks those terminals only,
+and every state reached from it tracks a subset of them. A lexeme therefore never pays for
+terminals it cannot become: a string body under a plain ``string`` schema is a few states
+even when another field's ``format`` terminal has tens of thousands, and the two never
+multiply. States reached from different starts are shared where they track the same
+terminal states, and a state's bits name candidates of every start that reaches it, which
+is why what depends on them (the reachable winners) is cached per state.
 
 Terminals are numbered by *rank*, the tie-break order of longest match: higher priority
 first, then literals before patterns, then grammar order. The winner among the terminals
@@ -32,9 +39,14 @@ class LexerDFA:
 
     terminals: tuple[Terminal, ...]  # in rank order: bit i of the bitsets is terminals[i]
     transitions: np.ndarray  # int32 [n_states, 256], DEAD (-1) when no terminal survives
-    initial: int
+    num_starts: int  # states 0 .. num_starts - 1 are the starts (nothing read yet); never re-entered
     accept_bits: np.ndarray  # uint64 [n_states, words]: terminals accepting the lexeme so far
     alive_bits: np.ndarray  # uint64 [n_states, words]: terminals that accept it or an extension
+    # Bytes every terminal treats alike, so every state does: the class of each byte (int64
+    # [256]) and a byte of each class (int64 [classes]). Possibly finer than the table's own
+    # column classes, never coarser; known from the build, so nothing re-derives them.
+    byte_class: np.ndarray
+    class_byte: np.ndarray
 
     @property
     def num_states(self) -> int:
@@ -45,18 +57,27 @@ class LexerDFA:
         return int(self.accept_bits.shape[1])
 
     def terminal_index(self, name: str) -> int:
-        for index, terminal in enumerate(self.terminals):
-            if terminal.name == name:
-                return index
-        raise KeyError(name)
+        return terminal_index(self.terminals, name)
 
     def bits_of(self, names) -> np.ndarray:
         """The uint64 bitset of the named terminals."""
-        bits = np.zeros(self.words, dtype=np.uint64)
-        for name in names:
-            index = self.terminal_index(name)
-            bits[index >> 6] |= np.uint64(1) << np.uint64(index & 63)
-        return bits
+        return terminal_bits(self.terminals, names)
+
+
+def terminal_index(ranked, name: str) -> int:
+    for index, terminal in enumerate(ranked):
+        if terminal.name == name:
+            return index
+    raise KeyError(name)
+
+
+def terminal_bits(ranked, names) -> np.ndarray:
+    """The uint64 bitset of the named terminals of ``ranked`` (terminals in rank order)."""
+    bits = np.zeros((len(ranked) + 63) // 64, dtype=np.uint64)
+    for name in names:
+        index = terminal_index(ranked, name)
+        bits[index >> 6] |= np.uint64(1) << np.uint64(index & 63)
+    return bits
 
 
 def rank_terminals(terminals) -> tuple[Terminal, ...]:
@@ -66,8 +87,12 @@ def rank_terminals(terminals) -> tuple[Terminal, ...]:
     return tuple(terminals[i] for i in order)
 
 
-def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
-    """The product DFA of ``terminals`` (which must each match at least one non-empty text)."""
+def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
+    """The product DFA of ``terminals`` (which must each match at least one non-empty text).
+
+    ``starts`` (uint64 [k, words], bitsets over the terminals in rank order, see
+    :func:`rank_terminals`) are the terminal sets of the k start states; by default one
+    start tracks every terminal."""
     ranked = rank_terminals(tuple(terminals))
     if not ranked:
         raise GrammarError("a grammar needs at least one terminal")
@@ -93,12 +118,20 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
 
     words = (len(ranked) + 63) // 64
     # A product state is the array of its members' global states, in terminal order (each
-    # terminal DFA contributes at most one). No transition re-enters the start state: state 0
+    # terminal DFA contributes at most one). No transition re-enters a start state: a start
     # always means "the lexeme is empty", even for terminals whose DFAs cycle back to their
     # start (see member_product).
-    start = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
+    initial = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
+    if starts is None:
+        start_pool, start_offsets = initial, np.array([0, initial.shape[0]], dtype=np.int64)
+    else:
+        tracked = np.unpackbits(np.ascontiguousarray(starts, dtype=np.uint64).reshape(-1, words).view(np.uint8),
+                                axis=1, bitorder="little")[:, :len(ranked)].astype(bool)
+        start_pool = initial[np.nonzero(tracked)[1]]
+        start_offsets = np.zeros(tracked.shape[0] + 1, dtype=np.int64)
+        np.cumsum(tracked.sum(axis=1), out=start_offsets[1:])
     class_rows, flat, member_offsets, overflowed = member_product(
-        np.ascontiguousarray(big[:, representative]), start, max_states)
+        np.ascontiguousarray(big[:, representative]), start_pool, start_offsets, max_states)
     if overflowed:
         raise GrammarError(
             f"the lexer automaton of this grammar exceeds {max_states} states; "
@@ -113,7 +146,8 @@ def build_lexer(terminals, *, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
     np.bitwise_or.at(alive_bits, (state_of, terminal >> 6), bits)
     accepted = big_accepting[flat]
     np.bitwise_or.at(accept_bits, (state_of[accepted], terminal[accepted] >> 6), bits[accepted])
-    return LexerDFA(ranked, transitions, 0, accept_bits, alive_bits)
+    return LexerDFA(ranked, transitions, start_offsets.shape[0] - 1, accept_bits, alive_bits,
+                    byte_class.astype(np.int64), representative.astype(np.int64))
 
 
 def _byte_classes(table: np.ndarray):

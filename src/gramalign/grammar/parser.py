@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import GrammarError
 from .grammar import Grammar
 from .lalr import ACCEPT, ParseTable, build_parse_table
-from .lexer import LexerDFA, build_lexer
+from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
 
 HYPOTHESIS_FIELDS = 9
 STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, BRACKETS, COLUMN, BLOCKS = range(HYPOTHESIS_FIELDS)
@@ -70,9 +70,9 @@ class ParserTables:
     table: ParseTable
     term_column: np.ndarray  # int32 [lexer terminals]: parser column, -1 for ignored terminals
     candidate_bits: np.ndarray  # uint64 [parser states, words]: lexer terminals usable there
-    candidate_id: np.ndarray  # int32 [parser states]: index of the distinct candidate set
-    reach_bits: np.ndarray  # uint64 [lexer states, candidate sets, words]: lazily filled
-    reach_done: np.ndarray  # uint8 [lexer states, candidate sets]
+    candidate_id: np.ndarray  # int32 [parser states]: index of the distinct candidate set = its lexer start
+    reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
+    reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
     layout: np.ndarray  # int32 [5]: see NEWLINE_TERMINAL etc.
     bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
@@ -90,7 +90,7 @@ class ParserTables:
         """The arrays, in the order every kernel of this module takes them."""
         t = self.table
         lx = self.lexer
-        return (lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.initial),
+        return (lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.num_starts), lx.class_byte,
                 t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column,
                 self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done,
                 self.layout, self.bracket_delta, self.tracks_column)
@@ -126,27 +126,29 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
     """Lexer DFA + LALR table + the glue between them for ``grammar`` (cached per grammar)."""
     table = build_parse_table(grammar)
     used = set(table.terminals[:-1]) | set(grammar.ignore)
-    lexer = build_lexer([t for t in grammar.terminals if t.name in used])
+    ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
     columns = {name: j for j, name in enumerate(table.terminals)}
-    term_column = np.array([-1 if t.name in grammar.ignore else columns[t.name] for t in lexer.terminals],
-                           dtype=np.int32)
-    words = lexer.words
-    ignore_bits = lexer.bits_of(grammar.ignore)
+    term_column = np.array([-1 if t.name in grammar.ignore else columns[t.name] for t in ranked], dtype=np.int32)
+    words = (len(ranked) + 63) // 64
     candidate_bits = _candidate_bits(table.action, term_column, words)
-    candidate_bits |= ignore_bits
-    layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
-    if layout[NEWLINE_TERMINAL] >= 0:  # always a candidate, as in lark's post-lexers
-        candidate_bits |= lexer.bits_of([grammar.indentation.newline])
+    candidate_bits |= terminal_bits(ranked, grammar.ignore)
+    if grammar.indentation is not None:  # always a candidate, as in lark's post-lexers
+        candidate_bits |= terminal_bits(ranked, [grammar.indentation.newline])
     if grammar.always_lexed:
-        candidate_bits |= lexer.bits_of(grammar.always_lexed)
+        candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
     candidate_id, n_sets = _row_ranks(candidate_bits)
-    cache_bytes = lexer.num_states * n_sets * (words * 8 + 1)
+    # One lexer start per distinct candidate set (start k for set k), see the lexer module.
+    starts = np.empty((n_sets, words), dtype=np.uint64)
+    starts[candidate_id] = candidate_bits
+    lexer = build_lexer(ranked, starts=starts)
+    layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
+    cache_bytes = lexer.num_states * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
         raise GrammarError(
-            f"grammar too large: {lexer.num_states} lexer states x {n_sets} parser contexts need "
+            f"grammar too large: {lexer.num_states} lexer states need "
             f"{cache_bytes >> 20} MiB of lookahead tables (limit {REACH_MAX_BYTES >> 20} MiB)")
-    reach_bits = np.zeros((lexer.num_states, n_sets, words), dtype=np.uint64)
-    reach_done = np.zeros((lexer.num_states, n_sets), dtype=np.uint8)
+    reach_bits = np.zeros((lexer.num_states, words), dtype=np.uint64)
+    reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
     accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
     return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
                         reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column)
@@ -197,13 +199,13 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
                 bracket_delta[names.index(name)] = delta
     word, bit = newline >> 6, np.uint64(1) << np.uint64(newline & 63)
     tracks_column[:] = (lexer.alive_bits[:, word] & bit) != 0
-    tracks_column[lexer.initial] = 0
+    tracks_column[:lexer.num_starts] = 0
     return layout, bracket_delta, tracks_column
 
 
 # ---------------------------------------------------------------------------------------
 # Kernels. Argument order: the ParserTables.kernel_args() arrays first (named ``lx_trans,
-# lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len, term_column,
+# lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
 # cand_bits, cand_id, reach_bits, reach_done``), then the pools, then the rest.
 
 
@@ -286,9 +288,12 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
 
 
 @numba.njit(cache=True, nogil=True)
-def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, start):
-    """Set ``reach_bits[q, cid]`` (and ``reach_done``) to the terminals that win some lexeme
-    reachable from ``q``, for ``start`` and every state reachable from it under ``cand``.
+def fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, start):
+    """Set ``reach_bits[q]`` (and ``reach_done``) to the terminals that win some lexeme
+    reachable from ``q``, for ``start`` and every state reachable from it.
+
+    A state tracks only candidates of every start that reaches it (see the lexer module),
+    so its winner is the best-ranked terminal accepting there, whatever the candidate set.
 
     One pass of Tarjan's strongly connected components: a state's winners are its own and
     those of its successors, so each component, finished after every component it reaches,
@@ -296,10 +301,10 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
     for each of them: quadratic along a length-bounded string.
     Only finished values are stored, so readers that check ``reach_done`` first never see a
     partial set."""
-    if reach_done[start, cid]:
+    if reach_done[start]:
         return
     n = lx_trans.shape[0]
-    words = cand.shape[0]
+    words = lx_accept.shape[1]
     # Only `met` is cleared: a call is made per state not done yet, and clearing every
     # per-state array of a large lexer each time cost more than the search.
     met = np.zeros(n, np.uint8)  # 0: not met, 1: on the component stack, 2: component done
@@ -328,21 +333,21 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
         if depth == 0:
             break
         v = frames[depth - 1]
-        b = next_byte[depth - 1]
-        if b < 256:
-            next_byte[depth - 1] = b + 1
-            w = lx_trans[v, b]
-            if w < 0 or not _intersects(lx_alive[w], cand):
+        c = next_byte[depth - 1]
+        if c < lx_class_byte.shape[0]:  # one byte of each class the lexer treats alike
+            next_byte[depth - 1] = c + 1
+            w = lx_trans[v, lx_class_byte[c]]
+            if w < 0:
                 continue
-            if reach_done[w, cid]:
+            if reach_done[w]:
                 for k in range(words):
-                    acc[v, k] |= reach_bits[w, cid, k]
+                    acc[v, k] |= reach_bits[w, k]
             elif met[w] == 0:
                 met_now = w
             elif met[w] == 1 and index[w] < low[v]:
                 low[v] = index[w]
             continue
-        winner = _lowest_common_bit(lx_accept[v], cand)
+        winner = _lowest_common_bit(lx_accept[v], lx_accept[v])
         if winner >= 0:
             acc[v, winner >> 6] |= np.uint64(1) << np.uint64(winner & 63)
         depth -= 1
@@ -358,8 +363,8 @@ def fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done,
                 z = members[n_members]
                 met[z] = 2
                 for k in range(words):
-                    reach_bits[z, cid, k] = acc[v, k]
-                reach_done[z, cid] = 1
+                    reach_bits[z, k] = acc[v, k]
+                reach_done[z] = 1
                 if z == v:
                     break
 
@@ -408,17 +413,15 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_bits, reach_done,
-                      q, parser_state):
+def reachable_winners(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q):
     """Terminals that can win a lexeme going on from lexer state ``q`` (cached bitset)."""
-    cid = cand_id[parser_state]
-    if not reach_done[q, cid]:
-        fill_reach(lx_trans, lx_accept, lx_alive, cand_bits[parser_state], cid, reach_bits, reach_done, q)
-    return reach_bits[q, cid]
+    if not reach_done[q]:
+        fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q)
+    return reach_bits[q]
 
 
 @numba.njit(cache=True, nogil=True)
-def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
                       scratch_alloc):
@@ -428,12 +431,10 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
     only whether the current lexeme can become a terminal the stack can take.
     """
     q = hyp[LEXEME]
-    if q == lx_initial:
+    if q < lx_starts:
         return True, OK
     node = hyp[STACK]
-    state = _node_state(pool_state, scratch_state, node)
-    reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, reach_bits, reach_done,
-                              q, state)
+    reach = reachable_winners(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q)
     usable = np.zeros(cand_bits.shape[1], np.uint64)
     known = np.zeros(cand_bits.shape[1], np.uint64)
     return usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
@@ -543,7 +544,7 @@ def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_sta
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state,
                        pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
                        n_out):
@@ -574,7 +575,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
         out[n_out, SHADOW2_PARSER] = hyp[SHADOW2_PARSER] if s2 >= 0 else -1
         out[n_out, COLUMN] = next_column(tracks_column, layout, went_on, hyp[COLUMN], byte)
         n_out += 1
-    if q == lx_initial:
+    if q < lx_starts:
         return n_out, alloc, OK
     winner = _lowest_common_bit(lx_accept[q], cand)
     if winner < 0:
@@ -595,7 +596,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
     if new_node < 0:
         return n_out, alloc, OK
     new_state = _node_state(pool_state, scratch_state, new_node)
-    first = lx_trans[lx_initial, byte]
+    first = lx_trans[cand_id[new_state], byte]  # the next lexeme starts at the new state's start
     if first < 0 or not _intersects(lx_alive[first], cand_bits[new_state]):
         return n_out, alloc, OK
     if n_out >= out.shape[0]:
@@ -628,7 +629,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, 
 
 
 @numba.njit(cache=True, nogil=True)
-def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                   term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column,
                   pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
@@ -645,7 +646,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
         n_next = 0
         for h in range(n_current):
             n_next, alloc, status = advance_hypothesis(
-                lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
             if status != OK:
@@ -659,7 +660,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_
     n_out = 0
     for h in range(n_current):
         viable, status = hypothesis_viable(
-            lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len, term_column,
+            lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
             cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column, pool_state,
             pool_parent, scratch_state, scratch_parent, exposed, current[h], 0)
         if status != OK:
@@ -687,7 +688,7 @@ def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_pa
 
 
 @numba.njit(cache=True, nogil=True)
-def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                           term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
                           tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                           end_column):
@@ -705,7 +706,7 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_initial, action, got
         blocks = hyps[h, BLOCKS]
         alloc = 0
         ends_with_newline = False
-        if q != lx_initial:
+        if q >= lx_starts:
             state = _node_state(pool_state, scratch_state, node)
             winner = _lowest_common_bit(lx_accept[q], cand_bits[state])
             if winner < 0:
@@ -853,7 +854,7 @@ class IncrementalParser:
     def initial_state(self) -> np.ndarray:
         hyp = np.full((1, HYPOTHESIS_FIELDS), -1, dtype=np.int32)
         hyp[0, STACK] = 0
-        hyp[0, LEXEME] = self.tables.lexer.initial
+        hyp[0, LEXEME] = self.tables.candidate_id[self.tables.table.initial_state]
         hyp[0, BRACKETS] = 0
         hyp[0, COLUMN] = 0
         return hyp
@@ -887,8 +888,8 @@ class IncrementalParser:
 
     def can_end(self, hyps: np.ndarray) -> bool:
         """Is the text so far a complete sentence?"""
-        lexer = self.tables.lexer
-        if not any(q == lexer.initial or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
+        starts = self.tables.lexer.num_starts
+        if not any(q < starts or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
             return False  # mid-lexeme, and no terminal accepts it yet
         while True:
             result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,

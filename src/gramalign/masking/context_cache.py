@@ -2,8 +2,9 @@
 
 :func:`.grammar_walk.classify_tokens` splits the vocabulary for a lexical context (lexer
 state, candidate terminals, shadows). Its answer reads only a small part of the grammar's
-lexer: the states reachable from the context's start state, its shadows and the lexer's
-initial state (where a lexeme can end and the next one starts), each restricted to the
+lexer: the states reachable from the context's start state, its shadows and the lexer
+start of its candidate set (where a lexeme starts after an ignored one), whether any lexer
+start reads a byte (where a parser-visible lexeme ends inside a token), each restricted to the
 states still alive for the terminals it is checked against, and of those states only what
 the walk looks at — which candidate terminal wins there, whether a shadow would accept, and
 whether a terminal is ignored. :func:`context_signature` writes exactly that as a canonical
@@ -41,7 +42,7 @@ CACHE_BYTES = 256 << 20
 
 _DEAD = -1
 _CANDIDATES_DEAD = -2  # the initial state's byte starts a lexeme, but of no candidate
-_STARTS_A_LEXEME = -3  # the initial state, not explored: this byte starts some lexeme
+_STARTS_A_LEXEME = -3  # the initial state, not explored: some lexer start reads this byte
 
 
 @numba.njit(cache=True, nogil=True)
@@ -116,11 +117,14 @@ def _grown_nodes(node_state, node_component, successors, n, capacity):
 
 
 @numba.njit(cache=True, nogil=True)
-def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, shadow_states,
+def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_column, cand, shadow_states,
                       shadow_cands, start, byte_class, class_byte, max_states):
     """(signature int32 array, real terminal of each canonical terminal int32 array) of the
     lexical context, or an empty signature when the sub-automaton has more than
     ``max_states`` states. See the module docstring for what the signature holds.
+    ``initial`` is the lexer start of the context's candidate set (where a lexeme starts
+    after an ignored one); ``starts_any[b]``: does any lexer start read byte ``b`` (what the
+    classification reads where a parser-visible lexeme ends).
     ``byte_class``/``class_byte`` are the lexer table's :func:`~gramalign.grammar.dfa_kernels.column_classes`."""
     n_lexer = lx_trans.shape[0]
     n_components = 1 + shadow_states.shape[0]
@@ -155,7 +159,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
     # any other ending needs the parser). So the initial state's own part is explored
     # only when the start's part can end an ignored lexeme, else it is a leaf whose row
     # says which bytes start a lexeme.
-    follow_initial = start == lx_initial
+    follow_initial = start == initial
     initial_added = False
     done = 0
     while True:
@@ -163,8 +167,8 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
             if initial_added:
                 break
             initial_added = True
-            if index_of[lx_initial] >= 0:
-                roots[1] = index_of[lx_initial]
+            if index_of[initial] >= 0:
+                roots[1] = index_of[initial]
                 break  # reached from the start: explored like any other state
             if not follow_initial:
                 for r in range(n):
@@ -177,14 +181,14 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
                 capacity *= 2
                 node_state, node_component, successors = _grown_nodes(node_state, node_component, successors, n,
                                                                       capacity)
-            index_of[lx_initial] = n
-            node_state[n] = lx_initial
+            index_of[initial] = n
+            node_state[n] = initial
             node_component[n] = 0
             roots[1] = n
             n += 1
             if not follow_initial:
                 for c in range(n_columns):
-                    successors[n - 1, c] = _DEAD if lx_trans[lx_initial, class_byte[c]] < 0 else _STARTS_A_LEXEME
+                    successors[n - 1, c] = _STARTS_A_LEXEME if starts_any[class_byte[c]] else _DEAD
                 done = n
                 break
             continue
@@ -222,7 +226,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
                 # Only the initial state tells "dead" from "dead for these candidates" apart:
                 # a lexeme ending before a byte that starts no terminal at all is rejected
                 # outright, before the parser is consulted.
-                successors[done, c] = _CANDIDATES_DEAD if (component == 0 and q == lx_initial) else _DEAD
+                successors[done, c] = _CANDIDATES_DEAD if (component == 0 and q == initial) else _DEAD
             else:
                 successors[done, c] = found
         done += 1
@@ -236,7 +240,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
         outputs[r, 0] = component
         if component == 0:
             outputs[r, 1] = _lowest_common_bit(lx_accept[q], cand)
-            outputs[r, 2] = 1 if q == lx_initial else 0
+            outputs[r, 2] = 1 if q == initial else 0
         else:
             outputs[r, 1] = 1 if _intersects(lx_accept[q], shadow_cands[component - 1]) else 0
             outputs[r, 2] = 0
@@ -300,7 +304,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
                 real_of[n_terms] = winner
                 n_terms += 1
             canonical_winner[s] = found
-    size = 7 + 256 + n_terms + m * (3 + n_byte_classes)
+    size = 7 + 2 * 256 + n_terms + m * (3 + n_byte_classes)
     signature = np.empty(size, np.int32)
     signature[0] = m
     signature[1] = n_byte_classes
@@ -310,7 +314,8 @@ def context_signature(lx_trans, lx_accept, lx_alive, lx_initial, term_column, ca
     at = 7
     for b in range(256):
         signature[at + b] = canonical_class[b]
-    at += 256
+        signature[at + 256 + b] = starts_any[b]
+    at += 2 * 256
     for k in range(n_terms):
         signature[at + k] = 1 if term_column[real_of[k]] < 0 else 0  # ignored terminal
     at += n_terms
@@ -426,7 +431,8 @@ def warm_kernels() -> None:
     # Lexer tables come in either memory order (the product lexer's is Fortran order).
     for transitions in (c_order, np.asfortranarray(c_order)):
         byte_class, class_byte = column_classes(transitions)
-        signature, real_of = context_signature(transitions, bits, bits, np.int64(0), np.zeros(1, np.int32),
+        signature, real_of = context_signature(transitions, bits, bits, np.int64(0),
+                                               (transitions[0] >= 0).astype(np.uint8), np.zeros(1, np.int32),
                                                np.ones(1, np.uint64), np.zeros(0, np.int32),
                                                np.zeros((0, 1), np.uint64), np.int64(0), byte_class, class_byte,
                                                MAX_SIGNATURE_STATES)

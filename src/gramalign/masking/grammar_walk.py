@@ -22,7 +22,7 @@ from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESIS_FIELDS, LEXEME, MAX_H
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                       node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, out_words):
@@ -60,7 +60,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
             q = levels[above, h, LEXEME]
             state = parser_state[above, h]
             simple = levels[above, h, SHADOW1] < 0 and levels[above, h, SHADOW2] < 0
-            if simple and q != lx_initial:
+            if simple and q >= lx_starts:
                 for w in range(words):
                     if lx_accept[q, w] & cand_bits[state, w]:
                         simple = False  # the lexeme could end here: take the general path
@@ -69,24 +69,23 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                 went_on = lx_trans[q, byte]
                 if went_on < 0:
                     continue
-                cid = cand_id[state]
-                if not reach_done[went_on, cid]:
-                    fill_reach(lx_trans, lx_accept, lx_alive, cand_bits[state], cid, reach_bits, reach_done, went_on)
+                if not reach_done[went_on]:
+                    fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, went_on)
                 # Reachable winners are empty when the lexeme is dead for these candidates.
                 viable = False
                 unknown = False
                 for w in range(words):
-                    if reach_bits[went_on, cid, w] & usable[above, h, w]:
+                    if reach_bits[went_on, w] & usable[above, h, w]:
                         viable = True
                         break
-                    if reach_bits[went_on, cid, w] & ~known[above, h, w]:
+                    if reach_bits[went_on, w] & ~known[above, h, w]:
                         unknown = True
                 if not viable and unknown:
                     viable, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
                                                   pool_parent, scratch_state, scratch_parent, exposed,
                                                   levels[above, h, STACK], alloc,
                                                   free_terminal(layout, levels[above, h, BRACKETS]),
-                                                  reach_bits[went_on, cid], usable[above, h], known[above, h])
+                                                  reach_bits[went_on], usable[above, h], known[above, h])
                     if status != OK:
                         return status
                 if not viable:
@@ -106,7 +105,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                 continue
             first_new = n_out
             n_out, alloc, status = advance_hypothesis(
-                lx_trans, lx_accept, lx_alive, lx_initial, action, goto, rule_lhs, rule_len,
+                lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out)
             if status != OK:
@@ -122,10 +121,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_initial, action, goto, r
                     usable[depth, kept] = 0
                     known[depth, kept] = 0
                 lexeme = levels[depth, k, LEXEME]
-                alive = lexeme == lx_initial
+                alive = lexeme < lx_starts
                 if not alive:
-                    reach = reachable_winners(lx_trans, lx_accept, lx_alive, cand_bits, cand_id,
-                                              reach_bits, reach_done, lexeme, new_state)
+                    reach = reachable_winners(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, lexeme)
                     alive, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
                                                  pool_parent, scratch_state, scratch_parent, exposed, stack,
                                                  alloc, free_terminal(layout, levels[depth, k, BRACKETS]),
@@ -178,7 +176,7 @@ MAX_BRANCHES = 8
 
 
 @numba.njit(cache=True, nogil=True)
-def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand, cid, reach_bits,
+def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid, reach_bits,
                     reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
                     token_start, token_ids, max_depth, group_reach, n_groups, skip_first, out_positions,
                     out_groups, max_nodes):
@@ -197,6 +195,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
       parser walk decides those.
     * anything else is rejected. Ending the current lexeme at position 0 is not
       considered: callers add that as a separate hypothesis.
+
+    ``cid`` is the context's candidate set, so state ``cid`` is where a lexeme starts after
+    an ignored one; ``starts_any[b]`` says whether any lexer start reads byte ``b``.
 
     Tokens whose first byte has ``skip_first`` set are not visited (the caller has them
     otherwise); the first ``n_groups`` rows of ``group_reach`` are groups already made.
@@ -295,7 +296,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
                     n_out += 1
                 else:
                     went_on = -1
-            if depth == 1 or q == lx_initial or went_on_accepts:
+            if depth == 1 or q < lx_starts or went_on_accepts:
                 continue  # no lexeme can end before this byte (or longest match forbids it)
             flags = state_flags[q]
             if flags == 0:
@@ -303,12 +304,16 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
             if not flags & ACCEPTS:
                 continue
             winner = state_winner[q]
-            first = lx_trans[lx_initial, byte]
+            if term_column[winner] >= 0:
+                # The parser takes the lexeme and the next one starts under its new state's
+                # candidates: rejected outright only where no candidate set starts with the byte.
+                if starts_any[byte]:
+                    needs_parser = True
+                    break
+                continue
+            first = lx_trans[cid, byte]  # an ignored lexeme ended: same parser state, same start
             if first < 0:
                 continue
-            if term_column[winner] >= 0:
-                needs_parser = True
-                break
             flags = state_flags[first]
             if flags == 0:
                 flags = _state_flags(first, lx_accept, lx_alive, cand, state_flags, state_winner)
@@ -348,10 +353,10 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_initial, term_column, cand
                     reach[w] = 0
                 for h in range(n_out):
                     q = q_of[depth, h]
-                    if not reach_done[q, cid]:
-                        fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, q)
+                    if not reach_done[q]:
+                        fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q)
                     for w in range(words):
-                        reach[w] |= reach_bits[q, cid, w]
+                        reach[w] |= reach_bits[q, w]
                 for g in range(n_groups):
                     same = True
                     for w in range(words):

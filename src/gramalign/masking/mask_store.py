@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grammar.dfa_kernels import column_classes
 from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1,
                               SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
                               end_lexeme, usable_meets)
@@ -45,8 +44,8 @@ from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, Sh
                             warm_kernels)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
-from .token_slices import (ASCII_TEXT, LEVELS, TEXT, TextSlices, clear_first_bytes, step_bytes, text_coverage,
-                           text_slices_for, text_states)
+from .token_slices import (ASCII_TEXT, LEVELS, TEXT, TextSlices, admits_text, clear_first_bytes, step_bytes,
+                           text_coverage, text_slices_for)
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
 
@@ -88,6 +87,9 @@ SHARE_AFTER_NODES = 4096
 """Trie nodes a context's classification may visit before it is looked up in (and, when
 missing, added to) the cross-grammar cache of :mod:`.context_cache`."""
 
+UNSIGNED_TRIES = 2
+"""Signatures that come out too large under one candidate set before no more are tried there."""
+
 MEMO_ENTRIES = 4096
 """Rows remembered per parser (matcher) by exact hypothesis, see ``StackPool.memo``."""
 
@@ -116,13 +118,16 @@ class GrammarMaskStore:
         if self.shared is not None:
             warm_kernels()
         self._slices = text_slices_for(trie, self.width) if text_blocks else None
-        self._byte_classes = None  # (class of each byte, a byte of each class) of the lexer, on first use
+        self._steps = None  # step_bytes of the lexer's byte classes, on first use
+        self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._accepting_any = tables.accepting
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
+        self._starts = lexer.num_starts
+        self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
         self._candidate_id = tables.candidate_id.tolist()
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._whole_rows_left = WHOLE_ROW_BYTES // (4 * self.width)
@@ -260,7 +265,7 @@ class GrammarMaskStore:
         entry = self._context(fields, state, hyp[0])
         part, depth = self._stack_part(parser, hyp, entry, fields)
         self._write(entry, part, row, overwrite)
-        accepting = q != tables.lexer.initial and self._accepting_any[q]
+        accepting = q >= self._starts and self._accepting_any[q]
         if not accepting:
             if depth == 0 and self._newline < 0 and len(self._by_top) < STACK_CACHE_ENTRIES:
                 self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (entry, part)
@@ -372,7 +377,7 @@ class GrammarMaskStore:
         pool = parser.pool
         while True:
             node, brackets, blocks, alloc, status = end_lexeme(
-                *self._args[4:9], tables.layout, tables.bracket_delta, *pool.arrays(), int(hyp[STACK]), winner,
+                *self._args[5:10], tables.layout, tables.bracket_delta, *pool.arrays(), int(hyp[STACK]), winner,
                 int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used)
             if status == OK:
                 break
@@ -388,7 +393,7 @@ class GrammarMaskStore:
             return None
         ended = np.full((1, hyp.shape[0]), -1, dtype=np.int32)
         ended[0, STACK] = node
-        ended[0, LEXEME] = lexer.initial
+        ended[0, LEXEME] = self._candidate_id[int(pool.state[node])]  # the start of its candidate set
         ended[0, BRACKETS] = brackets
         ended[0, COLUMN] = 0
         ended[0, BLOCKS] = blocks
@@ -427,13 +432,18 @@ class GrammarMaskStore:
             return entry
         # The walk gave up, so the context takes no text blocks (those walks never give up):
         # the full walks below need not look for them again.
-        if self._byte_classes is None:
-            self._byte_classes = column_classes(lexer.transitions)
-        signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
-                                               np.int64(lexer.initial), tables.term_column, cand, shadow_states,
-                                               shadow_cands, np.int64(key[0]), *self._byte_classes,
-                                               MAX_SIGNATURE_STATES)
+        if self._unsigned.get(key[1], 0) < UNSIGNED_TRIES:
+            signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
+                                                   np.int64(key[1]), self._starts_any, tables.term_column, cand,
+                                                   shadow_states, shadow_cands, np.int64(key[0]), lexer.byte_class,
+                                                   lexer.class_byte, MAX_SIGNATURE_STATES)
+        else:
+            signature = _NO_SIGNATURE
         if not signature.size:  # too large a sub-automaton to be worth a signature
+            # Lexemes of a large automaton (a format, a long bounded string) meet a new
+            # state at every byte; after a few of them the search is not tried again under
+            # these candidates: it costs more than the walk it could save.
+            self._unsigned[key[1]] = self._unsigned.get(key[1], 0) + 1
             return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes, text_blocks=False)
         signature = signature.tobytes()
         shared = self.shared.get(signature)
@@ -476,8 +486,8 @@ class GrammarMaskStore:
             try:
                 positions, groups = scratch
                 n_groups, n_written = classify_tokens(
-                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.initial),
-                    tables.term_column, cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states,
+                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
+                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states,
                     shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
                     trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), skip,
                     positions, groups, max_nodes)
@@ -523,13 +533,14 @@ class GrammarMaskStore:
             return None
         tables = self.tables
         lexer = tables.lexer
-        rows = text_states(lexer.transitions, lexer.alive_bits, cand, np.int32(key[0]), TEXT)
-        if not rows.size:
+        if not admits_text(lexer.transitions, lexer.alive_bits, cand, np.int32(key[0]), TEXT):
             return None
-        # Byte classes of the rows the search may read (of the whole lexer they may take ~50 ms).
-        steps = step_bytes(column_classes(np.ascontiguousarray(lexer.transitions[rows]))[0], TEXT)
-        depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, cand,
-                                           np.int32(key[1]), tables.reach_bits, tables.reach_done, np.int32(key[0]),
+        if self._steps is None:
+            self._steps = step_bytes(lexer.byte_class, TEXT)
+        steps = self._steps
+        depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
+                                           cand,
+                                           tables.reach_bits, tables.reach_done, np.int32(key[0]),
                                            TEXT, *steps, LEVELS[-1])
         # The level most text tokens can take (a few first bytes may admit longer texts,
         # e.g. four-byte characters under a length bound in characters).
@@ -547,7 +558,7 @@ class GrammarMaskStore:
         grown (group_reach, group_masks), or None if a group would be needed beyond the slots."""
         covered_bytes = np.flatnonzero(covered)
         in_block = np.diff(block.offsets) > 0
-        reach_of = self.tables.reach_bits[state_after[covered_bytes], key[1]]
+        reach_of = self.tables.reach_bits[state_after[covered_bytes]]
         for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
             reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
             same = np.zeros(256, dtype=bool)
@@ -584,9 +595,11 @@ class GrammarMaskStore:
 
 _MISSING = object()
 _NO_SKIP = np.zeros(256, dtype=np.uint8)
+_NO_SIGNATURE = np.zeros(0, dtype=np.int32)
 
-CACHE_FORMAT = 1
-"""Version of the on-disk mask cache layout; files of another version are ignored."""
+CACHE_FORMAT = 2
+"""Version of the on-disk mask cache layout; files of another version are ignored (2: one
+lexer start per candidate set, so lexer states are numbered differently)."""
 
 
 def grammar_hash(tables: ParserTables) -> str:

@@ -81,7 +81,7 @@ def _text_lengths(node_byte, node_depth, token_start, text):
 
 
 @numba.njit(cache=True, nogil=True)
-def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, start, text, step_bytes,
+def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start, text, step_bytes,
                   step_offsets, max_depth):
     """(depth, state), int32 [256] each, by first byte ``b`` of a text: how many bytes of
     any text that starts with ``b`` lexer state ``start`` reads under candidates ``cand``
@@ -111,50 +111,32 @@ def text_coverage(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_do
                 break
         else:
             searches += 1
-            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, p, u, text,
+            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u, text,
                                    step_bytes, step_offsets, max_depth, seen, searches, level, following)
     return depth, state
 
 
 @numba.njit(cache=True, nogil=True)
-def text_states(lx_trans, lx_alive, cand, start, text):
-    """The lexer states :func:`text_coverage` may step from (``start`` and every state
-    reachable from it through live states), or an empty array when fewer than half the ASCII
-    text bytes keep the lexeme alive at all: callers take the level half of them reach, so
+def admits_text(lx_trans, lx_alive, cand, start, text):
+    """Do at least half the ASCII text bytes keep the lexeme in ``start`` alive? If not,
+    :func:`text_coverage` is not worth asking: callers take the level half of them reach, so
     nothing would be covered (most contexts: punctuation, numbers, literals)."""
     alive_ascii = 0
     for b in range(0x80):
         p = lx_trans[start, b]
         if text[0, b] == 0 and p >= 0 and _intersects(lx_alive[p], cand):
             alive_ascii += 1
-    if 2 * alive_ascii < N_ASCII_TEXT:
-        return np.empty(0, np.int32)
-    seen = np.zeros(lx_trans.shape[0], np.uint8)
-    found = np.empty(lx_trans.shape[0], np.int32)
-    found[0] = start
-    seen[start] = 1
-    n_found = 1
-    k = 0
-    while k < n_found:
-        q = found[k]
-        k += 1
-        for b in range(256):
-            p = lx_trans[q, b]
-            if p >= 0 and not seen[p] and _intersects(lx_alive[p], cand):
-                seen[p] = 1
-                found[n_found] = p
-                n_found += 1
-    return found[:n_found]
+    return 2 * alive_ascii >= N_ASCII_TEXT
 
 
 @numba.njit(cache=True, nogil=True)
-def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, first, first_text, text,
+def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, first, first_text, text,
                 step_bytes, step_offsets, max_depth, seen, search, level, following):
     """:func:`text_coverage` for the texts whose first byte led to (lexer ``first``, text
     ``first_text``): breadth-first over (lexer state, text state) pairs. Once a level
     brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
     words = cand.shape[0]
-    fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, first)
+    fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, first)
     n_next = 1
     following[0, 0] = first
     following[0, 1] = first_text
@@ -163,8 +145,8 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done
         # Check the pairs `depth` bytes in, then expand them.
         for k in range(n_next):
             p = following[k, 0]
-            if not reach_done[p, cid]:
-                fill_reach(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done, p)
+            if not reach_done[p]:
+                fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, p)
             alive = False
             accepts = False
             for w in range(words):
@@ -172,7 +154,7 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done
                     alive = True
                 if lx_accept[p, w] & cand[w]:
                     accepts = True
-                if reach_bits[p, cid, w] != reach_bits[first, cid, w]:
+                if reach_bits[p, w] != reach_bits[first, w]:
                     return depth - 1
             if not alive:
                 return depth - 1
@@ -203,8 +185,7 @@ def _depth_from(lx_trans, lx_accept, lx_alive, cand, cid, reach_bits, reach_done
 @numba.njit(cache=True, nogil=True)
 def step_bytes(byte_class, text):
     """(bytes, offsets [9]) for :func:`text_coverage`: per text state, one byte of each class
-    of the bytes it admits that the lexer (``byte_class`` per byte, from the rows of
-    :func:`text_states`) also treats alike."""
+    of the bytes it admits that the lexer (``byte_class`` per byte) also treats alike."""
     n_states = text.shape[0]
     chosen = np.empty(n_states * 256, np.int32)
     offsets = np.zeros(n_states + 1, np.int64)
@@ -308,11 +289,11 @@ def _warm_kernels() -> None:
         transitions = np.full((1, 256), -1, dtype=np.int32, order=order)
         transitions[0, text_bytes] = 0
         bits = np.ones((1, 1), dtype=np.uint64)
-        reach_bits, reach_done = np.zeros((1, 1, 1), np.uint64), np.zeros((1, 1), np.uint8)
-        if not text_states(transitions, bits, bits[0], np.int32(0), TEXT).size:
+        reach_bits, reach_done = np.zeros((1, 1), np.uint64), np.zeros(1, np.uint8)
+        if not admits_text(transitions, bits, bits[0], np.int32(0), TEXT):
             raise AssertionError("a lexer that reads any text admits text")
         steps = step_bytes(np.zeros(256, np.int64), TEXT)
-        text_coverage(transitions, bits, bits, bits[0], np.int32(0), reach_bits, reach_done, np.int32(0), TEXT,
+        text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, np.int32(0), TEXT,
                       *steps, LEVELS[-1])
     ids, offsets = np.zeros(1, np.int32), np.zeros(257, np.int64)
     ids.flags.writeable = offsets.flags.writeable = False
