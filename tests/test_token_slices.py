@@ -52,10 +52,18 @@ def is_cut_character(tail: bytes) -> bool:
     return False
 
 
+def is_word(data: bytes) -> bool:
+    """ASCII letters and digits only (bytes.isalnum is ASCII-only)."""
+    return data.isalnum()
+
+
+ORACLES = {"text": (0, is_text), "word": (1, is_word)}
+
+
 def test_text_tokens_are_what_the_utf8_decoder_says():
     vocab = gpt2_vocabulary()
     trie = token_trie(vocab)
-    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))
+    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))[0]
     text_ids = set(trie.token_ids[slices.lengths > 0].tolist())
     for token in trie.token_ids.tolist():
         data = vocab.token_bytes[token]
@@ -65,14 +73,25 @@ def test_text_tokens_are_what_the_utf8_decoder_says():
     assert len(text_ids) > 0.8 * len(lengths)  # most of a vocabulary is text
 
 
-def test_blocks_hold_the_text_tokens_up_to_their_level():
+def test_word_tokens_are_the_ascii_alphanumeric_ones():
     vocab = gpt2_vocabulary()
     trie = token_trie(vocab)
-    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))
+    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))[1]
+    word_ids = set(trie.token_ids[slices.lengths > 0].tolist())
+    assert word_ids == {t for t in trie.token_ids.tolist() if is_word(vocab.token_bytes[t])}
+    assert len(word_ids) > 0.2 * trie.token_ids.size
+
+
+@pytest.mark.parametrize("alphabet", sorted(ORACLES))
+def test_blocks_hold_the_text_tokens_up_to_their_level(alphabet):
+    vocab = gpt2_vocabulary()
+    trie = token_trie(vocab)
+    which, oracle = ORACLES[alphabet]
+    slices = text_slices_for(trie, ga.bitmask_width(vocab.size))[which]
     for level in LEVELS:
         block = slices.block(level)
         expected = {t for t in trie.token_ids.tolist()
-                    if is_text(vocab.token_bytes[t]) and len(vocab.token_bytes[t]) <= level}
+                    if oracle(vocab.token_bytes[t]) and len(vocab.token_bytes[t]) <= level}
         in_row = set(np.flatnonzero(np.unpackbits(block.row.view(np.uint8), bitorder="little")).tolist())
         assert in_row == expected
         assert set(block.rest.token_ids.tolist()) == set(trie.token_ids.tolist()) - expected
@@ -187,7 +206,21 @@ SCHEMAS = [
     {"type": "array", "items": {"enum": ["alpha", "beta", "gamma delta"]}},
     # Texts starting with a capital die at once: their block tokens must stay out.
     {"type": "array", "items": {"type": "string", "pattern": "^[^A-Z][\\s\\S]*$"}},
+    # Letters and digits as blocks (a space ends these), up to a bound and around hyphens.
+    {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{3,40}$"},
+                                      "slug": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"}},
+     "required": ["id", "slug"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "string", "format": "hostname"}},
 ]
+
+
+WORD_SCHEMAS = (6, 7)
+
+
+def _recorded(covers: list, cover):
+    if cover is not None:
+        covers.append(cover)
+    return cover
 
 
 # Lexemes of even length: after two characters one can end inside a longer text.
@@ -202,7 +235,13 @@ def test_masks_with_text_blocks_equal_masks_walking_every_token(index):
     stores = [GrammarMaskStore(build_parser_tables(grammar), vocab, trie, shared=None, text_blocks=blocks)
               for blocks in (True, False)]
     with_blocks, walking = (CompiledGrammar(grammar, vocab, store=store) for store in stores)
+    covers = []  # the blocks the classifications took
+    text_cover = stores[0]._text_cover
+    stores[0]._text_cover = lambda key, cand: _recorded(covers, text_cover(key, cand))
     assert lockstep_walks(with_blocks, walking, index, 4, 40) >= 8  # with brute force now and then
+    word_blocks = {id(block) for block in stores[0]._slices[1]._blocks.values()}
+    if index in WORD_SCHEMAS:  # these must exercise the letters-and-digits blocks
+        assert any(id(cover[1]) in word_blocks for cover in covers)
     # Not only the masks: every context splits the tokens alike (groups may be numbered apart).
     for key, entry in stores[0]._contexts.items():
         reference = stores[1]._contexts[key]

@@ -44,8 +44,7 @@ from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, Sh
                             warm_kernels)
 from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
-from .token_slices import (ASCII_TEXT, LEVELS, TEXT, TextSlices, admits_text, clear_first_bytes, step_bytes,
-                           text_coverage, text_slices_for)
+from .token_slices import LEVELS, TextSlices, admits_text, clear_first_bytes, step_bytes, text_coverage, text_slices_for
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
 
@@ -118,7 +117,7 @@ class GrammarMaskStore:
         if self.shared is not None:
             warm_kernels()
         self._slices = text_slices_for(trie, self.width) if text_blocks else None
-        self._steps = None  # step_bytes of the lexer's byte classes, on first use
+        self._steps: dict = {}  # per alphabet, step_bytes of the lexer's byte classes, on first use
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._cached_parts = 0
@@ -517,7 +516,7 @@ class GrammarMaskStore:
                 return self._classify(key, cand, shadow_states, shadow_cands, max_nodes, text_blocks=False)
             group_reach, group_masks = added
             # The dependent tokens came from two tries: their sub-trie is cut from the whole one.
-            dependent_positions = np.sort(self._slices.position_of[dependent_ids])
+            dependent_positions = np.sort(self._slices[0].position_of[dependent_ids])
             dependent_ids = self.trie.token_ids[dependent_positions]
         else:
             dependent_positions = pieces[0][1][pieces[0][2] < 0]
@@ -528,29 +527,29 @@ class GrammarMaskStore:
     def _text_cover(self, key, cand):
         """(first bytes whose short text tokens go as blocks (uint8 [256]), the
         :class:`.TextBlock` of their level, the lexer state after each first byte), or None
-        where no text is read far enough to be worth it."""
+        where no text is read far enough to be worth it. The alphabets are tried widest
+        first: any text (string bodies, keys), then letters and digits (names, formats,
+        patterns, where a space ends the lexeme)."""
         if self._slices is None:
             return None
         tables = self.tables
         lexer = tables.lexer
-        if not admits_text(lexer.transitions, lexer.alive_bits, cand, np.int32(key[0]), TEXT):
-            return None
-        if self._steps is None:
-            self._steps = step_bytes(lexer.byte_class, TEXT)
-        steps = self._steps
-        depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
-                                           cand,
-                                           tables.reach_bits, tables.reach_done, np.int32(key[0]),
-                                           TEXT, *steps, LEVELS[-1])
-        # The level most text tokens can take (a few first bytes may admit longer texts,
-        # e.g. four-byte characters under a length bound in characters).
-        ascii_depth = depth[ASCII_TEXT]
-        if not ascii_depth.any():
-            return None
-        level = TextSlices.level_for(int(np.sort(ascii_depth)[ascii_depth.size // 2]))
-        if not level:
-            return None
-        return (depth >= level).astype(np.uint8), self._slices.block(level), state_after
+        for k, slices in enumerate(self._slices):
+            if not admits_text(lexer.transitions, lexer.alive_bits, cand, np.int32(key[0]), slices.text):
+                continue
+            steps = self._steps.get(k)
+            if steps is None:
+                steps = self._steps[k] = step_bytes(lexer.byte_class, slices.text)
+            depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
+                                               lexer.class_byte, cand, tables.reach_bits, tables.reach_done,
+                                               np.int32(key[0]), slices.text, *steps, LEVELS[-1])
+            # The level most text tokens can take (a few first bytes may admit longer texts,
+            # e.g. four-byte characters under a length bound in characters).
+            ascii_depth = depth[slices.ascii]
+            level = TextSlices.level_for(int(np.sort(ascii_depth)[ascii_depth.size // 2]))
+            if level:
+                return (depth >= level).astype(np.uint8), slices.block(level), state_after
+        return None
 
     def _add_text_blocks(self, covered, block, state_after, key, group_reach, group_masks, inside):
         """Add the text block's tokens of the covered first bytes to the inside groups (by

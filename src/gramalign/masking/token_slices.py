@@ -58,9 +58,26 @@ def _text_automaton() -> np.ndarray:
     return table
 
 
+def _word_automaton() -> np.ndarray:
+    """int8 [1, 256]: ASCII letters and digits, the alphabet of identifiers, host names,
+    e-mail addresses and most ``pattern`` strings, where a space or a quote ends what any
+    text would go on with."""
+    table = np.full((1, 256), -1, dtype=np.int8)
+    for low, high in ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)):
+        table[0, low:high + 1] = 0
+    table.flags.writeable = False
+    return table
+
+
 TEXT = _text_automaton()
-ASCII_TEXT = np.flatnonzero(TEXT[0, :0x80] == 0)
-N_ASCII_TEXT = ASCII_TEXT.size
+WORD = _word_automaton()
+ALPHABETS = (TEXT, WORD)
+"""The text alphabets blocks are made of, tried in this order (the first is the wider)."""
+
+
+def ascii_of(text: np.ndarray) -> np.ndarray:
+    """The ASCII bytes that are a whole character of ``text`` (state 0 to state 0)."""
+    return np.flatnonzero(text[0, :0x80] == 0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -118,15 +135,18 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
 
 @numba.njit(cache=True, nogil=True)
 def admits_text(lx_trans, lx_alive, cand, start, text):
-    """Do at least half the ASCII text bytes keep the lexeme in ``start`` alive? If not,
+    """Do at least half the ASCII bytes of ``text`` keep the lexeme in ``start`` alive? If not,
     :func:`text_coverage` is not worth asking: callers take the level half of them reach, so
     nothing would be covered (most contexts: punctuation, numbers, literals)."""
     alive_ascii = 0
+    n_ascii = 0
     for b in range(0x80):
-        p = lx_trans[start, b]
-        if text[0, b] == 0 and p >= 0 and _intersects(lx_alive[p], cand):
-            alive_ascii += 1
-    return 2 * alive_ascii >= N_ASCII_TEXT
+        if text[0, b] == 0:
+            n_ascii += 1
+            p = lx_trans[start, b]
+            if p >= 0 and _intersects(lx_alive[p], cand):
+                alive_ascii += 1
+    return 2 * alive_ascii >= n_ascii
 
 
 @numba.njit(cache=True, nogil=True)
@@ -224,14 +244,16 @@ class TextBlock:
 
 
 class TextSlices:
-    """The text tokens of one vocabulary trie and a :class:`TextBlock` per level, all built
-    at once (~30 ms and ~10 MB for Llama-3's 128k tokens, once per process) so that no mask
-    pays for one."""
+    """The tokens of one vocabulary trie that are text of one alphabet (``TEXT`` or
+    ``WORD``) and a :class:`TextBlock` per level, all built at once (~30 ms and ~10 MB for
+    Llama-3's 128k tokens, once per process and alphabet) so that no mask pays for one."""
 
-    def __init__(self, trie: TokenTrie, width: int):
+    def __init__(self, trie: TokenTrie, width: int, text: np.ndarray = TEXT):
         self.trie = trie
         self.width = width
-        self.lengths = _text_lengths(trie.node_byte, trie.node_depth, trie.token_start, TEXT)
+        self.text = text
+        self.ascii = ascii_of(text)
+        self.lengths = _text_lengths(trie.node_byte, trie.node_depth, trie.token_start, text)
         self._first_byte = trie.node_byte[_token_nodes_first_byte(trie.node_depth, trie.token_start)]
         self.position_of = np.zeros(int(trie.token_ids.max()) + 1 if trie.token_ids.size else 1, dtype=np.int64)
         self.position_of[trie.token_ids] = np.arange(trie.token_ids.size)  # token id -> position in trie
@@ -301,15 +323,16 @@ def _warm_kernels() -> None:
     _warm = True
 
 
-_SLICES: "weakref.WeakKeyDictionary[TokenTrie, TextSlices]" = weakref.WeakKeyDictionary()
+_SLICES: "weakref.WeakKeyDictionary[TokenTrie, tuple[TextSlices, ...]]" = weakref.WeakKeyDictionary()
 _SLICES_LOCK = threading.Lock()
 
 
-def text_slices_for(trie: TokenTrie, width: int) -> TextSlices:
-    """The process-wide :class:`TextSlices` of a vocabulary trie (built once, ~10 ms)."""
+def text_slices_for(trie: TokenTrie, width: int) -> "tuple[TextSlices, ...]":
+    """The process-wide :class:`TextSlices` of a vocabulary trie, one per alphabet of
+    ``ALPHABETS`` in that order (built once, ~30 ms each)."""
     with _SLICES_LOCK:
         found = _SLICES.get(trie)
         if found is None:
-            found = _SLICES[trie] = TextSlices(trie, width)
+            found = _SLICES[trie] = tuple(TextSlices(trie, width, text) for text in ALPHABETS)
             _warm_kernels()
         return found
