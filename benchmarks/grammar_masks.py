@@ -38,6 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("GRAMALIGN_DATA_DIR", ROOT.parent / "shared" / "data"))
 
 
+LLAMA_EOS = 128001
+"""<|end_of_text|>, the end-of-sequence id of llama_tokenizer()."""
+
+
 def llama_tokenizer():
     from importlib.resources import files
 
