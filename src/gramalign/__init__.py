@@ -10,6 +10,9 @@ Quick start::
 
 Torch-facing names (``allocate_token_bitmask``, ``apply_token_bitmask_inplace``,
 ``GrammarLogitsProcessor``) are imported on first use, so ``import gramalign`` stays light.
+
+In a long-lived server, call ``ga.freeze_gc()`` once models, vocabularies and grammars are
+loaded (see :mod:`gramalign.masking.gc_guard`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .grammar.json_schema.types import parse_as
 from .masking.batch import BatchMatcher
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
 from .masking.compiler import CompiledGrammar, compile
+from .masking.gc_guard import freeze_gc, gc_paused
 from .masking.matcher import GrammarMatcher
 from .masking.vocabulary import Vocabulary
 from .samplers import (ASApSampler, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel, awrs_sample,
@@ -59,5 +63,5 @@ __all__ = [
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
-    "masked_sample", "smc_sample", "generate", "Generation", "HFLanguageModel",
+    "masked_sample", "smc_sample", "generate", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused",
 ]

@@ -11,6 +11,7 @@ from transformers import LogitsProcessor
 
 from ..errors import GramalignError
 from ..masking.compiler import CompiledGrammar
+from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
 from ..masking.vocabulary import Vocabulary
 from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace
@@ -46,6 +47,11 @@ class GrammarLogitsProcessor(LogitsProcessor):
     ``prefix`` is text the output already starts with: put it at the end of the prompt
     (after the chat template's generation prompt) to steer the model, and the grammar
     constrains what follows it (e.g. ``prefix="def is_even(n):"`` with the Python grammar).
+
+    Each call accepts and fills with Python's automatic garbage collection paused (see
+    :mod:`gramalign.masking.gc_guard`), so no mask waits for a collection; a collection that
+    falls due runs after the call. Servers should also call :func:`gramalign.freeze_gc` once
+    models, vocabularies and grammars are loaded.
 
     >>> processor = GrammarLogitsProcessor(compiled)                 # doctest: +SKIP
     >>> model.generate(ids, logits_processor=[processor], ...)       # doctest: +SKIP
@@ -93,14 +99,18 @@ class GrammarLogitsProcessor(LogitsProcessor):
                     "are not supported (use gramalign.samplers.speculative_sample for speculative decoding)")
             self._start(batch_size)
             self._prompt, self._prompt_length = input_ids.clone(), length
+            last_tokens = None
         else:
             last_tokens = input_ids[:, -1].tolist()
-            for matcher, token in zip(self.matchers, last_tokens):
-                if not matcher.is_terminated():
-                    matcher.accept_token(token)
-        self._expected_length = length + 1
-        for row, matcher in enumerate(self.matchers):
-            matcher.fill_next_token_bitmask(self._bitmask, row)
+        with gc_paused:  # no garbage collection inside the grammar work (see gramalign.masking.gc_guard)
+            if last_tokens is not None:
+                for matcher, token in zip(self.matchers, last_tokens):
+                    if not matcher.is_terminated():
+                        matcher.accept_token(token)
+            self._expected_length = length + 1
+            bitmask = self._bitmask
+            for row, matcher in enumerate(self.matchers):
+                matcher.fill_next_token_bitmask(bitmask, row)
         apply_token_bitmask_inplace(scores, self._bitmask, vocab_size=self._vocab_size)
         return scores
 

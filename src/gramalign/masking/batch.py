@@ -7,17 +7,22 @@ with the JSON grammar (benchmarks/batch_masks.py, docs/benchmarks.md), the Pytho
 dominates and two threads are slower than one, so rows are filled in order on the calling
 thread unless ``num_threads`` asks for a pool (worth trying for grammars whose masks are
 mostly first encounters).
+
+Filling and accepting run under :data:`gc_paused` (automatic garbage collection off, in
+every thread, until the call returns), so no row's mask waits for a collection; one that
+falls due runs after the call. See :mod:`gramalign.masking.gc_guard`.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Sequence
 
 import numpy as np
 
 from .bitmask import as_numpy_bitmask
 from .compiler import CompiledGrammar
+from .gc_guard import gc_paused
 from .matcher import GrammarMatcher
 
 
@@ -74,9 +79,11 @@ class BatchMatcher:
             raise ValueError(f"bitmask has {array.shape[0]} rows for a batch of {len(self.matchers)}")
         rows = self._rows(indices)
         threads = self._threads_for(len(rows))
+        matchers = self.matchers
         if threads == 1:
-            for row in rows:
-                self.matchers[row].fill_next_token_bitmask(array, row)
+            with gc_paused:
+                for row in rows:
+                    matchers[row].fill_next_token_bitmask(array, row)
             return
         if self._pool is None or self._pool_threads != threads:
             self.close()
@@ -86,9 +93,17 @@ class BatchMatcher:
 
         def fill(chunk: list[int]) -> None:
             for row in chunk:
-                self.matchers[row].fill_next_token_bitmask(array, row)
+                matchers[row].fill_next_token_bitmask(array, row)
 
-        for future in [self._pool.submit(fill, chunk) for chunk in chunks if chunk]:
+        futures = []
+        with gc_paused:  # held by this thread until every worker is done (the collector is process-wide)
+            try:
+                for chunk in chunks:
+                    if chunk:
+                        futures.append(self._pool.submit(fill, chunk))
+            finally:
+                wait(futures)  # all of them, even when one fails, so no worker outlives the guard
+        for future in futures:
             future.result()  # re-raises a row's error here
 
     def accept_tokens(self, token_ids: "Sequence[int]", indices: "Sequence[int] | None" = None) -> list[bool]:
@@ -102,12 +117,13 @@ class BatchMatcher:
         if len(rows) != len(token_ids):
             raise ValueError(f"{len(token_ids)} tokens for {len(rows)} rows")
         results = []
-        for row, token in zip(rows, np.asarray(token_ids).tolist()):
-            matcher = self.matchers[row]
-            if matcher.is_terminated() and token in matcher.compiled.vocabulary.eos_token_ids:
-                results.append(True)
-            else:
-                results.append(matcher.try_accept_token(token))
+        with gc_paused:
+            for row, token in zip(rows, np.asarray(token_ids).tolist()):
+                matcher = self.matchers[row]
+                if matcher.is_terminated() and token in matcher.compiled.vocabulary.eos_token_ids:
+                    results.append(True)
+                else:
+                    results.append(matcher.try_accept_token(token))
         return results
 
     def is_terminated(self) -> list[bool]:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
+from ..masking.gc_guard import gc_paused
 from ..errors import SamplingError
 from .masked import check_model_fits
 from .model import LanguageModel, checked_logprobs
@@ -103,7 +104,8 @@ class ASApSampler:
         for _ in range(max_new_tokens):
             logprobs = checked_logprobs(self.model, [self.prompt_ids + prefix])[0]
             probs = np.exp(logprobs)
-            matcher.fill_next_token_bitmask(self._bitmask, 0)
+            with gc_paused:  # no garbage collection inside the fill (gramalign.masking.gc_guard)
+                matcher.fill_next_token_bitmask(self._bitmask, 0)
             allowed = unpack_bitmask(self._bitmask, len(probs))[0]
             weights = np.where(allowed, probs, 0.0)
             node = self._nodes.get(prefix)
@@ -120,7 +122,8 @@ class ASApSampler:
             token = int(min(np.searchsorted(np.cumsum(weights), rng.random() * total, side="right"),
                             len(weights) - 1))
             node.child_probs[token] = float(probs[token])
-            matcher.accept_token(token)
+            with gc_paused:
+                matcher.accept_token(token)
             logprob += float(logprobs[token])
             if token in self._eos_ids:
                 finished = True

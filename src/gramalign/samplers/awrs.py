@@ -40,6 +40,7 @@ from typing import Sequence
 import numpy as np
 
 from ..masking.compiler import CompiledGrammar
+from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
 from .masked import check_model_fits
 from .model import LanguageModel, checked_logprobs
@@ -93,7 +94,15 @@ def normaliser_estimate(pool_masses: Sequence[float], rejected_masses: Sequence[
 
 
 def awrs_step(logprobs: np.ndarray, matcher: GrammarMatcher, rng: np.random.Generator) -> AWRSStep:
-    """Draw one constrained token from ``exp(logprobs)`` with single-token checks (never a mask)."""
+    """Draw one constrained token from ``exp(logprobs)`` with single-token checks (never a mask).
+
+    The checks run with automatic garbage collection paused (:mod:`gramalign.masking.gc_guard`).
+    """
+    with gc_paused:
+        return _awrs_step(logprobs, matcher, rng)
+
+
+def _awrs_step(logprobs: np.ndarray, matcher: GrammarMatcher, rng: np.random.Generator) -> AWRSStep:
     probs = np.exp(np.asarray(logprobs, dtype=np.float64))
     total = probs.sum()
     cumulative = np.cumsum(probs)
@@ -172,7 +181,8 @@ def awrs_sample(model: LanguageModel, compiled: CompiledGrammar, *, prompt_ids: 
         log_weight += step.log_weight
         if step.token is None:
             return Sample(tuple(tokens), False, logprob, log_weight, checks)
-        matcher.accept_token(step.token)
+        with gc_paused:
+            matcher.accept_token(step.token)
         logprob += float(logprobs[step.token])
         if step.token in eos_ids:
             return Sample(tuple(tokens), True, logprob, log_weight, checks)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import SamplingError
 from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
+from ..masking.gc_guard import gc_paused
 from .jump_forward import jump_forward
 from .model import LanguageModel, checked_logprobs, logprobs_along
 from .result import Sample
@@ -110,6 +111,9 @@ def masked_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_sample
     model did not sample (tokens written by a jump less the sampled ones it re-tokenized),
     so the model chose ``len(token_ids) + finished - forced_tokens`` tokens (one step each).
     Fastest with one sequence: a row that jumps is scored on its own.
+
+    Masks are filled (and tokens accepted) with automatic garbage collection paused, model
+    calls with it as it was (see :mod:`gramalign.masking.gc_guard`).
     """
     check_model_fits(model, compiled)
     rng = np.random.default_rng(rng)
@@ -141,19 +145,20 @@ def masked_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_sample
         logprobs = np.empty((len(active), vocab_size))
         if plain:
             logprobs[np.isin(active, plain)] = checked_logprobs(model, [prompt + tokens[i] for i in plain])
-        for row, i in enumerate(active.tolist()):
-            if i in jumped:
-                logprobs[row] = jumped[i]
-            matchers[i].fill_next_token_bitmask(bitmask, row)
-        probs = constrained_distribution(logprobs, unpack_bitmask(bitmask[: len(active)], vocab_size), options)
-        chosen = draw_tokens(probs, rng)
-        for row, (i, token) in enumerate(zip(active.tolist(), chosen.tolist())):
-            matchers[i].accept_token(token)
-            token_logprobs[i].append(float(logprobs[row, token]))
-            if token in eos_ids:
-                finished[i] = True
-            else:
-                tokens[i].append(token)
+        with gc_paused:  # fill, draw, accept: no model call, and no garbage collection inside a fill
+            for row, i in enumerate(active.tolist()):
+                if i in jumped:
+                    logprobs[row] = jumped[i]
+                matchers[i].fill_next_token_bitmask(bitmask, row)
+            probs = constrained_distribution(logprobs, unpack_bitmask(bitmask[: len(active)], vocab_size), options)
+            chosen = draw_tokens(probs, rng)
+            for row, (i, token) in enumerate(zip(active.tolist(), chosen.tolist())):
+                matchers[i].accept_token(token)
+                token_logprobs[i].append(float(logprobs[row, token]))
+                if token in eos_ids:
+                    finished[i] = True
+                else:
+                    tokens[i].append(token)
     return [Sample(tuple(tokens[i]), bool(finished[i]), float(sum(token_logprobs[i])), forced_tokens=int(forced[i]))
             for i in range(num_samples)]
 
@@ -162,7 +167,8 @@ def _jump(model: LanguageModel, matcher, encode, prompt: list[int], tokens: list
           max_new_tokens: int) -> "tuple[np.ndarray, int] | None":
     """Jump over forced text in place (``tokens``, ``token_logprobs``, ``matcher``); return the
     next-token log-probabilities and how many tokens the sequence grew by, or None without a jump."""
-    jump = jump_forward(matcher, encode, tokens)
+    with gc_paused:
+        jump = jump_forward(matcher, encode, tokens)
     if jump is None:
         return None
     del tokens[len(tokens) - jump.rollback:]

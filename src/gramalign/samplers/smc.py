@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ParticlesExhausted
 from ..masking.compiler import CompiledGrammar
+from ..masking.gc_guard import gc_paused
 from .awrs import awrs_step
 from .masked import check_model_fits
 from .model import LanguageModel, checked_logprobs
@@ -94,19 +95,20 @@ def smc_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_particles
         if len(active) == 0:
             break
         logprobs = checked_logprobs(model, [prompt + tokens[i] for i in active])
-        for row, i in enumerate(active):
-            step = awrs_step(logprobs[row], matchers[i], rng)
-            checks += step.checks
-            log_weight[i] += step.log_weight
-            if step.token is None:
-                dead[i] = True
-                continue
-            matchers[i].accept_token(step.token)
-            logprob[i] += logprobs[row, step.token]
-            if step.token in eos_ids:
-                finished[i] = True
-            else:
-                tokens[i].append(step.token)
+        with gc_paused:  # checks and accepts, no model call: no garbage collection (masking.gc_guard)
+            for row, i in enumerate(active):
+                step = awrs_step(logprobs[row], matchers[i], rng)
+                checks += step.checks
+                log_weight[i] += step.log_weight
+                if step.token is None:
+                    dead[i] = True
+                    continue
+                matchers[i].accept_token(step.token)
+                logprob[i] += logprobs[row, step.token]
+                if step.token in eos_ids:
+                    finished[i] = True
+                else:
+                    tokens[i].append(step.token)
         if not np.isfinite(log_weight.max()):
             raise ParticlesExhausted("every particle has weight zero: the model gives no probability to "
                                      "any continuation the grammar allows")

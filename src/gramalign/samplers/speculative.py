@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import SamplingError
 from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar
+from ..masking.gc_guard import gc_paused
 from .masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens
 from .model import LanguageModel, checked_logprobs, logprobs_along
 from .result import Sample
@@ -74,7 +75,8 @@ def speculative_sample(target: LanguageModel, draft: LanguageModel, compiled: Co
         proposed += len(drafted)
         target_rows = logprobs_along(target, prompt + tokens + drafted, len(drafted) + 1)
         target_calls += 1
-        valid = matcher.validate_draft(drafted, target_masks)
+        with gc_paused:  # the target's masks: no garbage collection inside them (masking.gc_guard)
+            valid = matcher.validate_draft(drafted, target_masks)
         if valid != len(drafted):  # cannot happen with exact masks; never emit a refused token
             raise SamplingError(f"draft token {drafted[valid]} was sampled under the mask but refused by the matcher")
         target_probs = constrained_distribution(
@@ -93,14 +95,16 @@ def speculative_sample(target: LanguageModel, draft: LanguageModel, compiled: Co
             if drafted[-1] not in eos_ids:  # every draft token kept: the bonus token
                 emitted.append(int(draw_tokens(target_probs[len(drafted)][None, :], rng)[0]))
         accepted_total += kept
-        for position, token in enumerate(emitted):
-            if len(tokens) >= max_new_tokens:
-                break
-            matcher.accept_token(token)
-            logprob += float(target_rows[position, token])
-            if token in eos_ids:
-                return SpeculativeResult(Sample(tuple(tokens), True, logprob), proposed, accepted_total, target_calls)
-            tokens.append(token)
+        with gc_paused:
+            for position, token in enumerate(emitted):
+                if len(tokens) >= max_new_tokens:
+                    break
+                matcher.accept_token(token)
+                logprob += float(target_rows[position, token])
+                if token in eos_ids:
+                    return SpeculativeResult(Sample(tuple(tokens), True, logprob), proposed, accepted_total,
+                                             target_calls)
+                tokens.append(token)
     return SpeculativeResult(Sample(tuple(tokens), False, logprob), proposed, accepted_total, target_calls)
 
 
@@ -112,12 +116,13 @@ def _propose(draft: LanguageModel, matcher, context: list[int], budget: int, eos
     distributions = []
     for _ in range(budget):
         logprobs = checked_logprobs(draft, [context + drafted])
-        matcher.fill_next_token_bitmask(bitmask, 0)
-        probs = constrained_distribution(logprobs, unpack_bitmask(bitmask, logprobs.shape[1]), options)
-        token = int(draw_tokens(probs, rng)[0])
-        drafted.append(token)
-        distributions.append(probs[0])
-        matcher.accept_token(token)
+        with gc_paused:
+            matcher.fill_next_token_bitmask(bitmask, 0)
+            probs = constrained_distribution(logprobs, unpack_bitmask(bitmask, logprobs.shape[1]), options)
+            token = int(draw_tokens(probs, rng)[0])
+            drafted.append(token)
+            distributions.append(probs[0])
+            matcher.accept_token(token)
         if token in eos_ids:
             break
     return drafted, np.array(distributions).reshape(len(drafted), -1)
