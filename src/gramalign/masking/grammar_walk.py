@@ -176,8 +176,8 @@ MAX_BRANCHES = 8
 
 
 @numba.njit(cache=True, nogil=True)
-def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid, reach_bits,
-                    reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
+def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
+                    reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
                     token_start, token_ids, max_depth, group_reach, n_groups, skip_first, out_positions,
                     out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.

@@ -486,9 +486,9 @@ class GrammarMaskStore:
                 positions, groups = scratch
                 n_groups, n_written = classify_tokens(
                     lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
-                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits, tables.reach_done, shadow_states,
-                    shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
-                    trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), skip,
+                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits,
+                    tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
+                    trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), skip,
                     positions, groups, max_nodes)
                 if n_groups < 0:
                     return None

@@ -128,8 +128,8 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
                 break
         else:
             searches += 1
-            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u, text,
-                                   step_bytes, step_offsets, max_depth, seen, searches, level, following)
+            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u,
+                                   text, step_bytes, step_offsets, max_depth, seen, searches, level, following)
     return depth, state
 
 
@@ -315,8 +315,8 @@ def _warm_kernels() -> None:
         if not admits_text(transitions, bits, bits[0], np.int32(0), TEXT):
             raise AssertionError("a lexer that reads any text admits text")
         steps = step_bytes(np.zeros(256, np.int64), TEXT)
-        text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, np.int32(0), TEXT,
-                      *steps, LEVELS[-1])
+        text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, np.int32(0),
+                      TEXT, *steps, LEVELS[-1])
     ids, offsets = np.zeros(1, np.int32), np.zeros(257, np.int64)
     ids.flags.writeable = offsets.flags.writeable = False
     clear_first_bytes(np.zeros(1, np.uint32), ids, offsets, np.zeros(1, np.int64))
