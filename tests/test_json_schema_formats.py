@@ -521,3 +521,213 @@ def test_format_dfas_are_cached_trimmed_and_named():
         assert all(d >= 0 for d in Sampler(dfa, 0).distance)
         # Bytes that never start or continue UTF-8 are never read.
         assert (table[:, [0xC0, 0xC1] + list(range(0xF5, 0x100))] == DEAD).all()
+
+
+# --------------------------------------------------------------------------- the shipped automata
+#
+# format_dfa loads the automata from the package data (format_data.py). These tests are the
+# oracle that keeps that data honest: every shipped automaton, and its JSON spelling, must be
+# the one a fresh construction gives, state for state, and a file that is damaged or written
+# by another construction must be ignored (the automaton is then built, not trusted).
+
+
+def _identical(a: ByteDFA, b: ByteDFA) -> bool:
+    return (a.initial == b.initial and a.transitions.shape == b.transitions.shape
+            and np.array_equal(a.transitions, b.transitions) and np.array_equal(a.accepting, b.accepting))
+
+
+@functools.cache
+def _fresh(fmt: str) -> tuple[ByteDFA, ByteDFA]:
+    """(contents, minimal-escape spelling) built from scratch: no shipped data, no caches."""
+    from gramalign.grammar.automata import MAX_STATES
+    from gramalign.grammar.json_schema.formats import build_format_dfa
+    from gramalign.grammar.json_schema.strings import _minimally_escaped
+
+    contents = build_format_dfa(fmt)
+    return contents, _minimally_escaped(contents, MAX_STATES)
+
+
+def test_shipped_format_data_is_current():
+    """The manifest was written by the current construction (else format_dfa ignores it and
+    builds every format again: correct, but hundreds of milliseconds per format)."""
+    from gramalign.grammar.json_schema import format_data
+
+    stale = [fmt for fmt in sorted(FORMATS) if format_data.read_format_file(fmt) is None]
+    assert stale == [], ("the shipped format automata do not match the current construction (or are missing): "
+                         "run  python -m gramalign.grammar.json_schema.formats --write-data  and commit the result")
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_shipped_automata_equal_a_fresh_construction(fmt):
+    from gramalign.grammar.json_schema import format_data
+
+    shipped = format_data.read_format_file(fmt, check_fingerprint=False)
+    assert shipped is not None, f"no shipped data for format {fmt!r}"
+    contents, spelling = _fresh(fmt)
+    for loaded, built in ((shipped.contents(), contents), (shipped.spelling(10**9), spelling)):
+        assert _identical(loaded, built)
+        # the stored digest (mask caches are keyed by it) is the hash of these very tables
+        assert loaded.digest == built.digest == ByteDFA(loaded.transitions, loaded.initial, loaded.accepting).digest
+    # below this bound building the spelling raises StateLimitError: so must the shipped one
+    assert shipped.spelling(shipped.spelling_bound - 1) is None
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_format_dfa_and_its_json_spelling_are_the_fresh_ones(fmt):
+    from gramalign.grammar.json_schema.strings import json_string_dfa
+
+    contents, spelling = _fresh(fmt)
+    assert _identical(format_dfa(fmt), contents) and format_dfa(fmt).digest == contents.digest
+    spelled = json_string_dfa(format_dfa(fmt), escapes="minimal")
+    assert _identical(spelled, spelling) and spelled.digest == spelling.digest
+    if fmt == "json-pointer":  # the "all" escapes are not shipped: built (and larger)
+        assert json_string_dfa(format_dfa(fmt), escapes="all").num_states > spelling.num_states
+
+
+@pytest.mark.parametrize("fmt", ["uuid", "hostname", "json-pointer", "email"])
+def test_spelling_bound_is_where_the_construction_fails(fmt):
+    """spelling_bound is the smallest max_states the minimal-escape construction accepts, and
+    json_string_dfa raises below it with or without the shipped data."""
+    from gramalign.grammar.dfa import StateLimitError
+    from gramalign.grammar.json_schema import format_data
+    from gramalign.grammar.json_schema.strings import _minimally_escaped, json_string_dfa
+
+    bound = format_data.read_format_file(fmt).spelling_bound
+    contents = _fresh(fmt)[0]
+    assert _identical(_minimally_escaped(contents, bound), _fresh(fmt)[1])
+    with pytest.raises(StateLimitError):
+        _minimally_escaped(contents, bound - 1)
+    with pytest.raises(StateLimitError):
+        json_string_dfa(format_dfa(fmt), escapes="minimal", max_states=bound - 1)
+    assert json_string_dfa(format_dfa(fmt), escapes="minimal", max_states=bound).num_states == _fresh(fmt)[1].num_states
+
+
+def test_lazy_shipped_automaton_behaves_as_a_byte_dfa():
+    import copy
+    import pickle
+
+    from gramalign.grammar.json_schema import format_data
+
+    dfa = format_data.shipped_format_dfa("hostname")
+    assert isinstance(dfa, ByteDFA) and dfa.num_states == _fresh("hostname")[0].num_states
+    assert "transitions" not in vars(dfa)  # not expanded yet
+    assert dfa.matches(b"example.com") and not dfa.matches(b"-example.com")
+    for clone in (pickle.loads(pickle.dumps(dfa)), copy.deepcopy(dfa)):
+        assert type(clone) is ByteDFA and _identical(clone, dfa) and clone.digest == dfa.digest
+
+
+@pytest.fixture
+def data_copy(tmp_path):
+    """A writable copy of the shipped data."""
+    from gramalign.grammar.json_schema import format_data
+
+    target = tmp_path / "format_data"
+    shutil.copytree(format_data.DATA_DIR, target)
+    return target
+
+
+def _rewrite_manifest(folder, change) -> None:
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def test_damaged_or_foreign_data_is_ignored(data_copy):
+    from gramalign.grammar.json_schema import format_data
+
+    assert format_data.read_format_file("uuid", data_copy) is not None
+    # a flipped byte: the file no longer hashes to the manifest's value
+    path = data_copy / "uuid.npz"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        assert format_data.read_format_file("uuid", data_copy) is None
+    # a missing file, an unsafe file name
+    (data_copy / "ipv4.npz").unlink()
+    assert format_data.read_format_file("ipv4", data_copy) is None
+    _rewrite_manifest(data_copy, lambda m: m["formats"]["date"].update(file="../format_data/date.npz"))
+    assert format_data.read_format_file("date", data_copy) is None
+    assert format_data.read_format_file("time", data_copy) is not None
+    # written by another construction, or in another layout: nothing of it is used
+    _rewrite_manifest(data_copy, lambda m: m.update(fingerprint="0" * 32))
+    assert format_data.read_format_file("time", data_copy) is None
+    assert format_data.read_format_file("time", data_copy, check_fingerprint=False) is not None
+    _rewrite_manifest(data_copy, lambda m: m.update(fingerprint=format_data.construction_fingerprint(),
+                                                    layout=format_data.LAYOUT + 1))
+    assert format_data.read_format_file("time", data_copy) is None
+    (data_copy / "manifest.json").write_text("{not json")
+    assert format_data.read_format_file("time", data_copy) is None
+
+
+def test_data_with_bad_indices_is_rejected_even_when_its_hash_matches(data_copy):
+    """A file whose bytes match the manifest but whose arrays are not an automaton (a
+    generator bug) is refused: its indices would reach numba kernels unchecked."""
+    from gramalign.grammar.json_schema import format_data
+
+    with np.load(data_copy / "uuid.npz") as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    for key, bad in (("contents_steps", lambda a: a + 1000), ("contents_classes", lambda a: a + 50),
+                     ("contents_accepting", lambda a: a[:-1]), ("contents_initial", lambda a: a + 10**6)):
+        broken = dict(arrays, **{key: bad(arrays[key]).astype(arrays[key].dtype)})
+        data = format_data._archive_bytes(broken)
+        (data_copy / "uuid.npz").write_bytes(data)
+        _rewrite_manifest(data_copy, lambda m: m["formats"]["uuid"].update(blake2b=format_data._file_hash(data)))
+        assert format_data.shipped_format_dfa("uuid", data_copy) is None, key
+
+
+def test_format_dfa_falls_back_to_the_construction(data_copy, monkeypatch):
+    """With unusable data, format_dfa and the schema compiler build the same automata."""
+    from gramalign.grammar.automaton_cache import clear_automaton_caches
+    from gramalign.grammar.json_schema import format_data
+    from gramalign.grammar.json_schema.strings import json_string_dfa
+
+    _rewrite_manifest(data_copy, lambda m: m.update(fingerprint="0" * 32))
+    monkeypatch.setattr(format_data, "DATA_DIR", data_copy)
+    format_dfa.cache_clear()
+    try:
+        for fmt in ("uuid", "json-pointer"):
+            dfa = format_dfa(fmt)
+            assert type(dfa) is ByteDFA and _identical(dfa, _fresh(fmt)[0])
+            assert _identical(json_string_dfa(dfa, escapes="minimal"), _fresh(fmt)[1])
+    finally:
+        format_dfa.cache_clear()
+        clear_automaton_caches()
+
+
+def test_writer_round_trip(tmp_path):
+    from gramalign.grammar.json_schema import format_data
+
+    names = ["json-pointer", "uuid"]
+    manifest = format_data.write_data(tmp_path, names=names)
+    assert sorted(manifest["formats"]) == names and manifest["fingerprint"] == format_data.construction_fingerprint()
+    written = {name: (tmp_path / f"{name}.npz").read_bytes() for name in names}
+    for name in names:
+        shipped = format_data.read_format_file(name, tmp_path)
+        assert _identical(shipped.contents(), _fresh(name)[0])
+        assert _identical(shipped.spelling(10**9), _fresh(name)[1])
+    # unchanged arrays leave their files alone (no churn in git)
+    times = {name: (tmp_path / f"{name}.npz").stat().st_mtime_ns for name in names}
+    format_data.write_data(tmp_path, names=names)
+    assert {name: (tmp_path / f"{name}.npz").read_bytes() for name in names} == written
+    assert {name: (tmp_path / f"{name}.npz").stat().st_mtime_ns for name in names} == times
+    assert format_data.main(["--check-data", str(tmp_path / "empty")]) == 1
+
+
+def test_format_data_is_package_data():
+    """An installed (non-editable) package carries the data: pyproject's package-data globs
+    cover every file of format_data/."""
+    import fnmatch
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")
+    from gramalign.grammar.json_schema import format_data
+
+    root = Path(format_data.__file__).resolve().parents[4]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["gramalign"]
+    package = Path(format_data.__file__).resolve().parents[2]
+    files = sorted(path.relative_to(package).as_posix() for path in format_data.DATA_DIR.iterdir())
+    assert "grammar/json_schema/format_data/manifest.json" in files and len(files) == len(FORMATS) + 1
+    assert [f for f in files if not any(fnmatch.fnmatchcase(f, g) for g in globs)] == []

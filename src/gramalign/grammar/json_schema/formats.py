@@ -73,7 +73,7 @@ from .. import automata
 from ..dfa import DEAD, ByteDFA, dfa_from_table
 from ..regex import regex_to_dfa
 
-__all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "format_dfa"]
+__all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "build_format_dfa", "format_dfa"]
 
 _MAX_STATES = 200_000
 """Working bound for intermediate automata (the largest result has about 25k states)."""
@@ -314,12 +314,30 @@ accepting invalid strings or rejecting almost every valid one."""
 def format_dfa(name: str) -> ByteDFA | None:
     """Minimal DFA of the decoded string contents valid for ``format: name``; None if unknown.
 
-    Results are cached and shared: treat their arrays as read-only. Names in
-    :data:`UNSUPPORTED_FORMATS` also give None (check that set to refuse them).
+    Taken from the automata shipped with the package (:mod:`.format_data`: a few
+    milliseconds) when their data matches the current construction, else built with
+    :func:`build_format_dfa` (up to a few hundred milliseconds); the two are identical,
+    state for state. Results are cached and shared: treat their arrays as read-only. Names
+    in :data:`UNSUPPORTED_FORMATS` also give None (check that set to refuse them).
     """
     if name not in FORMATS:
         return None
+    from .format_data import shipped_format_dfa
+
+    shipped = shipped_format_dfa(name)
+    return shipped if shipped is not None else build_format_dfa(name)
+
+
+def build_format_dfa(name: str) -> ByteDFA:
+    """The automaton of a format in :data:`FORMATS`, constructed from scratch (what the
+    shipped data is written from and checked against)."""
     builder = _BUILDERS.get(name)
     if builder is not None:
         return builder()
     return _rx(_patterns()[name])
+
+
+if __name__ == "__main__":  # python -m gramalign.grammar.json_schema.formats --write-data [DIR]
+    from gramalign.grammar.json_schema.format_data import main
+
+    raise SystemExit(main())

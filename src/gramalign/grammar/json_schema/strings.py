@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -176,7 +177,8 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     found = _JSON_STRINGS.get(key)
     if found is None:
         if escapes == "minimal":
-            found = _spelled_other_strings(contents, max_states) or _minimally_escaped(contents, max_states)
+            found = (_shipped_spelling(contents, max_states) or _spelled_other_strings(contents, max_states)
+                     or _minimally_escaped(contents, max_states))
         else:
             found = _escaped(contents, escapes, max_states)
         found = _JSON_STRINGS.put(key, found)
@@ -209,6 +211,36 @@ def _spelled_other_strings(contents: ByteDFA, max_states: int) -> ByteDFA | None
                           literal_dfa([b'"' + name.encode("utf-8") + b'"' for name in names]), max_states=max_states)
     except StateLimitError:
         return None
+
+
+_SHIPPED_SPELLINGS: dict[bytes, Callable[[int], ByteDFA | None]] = {}
+"""Contents digest -> loader of its precomputed minimal-escape spelling, given ``max_states``
+(None where that spelling would raise StateLimitError or its data is unusable). Filled by
+:mod:`.format_data` for the format automata it loads from the package data."""
+
+
+def register_shipped_spelling(contents_digest: bytes, loader: Callable[[int], ByteDFA | None]) -> None:
+    """Let ``json_string_dfa(contents, escapes="minimal")`` take its result from ``loader``
+    (which must return exactly what :func:`_minimally_escaped` would) for contents with
+    this digest."""
+    _SHIPPED_SPELLINGS[contents_digest] = loader
+
+
+def _shipped_spelling(contents: ByteDFA, max_states: int) -> ByteDFA | None:
+    loader = _SHIPPED_SPELLINGS.get(contents.digest)
+    return None if loader is None else loader(max_states)
+
+
+def minimal_spelling_states(contents: ByteDFA) -> int:
+    """The states :func:`_minimally_escaped` lays out before minimising: it raises
+    StateLimitError exactly when this exceeds ``max_states``."""
+    table = contents.transitions
+    escaping = (table[:, _NEEDS_ESCAPE] != DEAD).any(axis=1)
+    if not escaping.any():
+        return contents.num_states + 2
+    low = (table[escaping][:, _LOW_HEX_ESCAPED] != DEAD).any(axis=1)
+    high = (table[escaping][:, 0x10:0x20] != DEAD).any(axis=1)
+    return contents.num_states + 2 + int(escaping.sum()) + 3 * int((low | high).sum()) + int(low.sum()) + int(high.sum())
 
 
 _JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
