@@ -240,7 +240,8 @@ def minimal_spelling_states(contents: ByteDFA) -> int:
         return contents.num_states + 2
     low = (table[escaping][:, _LOW_HEX_ESCAPED] != DEAD).any(axis=1)
     high = (table[escaping][:, 0x10:0x20] != DEAD).any(axis=1)
-    return contents.num_states + 2 + int(escaping.sum()) + 3 * int((low | high).sum()) + int(low.sum()) + int(high.sum())
+    with_u = low | high  # states that also read \u00XX
+    return contents.num_states + 2 + int(escaping.sum()) + 3 * int(with_u.sum()) + int(low.sum()) + int(high.sum())
 
 
 _JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
