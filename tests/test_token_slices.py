@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.dfa_kernels import column_classes
 from gramalign.grammar.parser import LEXEME, STACK, IncrementalParser, build_parser_tables, fill_reach
 from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.masking.mask_store import GrammarMaskStore
@@ -167,7 +166,7 @@ def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
     hyps, _ = parser.feed(parser.initial_state(), prefix)
     assert hyps is not None and hyps.shape[0] == 1
     q, parser_state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
-    steps = step_bytes(column_classes(lexer.transitions)[0], TEXT)
+    steps = step_bytes(lexer.byte_class, TEXT)  # as the mask store does
     depth, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
                              tables.candidate_bits[parser_state],
                              tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])

@@ -313,7 +313,7 @@ def fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, start
     members = np.empty(n, np.int32)
     n_members = 0
     frames = np.empty(n, np.int32)
-    next_byte = np.empty(n, np.int32)
+    next_class = np.empty(n, np.int32)
     acc = np.empty((n, words), np.uint64)  # a row is cleared when its state is met
     counter = 0
     depth = 0
@@ -327,15 +327,15 @@ def fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, start
             met[met_now] = 1
             acc[met_now] = 0
             frames[depth] = met_now
-            next_byte[depth] = 0
+            next_class[depth] = 0
             depth += 1
             met_now = -1
         if depth == 0:
             break
         v = frames[depth - 1]
-        c = next_byte[depth - 1]
+        c = next_class[depth - 1]
         if c < lx_class_byte.shape[0]:  # one byte of each class the lexer treats alike
-            next_byte[depth - 1] = c + 1
+            next_class[depth - 1] = c + 1
             w = lx_trans[v, lx_class_byte[c]]
             if w < 0:
                 continue

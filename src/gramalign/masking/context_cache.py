@@ -125,7 +125,9 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
     ``initial`` is the lexer start of the context's candidate set (where a lexeme starts
     after an ignored one); ``starts_any[b]``: does any lexer start read byte ``b`` (what the
     classification reads where a parser-visible lexeme ends).
-    ``byte_class``/``class_byte`` are the lexer table's :func:`~gramalign.grammar.dfa_kernels.column_classes`."""
+    ``byte_class``/``class_byte``: bytes the lexer treats alike (``LexerDFA.byte_class`` /
+    ``class_byte``, or :func:`~gramalign.grammar.dfa_kernels.column_classes` of its table);
+    any partition finer than the table's columns gives the same signature."""
     n_lexer = lx_trans.shape[0]
     n_components = 1 + shadow_states.shape[0]
     n_columns = class_byte.shape[0]
@@ -223,9 +225,10 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
                     index_of[key] = -2
                     found = -2
             if found == -2:
-                # Only the initial state tells "dead" from "dead for these candidates" apart:
-                # a lexeme ending before a byte that starts no terminal at all is rejected
-                # outright, before the parser is consulted.
+                # Only the initial state tells "dead" from "dead for these candidates" apart
+                # (in a lexer whose start tracks more than the candidates; a per-candidate-set
+                # start tracks nothing else): a lexeme ending before a byte that starts no
+                # terminal at all is rejected outright, before the parser is consulted.
                 successors[done, c] = _CANDIDATES_DEAD if (component == 0 and q == initial) else _DEAD
             else:
                 successors[done, c] = found
