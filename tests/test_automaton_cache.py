@@ -136,3 +136,42 @@ def test_cache_stays_within_its_byte_budget():
     assert cache.put("huge", huge) is huge and cache.get("huge") is None
     cache.clear()
     assert cache.nbytes == 0 and len(cache) == 0
+
+
+def _grammars(count: int) -> list[ga.Grammar]:
+    return [ga.Grammar.from_json_schema({"type": "object", "properties": {f"key{n}": {"type": "integer"}},
+                                         "required": [f"key{n}"]}) for n in range(count)]
+
+
+def test_parser_tables_cache_is_bounded_in_bytes(monkeypatch):
+    from gramalign.grammar import parser
+
+    grammars = _grammars(6)
+    one = parser.build_parser_tables(grammars[0]).nbytes
+    cache = AutomatonCache("parser tables (test)", 3 * one, size=lambda tables: tables.nbytes)
+    monkeypatch.setattr(parser, "_TABLES", cache)
+    tables = [parser.build_parser_tables(g) for g in grammars]
+    assert cache.nbytes <= 3 * one and 0 < len(cache) < len(grammars)
+    assert parser.build_parser_tables(grammars[-1]) is tables[-1]  # recent: the same object
+    again = parser.build_parser_tables(grammars[0])  # evicted: built again, equal tables
+    assert again is not tables[0]
+    assert np.array_equal(again.lexer.transitions, tables[0].lexer.transitions)
+    assert np.array_equal(again.table.action, tables[0].table.action)
+
+
+def test_compiled_grammars_cache_is_bounded_in_bytes(monkeypatch):
+    from gramalign.masking import compiler
+
+    vocab = ga.Vocabulary.from_token_bytes([b"{", b"}", b'"', b":", b"key", b"0", b"1", b"</s>"], eos_token_ids=[7])
+    grammars = _grammars(5)
+    monkeypatch.setattr(compiler, "_compiled", type(compiler._compiled)())
+    first = ga.compile(grammars[0], vocab)
+    assert ga.compile(grammars[0], vocab) is first  # within the budget: the cached one
+    monkeypatch.setattr(compiler, "COMPILE_CACHE_BYTES", int(2.5 * first.memory_bytes))
+    compiled = [ga.compile(g, vocab) for g in grammars[1:]]
+    assert sum(c.memory_bytes for c in compiler._compiled.values()) <= compiler.COMPILE_CACHE_BYTES
+    assert ga.compile(grammars[-1], vocab) is compiled[-1]
+    assert ga.compile(grammars[0], vocab) is not first  # the oldest went first
+    monkeypatch.setattr(compiler, "COMPILE_CACHE_BYTES", 0)
+    newest = ga.compile(_grammars(6)[-1], vocab)
+    assert list(compiler._compiled.values()) == [newest]  # the newest is always kept

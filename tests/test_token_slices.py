@@ -141,7 +141,8 @@ def test_fill_reach_equals_a_search_per_state(name):
         cand = tables.candidate_bits[state]
         reachable = sorted(reachable_states(lexer, cid))
         for q in np.random.default_rng(state).permutation(reachable)[:12].tolist():
-            fill_reach(lexer.transitions, lexer.accept_bits, lexer.class_byte, reach_bits, reach_done, q)
+            fill_reach(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, reach_bits,
+                       reach_done, q)
             assert reach_done[q]
         for q in reachable:
             if reach_done[q]:  # every state filled on the way, too

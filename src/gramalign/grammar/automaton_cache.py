@@ -1,4 +1,4 @@
-"""Process-wide caches of automata, keyed by exact content and bounded in bytes.
+"""Process-wide caches of automata (and parser tables), keyed by exact content and bounded in bytes.
 
 Schemas compiled one after another share most of their pieces: the same key sets, the
 same ``minimum: 0`` numbers, the same format and pattern automata, the same products of

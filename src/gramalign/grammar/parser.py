@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Grammar
+from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
 
@@ -77,6 +78,13 @@ class ParserTables:
     layout: np.ndarray  # int32 [5]: see NEWLINE_TERMINAL etc.
     bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
     tracks_column: np.ndarray  # uint8 [lexer states]: inside a newline lexeme
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (the reachable winners counted whole, though filled lazily)."""
+        arrays = (self.lexer.transitions, self.lexer.accept_bits, self.lexer.alive_bits, self.table.action,
+                  self.table.goto, self.candidate_bits, self.reach_bits, self.reach_done, self.tracks_column)
+        return sum(int(a.nbytes) for a in arrays) + 8 * len(self.accepting)
 
     @property
     def has_layout(self) -> bool:
@@ -121,9 +129,23 @@ def _check_newline_reaches_every_column(terminal) -> None:
             r"prefixes, a line break followed by any number of spaces (for example /(\r?\n[\t ]*(#[^\n]*)?)+/)")
 
 
-@functools.lru_cache(maxsize=64)
+TABLES_CACHE_BYTES = 64 << 20
+"""Memory for the tables of recently used grammars, least recently used out (a count bound
+let 64 large grammars hold over a GiB in a server that compiles one schema after another)."""
+
+_TABLES = AutomatonCache("parser tables", TABLES_CACHE_BYTES, size=lambda tables: tables.nbytes)
+
+
 def build_parser_tables(grammar: Grammar) -> ParserTables:
-    """Lexer DFA + LALR table + the glue between them for ``grammar`` (cached per grammar)."""
+    """Lexer DFA + LALR table + the glue between them for ``grammar`` (cached per grammar,
+    see ``TABLES_CACHE_BYTES``)."""
+    found = _TABLES.get(grammar)
+    if found is None:
+        found = _TABLES.put(grammar, _build_parser_tables(grammar))
+    return found
+
+
+def _build_parser_tables(grammar: Grammar) -> ParserTables:
     table = build_parse_table(grammar)
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
@@ -287,13 +309,29 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
             return node, alloc, OK
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _one_bit(bits):
+    """Is exactly one bit set in the uint64 bitset ``bits``?"""
+    found = False
+    for w in range(bits.shape[0]):
+        x = bits[w]
+        if x:
+            if found or x & (x - np.uint64(1)):
+                return False
+            found = True
+    return found
+
+
 @numba.njit(cache=True, nogil=True)
-def fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, start):
+def fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, start):
     """Set ``reach_bits[q]`` (and ``reach_done``) to the terminals that win some lexeme
     reachable from ``q``, for ``start`` and every state reachable from it.
 
     A state tracks only candidates of every start that reaches it (see the lexer module),
     so its winner is the best-ranked terminal accepting there, whatever the candidate set.
+    A state that tracks one terminal only reaches states that track it alone, and every
+    state of a terminal's automaton can still accept, so its answer is that terminal: the
+    search stops there (a format or a bounded string is tens of thousands of such states).
 
     One pass of Tarjan's strongly connected components: a state's winners are its own and
     those of its successors, so each component, finished after every component it reaches,
@@ -302,6 +340,10 @@ def fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, start
     Only finished values are stored, so readers that check ``reach_done`` first never see a
     partial set."""
     if reach_done[start]:
+        return
+    if _one_bit(lx_alive[start]):
+        reach_bits[start] = lx_alive[start]
+        reach_done[start] = 1
         return
     n = lx_trans.shape[0]
     words = lx_accept.shape[1]
@@ -339,6 +381,9 @@ def fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, start
             w = lx_trans[v, lx_class_byte[c]]
             if w < 0:
                 continue
+            if not reach_done[w] and _one_bit(lx_alive[w]):
+                reach_bits[w] = lx_alive[w]
+                reach_done[w] = 1
             if reach_done[w]:
                 for k in range(words):
                     acc[v, k] |= reach_bits[w, k]
@@ -413,10 +458,10 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def reachable_winners(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q):
+def reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q):
     """Terminals that can win a lexeme going on from lexer state ``q`` (cached bitset)."""
     if not reach_done[q]:
-        fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q)
+        fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
     return reach_bits[q]
 
 
@@ -434,7 +479,7 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
     if q < lx_starts:
         return True, OK
     node = hyp[STACK]
-    reach = reachable_winners(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q)
+    reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
     usable = np.zeros(cand_bits.shape[1], np.uint64)
     known = np.zeros(cand_bits.shape[1], np.uint64)
     return usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,

@@ -78,7 +78,11 @@ class CompiledGrammar:
 
 
 COMPILE_CACHE_SIZE = 64
-"""Compiled grammars kept in memory (least recently used first out)."""
+"""Compiled grammars kept in memory (least recently used first out) ..."""
+
+COMPILE_CACHE_BYTES = 128 << 20
+"""... while their tables and the masks computed so far (measured again at every compile,
+since masks keep being added) stay within this; the newest is always kept."""
 
 _compiled: "OrderedDict[tuple, CompiledGrammar]" = OrderedDict()
 _compiled_lock = threading.Lock()
@@ -89,7 +93,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     """Bind ``grammar`` to ``vocabulary``; reuse the result across sequences and threads.
 
     Compiling an equal grammar for the same vocabulary again returns the cached result
-    (the last ``COMPILE_CACHE_SIZE`` are kept), with every mask computed so far; pass
+    (the last ``COMPILE_CACHE_SIZE`` within ``COMPILE_CACHE_BYTES`` are kept), with every
+    mask computed so far; pass
     ``cache=False`` for a fresh one. For a single-regex grammar, ``eager`` builds every DFA
     state's mask now (default: when they fit in 256 MiB), otherwise each state's mask is
     built the first time a matcher reaches it. Context-free grammars always build masks
@@ -116,6 +121,10 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         _compiled[key] = compiled
         while len(_compiled) > COMPILE_CACHE_SIZE:
             _compiled.popitem(last=False)
+        held = sum(entry.memory_bytes for entry in _compiled.values())
+        while held > COMPILE_CACHE_BYTES and len(_compiled) > 1:
+            _, evicted = _compiled.popitem(last=False)
+            held -= evicted.memory_bytes
     return compiled
 
 

@@ -70,7 +70,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 if went_on < 0:
                     continue
                 if not reach_done[went_on]:
-                    fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, went_on)
+                    fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
                 # Reachable winners are empty when the lexeme is dead for these candidates.
                 viable = False
                 unknown = False
@@ -123,7 +123,8 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 lexeme = levels[depth, k, LEXEME]
                 alive = lexeme < lx_starts
                 if not alive:
-                    reach = reachable_winners(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, lexeme)
+                    reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done,
+                                              lexeme)
                     alive, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
                                                  pool_parent, scratch_state, scratch_parent, exposed, stack,
                                                  alloc, free_terminal(layout, levels[depth, k, BRACKETS]),
@@ -354,7 +355,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                 for h in range(n_out):
                     q = q_of[depth, h]
                     if not reach_done[q]:
-                        fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, q)
+                        fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
                     for w in range(words):
                         reach[w] |= reach_bits[q, w]
                 for g in range(n_groups):

@@ -156,7 +156,7 @@ def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, 
     ``first_text``): breadth-first over (lexer state, text state) pairs. Once a level
     brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
     words = cand.shape[0]
-    fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, first)
+    fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, first)
     n_next = 1
     following[0, 0] = first
     following[0, 1] = first_text
@@ -166,7 +166,7 @@ def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, 
         for k in range(n_next):
             p = following[k, 0]
             if not reach_done[p]:
-                fill_reach(lx_trans, lx_accept, lx_class_byte, reach_bits, reach_done, p)
+                fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, p)
             alive = False
             accepts = False
             for w in range(words):
