@@ -110,8 +110,9 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     owner = np.repeat(np.arange(len(dfas)), sizes)
-    big = np.concatenate([d.transitions for d in dfas]).astype(np.int64)
-    np.add(big, offsets[owner][:, None], out=big, where=big >= 0)  # one pass, not one per terminal
+    # int32 throughout: an int64 copy of a format's 25k-state table cost more than the product.
+    big = np.concatenate([d.transitions for d in dfas], dtype=np.int32)
+    np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)  # one pass, not one per terminal
     big_accepting = np.concatenate([d.accepting for d in dfas])
     # Bytes that no terminal tells apart form one class; the product walks classes only.
     _, byte_class, representative = _byte_classes(big)
