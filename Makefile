@@ -35,7 +35,8 @@ test: $(VENV)/.dev
 bench: $(VENV)/.bench
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/regex_index.py
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/grammar_masks.py
-	HF_HUB_OFFLINE=1 $(PY) benchmarks/maskbench.py --sample 3
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/maskbench.py --sample 20
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/formats.py
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/e2e.py
 
 clean:
