@@ -165,6 +165,7 @@ def test_compiled_grammars_cache_is_bounded_in_bytes(monkeypatch):
     vocab = ga.Vocabulary.from_token_bytes([b"{", b"}", b'"', b":", b"key", b"0", b"1", b"</s>"], eos_token_ids=[7])
     grammars = _grammars(5)
     monkeypatch.setattr(compiler, "_compiled", type(compiler._compiled)())
+    monkeypatch.setattr(compiler, "_sizes", {})
     first = ga.compile(grammars[0], vocab)
     assert ga.compile(grammars[0], vocab) is first  # within the budget: the cached one
     monkeypatch.setattr(compiler, "COMPILE_CACHE_BYTES", int(2.5 * first.memory_bytes))
