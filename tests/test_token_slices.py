@@ -168,10 +168,31 @@ def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
     assert hyps is not None and hyps.shape[0] == 1
     q, parser_state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
     steps = step_bytes(lexer.byte_class, TEXT)  # as the mask store does
-    depth, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
-                             tables.candidate_bits[parser_state],
-                             tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
+    depth, _, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
+                                tables.candidate_bits[parser_state], tables.reach_bits, tables.reach_done, np.int32(q),
+                                TEXT, *steps, LEVELS[-1], np.zeros((lexer.num_states, TEXT.shape[0]), np.int32),
+                                np.int64(0))
     return depth
+
+
+def test_coverage_reuses_a_scratch_it_never_clears():
+    # Searches are numbered on from the caller's count, so marks a kept scratch holds from
+    # earlier calls (all below that count) never pass for pairs met now.
+    vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "maxLength": 40}), vocab)
+    tables, lexer = compiled.store.tables, compiled.store.tables.lexer
+    parser = IncrementalParser(tables)
+    steps = step_bytes(lexer.byte_class, TEXT)
+    dirty = np.random.default_rng(0).integers(0, 1000, (lexer.num_states, TEXT.shape[0])).astype(np.int32)
+    for used in range(0, 40, 7):
+        hyps, _ = parser.feed(parser.initial_state(), b'"' + b"a" * used)
+        q, state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
+        args = (lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, tables.candidate_bits[state],
+                tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
+        fresh = text_coverage(*args, np.zeros_like(dirty), np.int64(0))
+        kept = text_coverage(*args, dirty, np.int64(1000 + 300 * used))
+        assert np.array_equal(fresh[0], kept[0]) and np.array_equal(fresh[1], kept[1])
+        assert kept[2] - (1000 + 300 * used) == fresh[2] > 0  # as many searches, numbered on
 
 
 @pytest.mark.parametrize("max_length", [3, 12, 40, 100])

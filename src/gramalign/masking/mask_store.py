@@ -120,6 +120,7 @@ class GrammarMaskStore:
         self._steps: dict = {}  # per alphabet, step_bytes of the lexer's byte classes, on first use
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
+        self._seen: list = []  # [scratch, last search number] for text_coverage, one per concurrent build
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
@@ -540,9 +541,19 @@ class GrammarMaskStore:
             steps = self._steps.get(k)
             if steps is None:
                 steps = self._steps[k] = step_bytes(lexer.byte_class, slices.text)
-            depth, state_after = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
-                                               lexer.class_byte, cand, tables.reach_bits, tables.reach_done,
-                                               np.int32(key[0]), slices.text, *steps, LEVELS[-1])
+            try:
+                seen = self._seen.pop()
+            except IndexError:  # none free (first build, or another thread holds it)
+                seen = [np.zeros((lexer.num_states, max(s.text.shape[0] for s in self._slices)), np.int32), 0]
+            try:
+                if seen[1] > 1 << 30:
+                    seen[0][:] = 0
+                    seen[1] = 0
+                depth, state_after, seen[1] = text_coverage(
+                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand, tables.reach_bits,
+                    tables.reach_done, np.int32(key[0]), slices.text, *steps, LEVELS[-1], seen[0], np.int64(seen[1]))
+            finally:
+                self._seen.append(seen)
             # The level most text tokens can take (a few first bytes may admit longer texts,
             # e.g. four-byte characters under a length bound in characters).
             ascii_depth = depth[slices.ascii]

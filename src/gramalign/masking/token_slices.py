@@ -99,23 +99,26 @@ def _text_lengths(node_byte, node_depth, token_start, text):
 
 @numba.njit(cache=True, nogil=True)
 def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start, text, step_bytes,
-                  step_offsets, max_depth):
-    """(depth, state), int32 [256] each, by first byte ``b`` of a text: how many bytes of
-    any text that starts with ``b`` lexer state ``start`` reads under candidates ``cand``
+                  step_offsets, max_depth, seen, searches):
+    """(depth, state, searches): depth and state are int32 [256], by first byte ``b`` of a
+    text: how many bytes of any text that starts with ``b`` lexer state ``start`` reads under candidates ``cand``
     such that after each byte the lexeme is alive and has the reachable winners of
     ``state[b]`` (the state after ``b``), and before the last byte could not end. Capped at
     ``max_depth``; 0 for bytes no text starts with or that end the lexeme at once.
 
     ``step_bytes[step_offsets[t]:step_offsets[t + 1]]`` are the bytes to try from text state
-    ``t``: one per class of bytes that both automata treat alike (see :func:`step_bytes`)."""
+    ``t``: one per class of bytes that both automata treat alike (see :func:`step_bytes`).
+
+    ``seen`` (int32, at least [lexer states, text states]) is the caller's scratch:
+    ``seen[p, u] == search`` marks a pair met by search number ``search``; searches are
+    numbered on from ``searches`` and the last number is returned, so a scratch kept across
+    calls is never cleared (clearing one the size of a large lexer per context cost more than
+    the searches). A fresh scratch is zeros with ``searches`` 0."""
     depth = np.zeros(256, np.int32)
     state = np.full(256, -1, np.int32)
     pairs = lx_trans.shape[0] * text.shape[0]
-    # Scratch shared by the searches: seen[p, u] == search number marks a pair as met.
-    seen = np.zeros((lx_trans.shape[0], text.shape[0]), np.int32)
     level = np.empty((pairs, 2), np.int32)
     following = np.empty((pairs, 2), np.int32)
-    searches = 0
     for b in range(256):
         u = text[0, b]
         p = lx_trans[start, b]
@@ -130,7 +133,7 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
             searches += 1
             depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u,
                                    text, step_bytes, step_offsets, max_depth, seen, searches, level, following)
-    return depth, state
+    return depth, state, searches
 
 
 @numba.njit(cache=True, nogil=True)
@@ -316,7 +319,7 @@ def _warm_kernels() -> None:
             raise AssertionError("a lexer that reads any text admits text")
         steps = step_bytes(np.zeros(256, np.int64), TEXT)
         text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, np.int32(0),
-                      TEXT, *steps, LEVELS[-1])
+                      TEXT, *steps, LEVELS[-1], np.zeros((1, TEXT.shape[0]), np.int32), np.int64(0))
     ids, offsets = np.zeros(1, np.int32), np.zeros(257, np.int64)
     ids.flags.writeable = offsets.flags.writeable = False
     clear_first_bytes(np.zeros(1, np.uint32), ids, offsets, np.zeros(1, np.int64))
