@@ -156,9 +156,14 @@ class Grammar:
         >>> g.start
         'start'
         """
+        from ..heap import release_freed_memory
         from .json_schema import compile_json_schema
 
-        return compile_json_schema(schema, **options)
+        try:
+            return compile_json_schema(schema, **options)
+        except BaseException:
+            release_freed_memory()  # a refusal often comes after large automata were built
+            raise
 
     @classmethod
     def builtin(cls, name: str) -> "Grammar":

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..errors import GrammarError
 from ..grammar.grammar import Grammar
 from .bitmask import bitmask_width
+from ..heap import TRIM_AFTER_BYTES, release_freed_memory
 from .token_index import DFATokenIndex
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
@@ -80,7 +81,7 @@ class CompiledGrammar:
 COMPILE_CACHE_SIZE = 64
 """Compiled grammars kept in memory (least recently used first out) ..."""
 
-COMPILE_CACHE_BYTES = 128 << 20
+COMPILE_CACHE_BYTES = 64 << 20
 """... while their tables and the masks computed so far stay within this; the newest is
 always kept."""
 
@@ -116,14 +117,17 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
     cache_dir = cache_dir if cache_dir is not None else os.environ.get("GRAMALIGN_CACHE_DIR") or None
     if not cache:
-        return _compile(grammar, vocabulary, eager, cache_dir)
+        compiled = _compile_releasing(grammar, vocabulary, eager, cache_dir)
+        if compiled.memory_bytes >= TRIM_AFTER_BYTES:
+            release_freed_memory()
+        return compiled
     key = (grammar, id(vocabulary), eager)
     with _compiled_lock:
         found = _compiled.get(key)
         if found is not None and found.vocabulary is vocabulary:
             _compiled.move_to_end(key)
             return found
-    compiled = _compile(grammar, vocabulary, eager, cache_dir)
+    compiled = _compile_releasing(grammar, vocabulary, eager, cache_dir)
     global _compiles
     with _compiled_lock:
         _compiled[key] = compiled
@@ -133,10 +137,25 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
             for cached_key, entry in _compiled.items():
                 _sizes[cached_key] = entry.memory_bytes
         held = sum(_sizes.values())
+        churn = _sizes[key]  # what this compile built, and what the cache lets go below
         while (len(_compiled) > COMPILE_CACHE_SIZE or held > COMPILE_CACHE_BYTES) and len(_compiled) > 1:
             evicted_key, _ = _compiled.popitem(last=False)
-            held -= _sizes.pop(evicted_key)
+            evicted = _sizes.pop(evicted_key)
+            held -= evicted
+            churn += evicted
+    if churn >= TRIM_AFTER_BYTES:
+        release_freed_memory()  # the scratch of a large build, and dropped grammars (see .heap)
     return compiled
+
+
+def _compile_releasing(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir) -> CompiledGrammar:
+    """:func:`_compile`; one that fails (a limit reached, often after building large automata)
+    hands its scratch back to the operating system (see :mod:`gramalign.heap`)."""
+    try:
+        return _compile(grammar, vocabulary, eager, cache_dir)
+    except BaseException:
+        release_freed_memory()
+        raise
 
 
 def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir) -> CompiledGrammar:

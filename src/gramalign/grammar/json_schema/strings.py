@@ -244,7 +244,7 @@ def minimal_spelling_states(contents: ByteDFA) -> int:
     return contents.num_states + 2 + int(escaping.sum()) + 3 * int(with_u.sum()) + int(low.sum()) + int(high.sum())
 
 
-_JSON_STRINGS = AutomatonCache("JSON string spellings", 128 << 20)
+_JSON_STRINGS = AutomatonCache("JSON string spellings", 64 << 20)
 """Schemas share most strings (keys, formats, any string)."""
 _NEEDS_ESCAPE = [*range(0x20), 0x22, 0x5C]
 _ESCAPED_CHARACTER = re.compile(r'[\x00-\x1f"\\]')  # the characters of _NEEDS_ESCAPE
