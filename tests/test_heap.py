@@ -35,7 +35,8 @@ def test_release_returns_freed_heap_to_the_system():
 
 def test_large_and_failed_compiles_release_memory(monkeypatch):
     calls = []
-    monkeypatch.setattr(compiler, "release_freed_memory", lambda: calls.append(1) or True)
+    for module in (compiler, heap):  # compile() after a large build; released_on_failure after a failure
+        monkeypatch.setattr(module, "release_freed_memory", lambda: calls.append(1) or True)
     vocab = ga.Vocabulary.from_token_bytes([b"{", b"}", b'"', b"a", b"</s>"], eos_token_ids=[4])
     grammar = ga.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
     monkeypatch.setattr(compiler, "TRIM_AFTER_BYTES", 1 << 40)
@@ -48,3 +49,13 @@ def test_large_and_failed_compiles_release_memory(monkeypatch):
     with pytest.raises(ga.GramalignError):
         ga.compile(ga.Grammar.from_regex(r"[^\s\S]"), vocab)  # refused: the scratch goes back too
     assert len(calls) == 3
+
+
+def test_a_refused_schema_releases_memory(monkeypatch):
+    calls = []
+    monkeypatch.setattr(heap, "release_freed_memory", lambda: calls.append(1) or True)
+    with pytest.raises(ga.SchemaCompileError):
+        ga.Grammar.from_json_schema({"type": "string", "maxLength": 131072, "pattern": "^[a-f]+x"})
+    assert calls == [1]
+    ga.Grammar.from_json_schema({"type": "string", "maxLength": 10})
+    assert calls == [1]  # a schema that compiles asks nothing

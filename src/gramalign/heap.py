@@ -10,6 +10,7 @@ library this is a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 
@@ -37,3 +38,14 @@ def release_freed_memory() -> bool:
         return False
     _trim(0)
     return True
+
+
+@contextlib.contextmanager
+def released_on_failure():
+    """Hand the heap back when the body raises: a compile refused for a limit has often built
+    large automata first."""
+    try:
+        yield
+    except BaseException:
+        release_freed_memory()
+        raise

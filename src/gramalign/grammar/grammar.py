@@ -156,14 +156,11 @@ class Grammar:
         >>> g.start
         'start'
         """
-        from ..heap import release_freed_memory
+        from ..heap import released_on_failure
         from .json_schema import compile_json_schema
 
-        try:
+        with released_on_failure():
             return compile_json_schema(schema, **options)
-        except BaseException:
-            release_freed_memory()  # a refusal often comes after large automata were built
-            raise
 
     @classmethod
     def builtin(cls, name: str) -> "Grammar":

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..errors import GrammarError
 from ..grammar.grammar import Grammar
+from ..heap import TRIM_AFTER_BYTES, release_freed_memory, released_on_failure
 from .bitmask import bitmask_width
-from ..heap import TRIM_AFTER_BYTES, release_freed_memory
 from .token_index import DFATokenIndex
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
@@ -117,7 +117,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
     cache_dir = cache_dir if cache_dir is not None else os.environ.get("GRAMALIGN_CACHE_DIR") or None
     if not cache:
-        compiled = _compile_releasing(grammar, vocabulary, eager, cache_dir)
+        with released_on_failure():
+            compiled = _compile(grammar, vocabulary, eager, cache_dir)
         if compiled.memory_bytes >= TRIM_AFTER_BYTES:
             release_freed_memory()
         return compiled
@@ -127,7 +128,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         if found is not None and found.vocabulary is vocabulary:
             _compiled.move_to_end(key)
             return found
-    compiled = _compile_releasing(grammar, vocabulary, eager, cache_dir)
+    with released_on_failure():
+        compiled = _compile(grammar, vocabulary, eager, cache_dir)
     global _compiles
     with _compiled_lock:
         _compiled[key] = compiled
@@ -144,18 +146,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
             held -= evicted
             churn += evicted
     if churn >= TRIM_AFTER_BYTES:
-        release_freed_memory()  # the scratch of a large build, and dropped grammars (see .heap)
+        release_freed_memory()  # the scratch of a large build, and dropped grammars (see gramalign.heap)
     return compiled
-
-
-def _compile_releasing(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir) -> CompiledGrammar:
-    """:func:`_compile`; one that fails (a limit reached, often after building large automata)
-    hands its scratch back to the operating system (see :mod:`gramalign.heap`)."""
-    try:
-        return _compile(grammar, vocabulary, eager, cache_dir)
-    except BaseException:
-        release_freed_memory()
-        raise
 
 
 def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir) -> CompiledGrammar:
