@@ -23,17 +23,18 @@ from lark.utils import classify, fzset
 
 from gramalign.errors import GrammarError
 from gramalign.grammar.grammar import Grammar
-from gramalign.grammar.lalr import ACCEPT, END, ParseTable
+from gramalign.grammar.lalr import ACCEPT, END, ParseTable, pack_goto_table
 
 
 def canonical(table: ParseTable) -> ParseTable:
     """``table`` with its states renumbered breadth first from the initial state, each
     state's successors in column order (shifts, then gotos); every state must be reachable."""
+    dense_goto = table.goto_table()
     order = [table.initial_state]
     number = {table.initial_state: 0}
     for state in order:
         targets = [a - 1 for a in table.action[state].tolist() if a > 0]
-        targets += [g for g in table.goto[state].tolist() if g >= 0]
+        targets += [g for g in dense_goto[state].tolist() if g >= 0]
         for target in targets:
             if target not in number:
                 number[target] = len(order)
@@ -43,10 +44,11 @@ def canonical(table: ParseTable) -> ParseTable:
     action = table.action[order].copy()
     shifts = action > 0
     action[shifts] = renumber[action[shifts] - 1] + 1
-    goto = table.goto[order].copy()
+    goto = dense_goto[order].copy()
     defined = goto >= 0
     goto[defined] = renumber[goto[defined]]
-    return ParseTable(terminals=table.terminals, nonterminals=table.nonterminals, action=action, goto=goto,
+    return ParseTable(terminals=table.terminals, nonterminals=table.nonterminals, action=action,
+                      goto=pack_goto_table(goto),
                       rule_lhs=table.rule_lhs, rule_len=table.rule_len, rule_names=table.rule_names,
                       initial_state=0)
 
@@ -117,7 +119,7 @@ def lark_parse_table(grammar: Grammar, *, shared_sets: bool = True, kernel_inclu
         terminals=tuple(terminal_names) + (END,),
         nonterminals=tuple(nonterminals),
         action=action,
-        goto=goto,
+        goto=pack_goto_table(goto),
         rule_lhs=np.array([goto_columns[rule.origin.name] for rule in rules], dtype=np.int32),
         rule_len=np.array([len(rule.expansion) for rule in rules], dtype=np.int32),
         rule_names=tuple(names),

@@ -17,6 +17,8 @@ import json
 import lark
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lark.parsers.lalr_analysis import digraph as lark_digraph
 from lark_lalr_oracle import _digraph, canonical, lark_parse_table
 from shared_data import maskbench_files
@@ -25,7 +27,7 @@ import gramalign as ga
 import gramalign.grammar.parser
 from gramalign.grammar.builtin import load_builtin
 from gramalign.grammar.grammar import Grammar, Rule, Terminal
-from gramalign.grammar.lalr import ACCEPT, build_parse_table
+from gramalign.grammar.lalr import ACCEPT, ParseTable, build_parse_table, pack_goto_table
 
 
 def random_relation(rng: random.Random, size: int):
@@ -104,8 +106,10 @@ def assert_same_table_as_lark(grammar: Grammar) -> None:
     expected = canonical(expected)
     for field in ("terminals", "nonterminals", "rule_names", "initial_state"):
         assert getattr(table, field) == getattr(expected, field), field
-    for field in ("rule_lhs", "rule_len", "action", "goto"):
+    for field in ("rule_lhs", "rule_len", "action", "goto_table"):
         ours, theirs = getattr(table, field), getattr(expected, field)
+        if field == "goto_table":
+            ours, theirs = ours(), theirs()
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, field
         different = np.argwhere(ours != theirs)
         assert len(different) == 0, (field, [(tuple(i), ours[tuple(i)], theirs[tuple(i)]) for i in different[:5]])
@@ -257,7 +261,7 @@ def test_includes_also_walk_kernel_items_as_in_lark():
 
 def test_accept_is_the_end_states_end_action():
     table = build_parse_table(ga.Grammar.from_lark('start: "x"\n'))
-    assert table.initial_state == 0 and table.action[table.goto[0, 0], -1] == ACCEPT
+    assert table.initial_state == 0 and table.action[table.goto_of(0, 0), -1] == ACCEPT
 
 
 def maskbench_grammars(count: int, every: int):
@@ -283,3 +287,18 @@ def test_json_schema_grammars_have_larks_tables():
             assert_same_table_as_lark(grammar)
         except AssertionError as exc:
             raise AssertionError(name) from exc
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 12), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
+def test_packed_goto_table_reads_back_every_cell(n_states, n_symbols, density, seed):
+    """The packed goto table answers every (state, nonterminal) as the dense table does,
+    -1 where undefined, whatever the pattern of entries."""
+    rng = np.random.default_rng(seed)
+    dense = np.where(rng.random((n_states, n_symbols)) < density, rng.integers(0, n_states, (n_states, n_symbols)), -1)
+    packed = pack_goto_table(dense.astype(np.int32))
+    table = ParseTable(terminals=("$END",), nonterminals=tuple(f"n{k}" for k in range(n_symbols)),
+                       action=np.zeros((n_states, 1), np.int32), goto=packed, rule_lhs=np.zeros(0, np.int32),
+                       rule_len=np.zeros(0, np.int32), rule_names=(), initial_state=0)
+    assert np.array_equal(table.goto_table(), dense)
+    assert all(table.goto_of(s, a) == dense[s, a] for s in range(n_states) for a in range(n_symbols))

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Grammar
-from .lalr_kernels import ACCEPT, lalr_table, lr0_automaton, rule_defects
+from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, rule_defects
 
 ERROR = 0
 END = "$END"
@@ -37,7 +37,7 @@ class ParseTable:
     terminals: tuple[str, ...]  # column j of ``action``; the last one is "$END"
     nonterminals: tuple[str, ...]  # column k of ``goto``
     action: np.ndarray  # int32 [states, terminals]
-    goto: np.ndarray  # int32 [states, nonterminals], -1 where undefined
+    goto: np.ndarray  # int32, packed (see lalr_kernels.pack_goto): read it through goto_of
     rule_lhs: np.ndarray  # int32 [rules]: index into nonterminals
     rule_len: np.ndarray  # int32 [rules]: symbols on the right-hand side
     rule_names: tuple[str, ...]  # "lhs -> a b c", for messages
@@ -49,6 +49,28 @@ class ParseTable:
 
     def terminal_id(self, name: str) -> int:
         return self.terminals.index(name)
+
+    def goto_of(self, state: int, nonterminal: int) -> int:
+        """The state after reducing to ``nonterminal`` (a column index) in ``state``; -1
+        where undefined."""
+        return int(goto_of(self.goto, state, nonterminal))
+
+    def goto_table(self) -> np.ndarray:
+        """The goto table unpacked, int32 [states, nonterminals], -1 where undefined (for
+        tests and small grammars: dense, it grows as states x rules)."""
+        n_states = int(self.goto[0])
+        n = (self.goto.shape[0] - 2 - n_states) // 2
+        sources = np.repeat(np.arange(n_states), np.diff(self.goto[1:2 + n_states]))
+        dense = np.full((n_states, len(self.nonterminals)), -1, dtype=np.int32)
+        dense[sources, self.goto[2 + n_states:2 + n_states + n]] = self.goto[2 + n_states + n:]
+        return dense
+
+
+def pack_goto_table(dense: np.ndarray) -> np.ndarray:
+    """The packed form (see :class:`ParseTable`) of a dense goto table, -1 where undefined."""
+    sources, symbols = np.nonzero(dense >= 0)
+    return pack_goto(sources.astype(np.int64), symbols.astype(np.int64), dense[sources, symbols].astype(np.int64),
+                     dense.shape[0])
 
 
 def build_parse_table(grammar: Grammar) -> ParseTable:
@@ -165,5 +187,5 @@ def parse_terminals(table: ParseTable, names: list[str]) -> bool:
             rule = -a - 1
             if table.rule_len[rule]:
                 del stack[-int(table.rule_len[rule]):]
-            stack.append(int(table.goto[stack[-1], table.rule_lhs[rule]]))
+            stack.append(table.goto_of(stack[-1], int(table.rule_lhs[rule])))
     return False

@@ -379,7 +379,8 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     Shift wins a shift/reduce conflict and the first reduction written wins a
     reduce/reduce one; each reduction that lost is listed in ``conflicts`` as (state,
     terminal, rule), with the reduction it met for a reduce/reduce conflict, so the
-    caller can judge them. Returns (action, goto, conflicts int64 [n, 3])."""
+    caller can judge them. Returns (action, goto packed by :func:`pack_goto`, conflicts
+    int64 [n, 3])."""
     n_rules = rule_offsets.shape[0] - 1
     n_trans = trans_symbol.shape[0]
     nullable = _nullable(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals)
@@ -465,13 +466,20 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     _digraph(includes_offsets, included[:n_includes][order], sets)
     # the tables
     action = np.zeros((n_states, n_terminals), dtype=np.int32)
-    goto = np.full((n_states, n_nonterminals - 1), -1, dtype=np.int32)
+    goto_source = np.empty(n_nodes, dtype=np.int64)
+    goto_symbol = np.empty(n_nodes, dtype=np.int64)
+    goto_target = np.empty(n_nodes, dtype=np.int64)
+    final = -1
     for t in range(n_trans):
         symbol = trans_symbol[t]
         if symbol < n_terminals:
             action[trans_source[t], symbol] = trans_target[t] + 1
         else:
-            goto[trans_source[t], symbol - n_terminals] = trans_target[t]
+            x = node_of[t]
+            goto_source[x], goto_symbol[x], goto_target[x] = trans_source[t], symbol - n_terminals, trans_target[t]
+            if trans_source[t] == 0 and symbol == start_symbol:
+                final = trans_target[t]
+    goto = pack_goto(goto_source, goto_symbol, goto_target, n_states)
     conflicts = np.empty((16, 3), dtype=np.int64)
     n_conflicts = 0
     for k in range(n_lookbacks):
@@ -497,6 +505,56 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
                         conflicts[n_conflicts, 0], conflicts[n_conflicts, 1] = q, terminal
                         conflicts[n_conflicts, 2] = -present - 1
                         n_conflicts += 1
-    final = goto[0, start_symbol - n_terminals]
     action[final, end] = ACCEPT
     return action, goto, conflicts[:n_conflicts]
+
+
+# The goto table, packed. Dense, it is [states x nonterminals] and almost empty: a JSON
+# Schema of 21k states and 2k rules has 17k entries in 45M cells (171 MiB). Packed, each
+# state lists its entries sorted by nonterminal (CSR; most states have none or a few), and a
+# lookup is a binary search among them. Row displacement would give O(1) lookups, but its
+# first-fit packing tripled the table's build time on some schemas. One int32 array, so
+# kernels take it like the dense table they took before:
+#   [n_states, offsets[n_states + 1], symbols[entries], targets[entries]]
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_goto(sources, symbols, targets, n_states):
+    """The packed goto table of the entries ``(sources[k], symbols[k]) -> targets[k]``
+    (states below ``n_states``, nonterminal indices; no pair twice); see :func:`goto_of`."""
+    n = sources.shape[0]
+    packed = np.empty(2 + n_states + 2 * n, dtype=np.int32)
+    packed[0] = n_states
+    offsets = packed[1:2 + n_states]
+    offsets[:] = 0
+    for k in range(n):
+        offsets[sources[k] + 1] += 1
+    for s in range(n_states):
+        offsets[s + 1] += offsets[s]
+    fill = offsets[:-1].copy()
+    by_symbol = np.argsort(symbols, kind="mergesort")
+    for k in by_symbol:
+        i = fill[sources[k]]
+        packed[2 + n_states + i] = symbols[k]
+        packed[2 + n_states + n + i] = targets[k]
+        fill[sources[k]] += 1
+    return packed
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def goto_of(goto, state, symbol):
+    """The state after reducing to nonterminal ``symbol`` in ``state``, -1 if undefined."""
+    n_states = goto[0]
+    n = (goto.shape[0] - 2 - n_states) >> 1
+    lo, hi = goto[1 + state], goto[2 + state]
+    symbols = 2 + n_states
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        found = goto[symbols + mid]
+        if found == symbol:
+            return goto[symbols + n + mid]
+        if found < symbol:
+            lo = mid + 1
+        else:
+            hi = mid
+    return -1

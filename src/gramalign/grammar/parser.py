@@ -42,6 +42,7 @@ from ..errors import GrammarError
 from .grammar import Grammar
 from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
+from .lalr_kernels import goto_of
 from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
 
 HYPOTHESIS_FIELDS = 9
@@ -296,7 +297,7 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
                 node = _node_parent(pool_parent, scratch_parent, node)
             if node < exposed[0]:
                 exposed[0] = node  # the deepest committed node this look-ahead depended on
-            target = goto[_node_state(pool_state, scratch_state, node), rule_lhs[rule]]
+            target = goto_of(goto, _node_state(pool_state, scratch_state, node), rule_lhs[rule])
         if to_scratch:
             scratch_state[alloc] = target
             scratch_parent[alloc] = node
