@@ -14,6 +14,8 @@ from functools import lru_cache
 import lark
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gramalign as ga
 from gramalign.grammar.grammar import Grammar, Rule, Terminal
@@ -250,3 +252,41 @@ def test_mask_cache_round_trips_through_disk(tmp_path):
     with pytest.warns(UserWarning, match="another grammar, vocabulary"):
         third = ga.compile(grammar, other, cache=False)
         third.store.load(first.cache_path)
+
+
+LEXER_TERMINALS = [("KW", "if"), ("ID", "[a-z]+"), ("NUM", "[0-9]+(\\.[0-9]+)?"), ("STR", '"([^"\\\\]|\\\\.){0,5}"'),
+                   ("WORD", "[a-z0-9]{2,40}"), ("OP", "[-+*/]=?"), ("SP", " +")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=len(LEXER_TERMINALS), max_size=len(LEXER_TERMINALS)),
+                min_size=1, max_size=4),
+       st.lists(st.text(alphabet='if"ab\\0.9+= ', max_size=12), min_size=1, max_size=20))
+def test_lexer_states_track_exactly_their_starts_terminals(start_sets, texts):
+    """From each start, the lexer state after a text has accept and alive bits equal to
+    running each of that start's terminals alone (product states and the per-terminal
+    blocks alike), and DEAD exactly where none of them survives."""
+    from gramalign.grammar.lexer import build_lexer, rank_terminals, terminal_bits
+
+    terminals = rank_terminals(tuple(Terminal(name, pattern) for name, pattern in LEXER_TERMINALS))
+    start_sets = [chosen for chosen in start_sets if any(chosen)] or [[True] * len(terminals)]
+    starts = np.stack([terminal_bits(terminals, [t.name for t, keep in zip(terminals, chosen) if keep])
+                       for chosen in start_sets])
+    lexer = build_lexer(terminals, starts=starts)
+    for k, chosen in enumerate(start_sets):
+        for text in texts:
+            data = text.encode()
+            state = k
+            for byte in data:
+                state = int(lexer.transitions[state, byte]) if state >= 0 else -1
+            alive = [t.name for t, keep in zip(terminals, chosen) if keep and t.dfa.is_prefix(data)]
+            accepting = [t.name for t, keep in zip(terminals, chosen) if keep and t.dfa.matches(data)]
+            if not alive:
+                assert state == -1, (k, text)
+                continue
+            assert state >= lexer.num_starts or not data, (k, text)
+            assert np.array_equal(lexer.alive_bits[state], terminal_bits(terminals, alive)), (k, text)
+            assert np.array_equal(lexer.accept_bits[state], terminal_bits(terminals, accepting)), (k, text)
+            classes = lexer.byte_class
+            assert all(np.array_equal(lexer.transitions[:, b], lexer.transitions[:, lexer.class_byte[classes[b]]])
+                       for b in range(256))

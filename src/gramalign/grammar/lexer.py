@@ -12,7 +12,10 @@ terminals it cannot become: a string body under a plain ``string`` schema is a f
 even when another field's ``format`` terminal has tens of thousands, and the two never
 multiply. States reached from different starts are shared where they track the same
 terminal states, and a state's bits name candidates of every start that reaches it, which
-is why what depends on them (the reachable winners) is cached per state.
+is why what depends on them (the reachable winners) is cached per state. Once a lexeme can
+only be one terminal, its states are that terminal's own, numbered in the terminal's block:
+the product is built only where two or more terminals are still alive (see
+:mod:`.lexer_kernels`).
 
 Terminals are numbered by *rank*, the tie-break order of longest match: higher priority
 first, then literals before patterns, then grammar order. The winner among the terminals
@@ -21,13 +24,16 @@ that accept a lexeme is therefore the lowest set bit.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa_kernels import column_classes, member_product, sorted_columns
+from .dfa import ByteDFA
+from .dfa_kernels import column_classes
 from .grammar import Terminal
+from .lexer_kernels import copy_block, expand_product_rows, multi_member_product
 
 MAX_LEXER_STATES = 200_000
 """Product states before :func:`build_lexer` gives up (terminals that interact badly)."""
@@ -105,23 +111,21 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
             raise GrammarError(f"terminal {terminal.name} matches the empty string")
         dfas.append(dfa)
 
-    # One table for all terminal DFAs: global state = offset of its terminal + local state.
-    sizes = [d.num_states for d in dfas]
+    # Bytes that no terminal tells apart form one class: the product walks classes only.
+    byte_class, representative = _joint_byte_classes(dfas)
+    # One class table for all terminal DFAs: global state = offset of its terminal + local state.
+    sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     owner = np.repeat(np.arange(len(dfas)), sizes)
-    # int32 throughout: an int64 copy of a format's 25k-state table cost more than the product.
-    big = np.concatenate([d.transitions for d in dfas], dtype=np.int32)
-    np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)  # one pass, not one per terminal
-    big_accepting = np.concatenate([d.accepting for d in dfas])
-    # Bytes that no terminal tells apart form one class; the product walks classes only.
-    _, byte_class, representative = _byte_classes(big)
+    big = np.concatenate([_class_table(d)[:, _byte_classes_of(d)[0][representative]] for d in dfas])
+    np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)
 
     words = (len(ranked) + 63) // 64
     # A product state is the array of its members' global states, in terminal order (each
     # terminal DFA contributes at most one). No transition re-enters a start state: a start
     # always means "the lexeme is empty", even for terminals whose DFAs cycle back to their
-    # start (see member_product).
+    # start. States of one member live in their terminal's block (see lexer_kernels).
     initial = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
     if starts is None:
         start_pool, start_offsets = initial, np.array([0, initial.shape[0]], dtype=np.int64)
@@ -131,37 +135,59 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
         start_pool = initial[np.nonzero(tracked)[1]]
         start_offsets = np.zeros(tracked.shape[0] + 1, dtype=np.int64)
         np.cumsum(tracked.sum(axis=1), out=start_offsets[1:])
-    class_rows, flat, member_offsets, overflowed = member_product(
-        np.ascontiguousarray(big[:, representative]), start_pool, start_offsets, max_states)
-    if overflowed:
+    rows, flat, member_offsets, overflowed = multi_member_product(big, start_pool, start_offsets, max_states)
+    single = rows[rows <= -2]
+    entered = np.unique(owner[-2 - single]) if single.size else np.zeros(0, dtype=np.int64)
+    n_product = rows.shape[0]
+    block_start = np.full(len(dfas), -1, dtype=np.int64)
+    block_start[entered] = n_product + np.concatenate(([0], np.cumsum(sizes[entered])[:-1]))
+    num_states = n_product + int(sizes[entered].sum())
+    if overflowed or num_states > max_states:
         raise GrammarError(
             f"the lexer automaton of this grammar exceeds {max_states} states; "
             "some terminals overlap too much (simplify the terminal regexes)")
-    num_states = class_rows.shape[0]
-    transitions = np.ascontiguousarray(class_rows[:, byte_class], dtype=np.int32)
-    state_of = np.repeat(np.arange(num_states), np.diff(member_offsets))
-    terminal = owner[flat]
-    bits = np.left_shift(np.uint64(1), (terminal & 63).astype(np.uint64))
+    transitions = np.empty((num_states, 256), dtype=np.int32)
+    expand_product_rows(rows, byte_class, owner, offsets, block_start, transitions)
     alive_bits = np.zeros((num_states, words), dtype=np.uint64)
     accept_bits = np.zeros((num_states, words), dtype=np.uint64)
+    state_of = np.repeat(np.arange(n_product), np.diff(member_offsets))
+    terminal = owner[flat]
+    bits = np.left_shift(np.uint64(1), (terminal & 63).astype(np.uint64))
     np.bitwise_or.at(alive_bits, (state_of, terminal >> 6), bits)
-    accepted = big_accepting[flat]
+    accepted = np.concatenate([d.accepting for d in dfas])[flat]
     np.bitwise_or.at(accept_bits, (state_of[accepted], terminal[accepted] >> 6), bits[accepted])
+    for t in entered.tolist():
+        first, dfa = int(block_start[t]), dfas[t]
+        block = slice(first, first + dfa.num_states)
+        copy_block(dfa.transitions, first, transitions[block])
+        bit = np.uint64(1) << np.uint64(t & 63)
+        alive_bits[block, t >> 6] = bit  # trimmed: every state of a terminal can still accept
+        accept_bits[block, t >> 6] = np.where(dfa.accepting, bit, np.uint64(0))
     return LexerDFA(ranked, transitions, start_offsets.shape[0] - 1, accept_bits, alive_bits,
-                    byte_class.astype(np.int64), representative.astype(np.int64))
+                    byte_class, representative)
 
 
-def _byte_classes(table: np.ndarray):
-    """(number of classes, class of each byte, a representative byte per class).
+_CLASSES: "weakref.WeakKeyDictionary[ByteDFA, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()
 
-    Classes are numbered in the lexicographic order of their columns, as they always were:
-    the lexer's state numbering follows from it, and masks saved on disk (keyed by lexer
-    state) must keep meaning the same states. The distinct columns are found by a numba
-    hash first, so only those few are sorted (by a numba kernel: ``np.unique(axis=0)`` cost more
-    than the rest of the lexer).
-    """
-    class_in_first_order, first = column_classes(table)
-    representative = sorted_columns(table, first)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[class_in_first_order[representative]] = np.arange(len(first))
-    return len(first), rank[class_in_first_order], representative
+
+def _byte_classes_of(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each byte, its table over classes) of one terminal DFA, kept with the DFA:
+    terminals (a ``format``, a JSON string body) recur in every grammar that uses them."""
+    found = _CLASSES.get(dfa)
+    if found is None:
+        class_of_byte, first_byte = column_classes(dfa.transitions)
+        found = _CLASSES[dfa] = (class_of_byte, np.ascontiguousarray(dfa.transitions[:, first_byte]))
+    return found
+
+
+def _class_table(dfa: ByteDFA) -> np.ndarray:
+    return _byte_classes_of(dfa)[1]
+
+
+def _joint_byte_classes(dfas) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each byte, a byte of each class) for bytes that every DFA treats alike:
+    the common refinement of their own classes, numbered in the lexicographic order of the
+    per-DFA class vectors (deterministic, so lexer states keep their numbers)."""
+    stacked = np.stack([_byte_classes_of(d)[0] for d in dfas], axis=1)  # [256, dfas]
+    _, representative, byte_class = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    return byte_class.reshape(256).astype(np.int64), representative.astype(np.int64)

@@ -607,9 +607,10 @@ _MISSING = object()
 _NO_SKIP = np.zeros(256, dtype=np.uint8)
 _NO_SIGNATURE = np.zeros(0, dtype=np.int32)
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 """Version of the on-disk mask cache layout; files of another version are ignored (2: one
-lexer start per candidate set, so lexer states are numbered differently)."""
+lexer start per candidate set, so lexer states are numbered differently; 3: states of one
+terminal numbered in its block, see grammar/lexer_kernels)."""
 
 
 def grammar_hash(tables: ParserTables) -> str:
