@@ -395,9 +395,11 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
 
 
 @numba.njit(cache=True, nogil=True)
-def add_group_rows(token_ids, positions, groups, rows, inside):
-    """OR the classification's inside tokens into bitmask rows: row ``g`` of ``rows`` gets
-    group g's tokens and ``inside`` every inside token (the caller's zeroed scratch)."""
+def group_rows(token_ids, positions, groups, n_groups, width):
+    """The classification's inside tokens as bitmask rows: (uint32 [n_groups, width], one
+    row per group; uint32 [width], every inside token). Only these rows are zeroed."""
+    rows = np.zeros((n_groups, width), np.uint32)
+    inside = np.zeros(width, np.uint32)
     for k in range(positions.shape[0]):
         g = groups[k]
         if g >= 0:
@@ -405,3 +407,4 @@ def add_group_rows(token_ids, positions, groups, rows, inside):
             bit = np.uint32(1) << np.uint32(token & 31)
             rows[g, token >> 5] |= bit
             inside[token >> 5] |= bit
+    return rows, inside

@@ -42,11 +42,9 @@ from .bitmask import bitmask_width
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
                             context_signature, remap_terminal_bits, shared_cache_for,
                             warm_kernels)
-from .grammar_walk import add_group_rows, classify_tokens, walk_trie_grammar
-from .group_masks import GroupMasks
+from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
 from .kernels import or_sparse_words
-from .token_slices import (LEVELS, TextSlices, admits_text, clear_first_bytes, or_first_bytes, step_bytes,
-                           text_coverage, text_slices_for)
+from .token_slices import LEVELS, TextSlices, admits_text, clear_first_bytes, step_bytes, text_coverage, text_slices_for
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
 
@@ -55,7 +53,7 @@ from .vocabulary import Vocabulary
 class _ContextMasks:
     inside: np.ndarray  # uint32 bitmask words: every inside token
     group_reach: np.ndarray  # uint64 [groups, terminal words]: what each group's lexemes can become
-    group_masks: GroupMasks  # the inside tokens of each group
+    group_masks: np.ndarray  # uint32 [groups, mask words]: the inside tokens of each group
     dependent_ids: np.ndarray  # int32: the dependent tokens (their sub-trie is built on first use)
     # Stack-dependent results, by layout and by how deep into the stack their computation
     # looked: {layout key: {depth: {parser states of the top depth + 1 nodes: (groups,
@@ -123,7 +121,6 @@ class GrammarMaskStore:
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._seen: list = []  # [scratch, last search number] for text_coverage, one per concurrent build
-        self._rows: list = []  # (group rows, inside row) where a classification is assembled, one per build
         self._cached_parts = 0
         self._lock = threading.Lock()
         lexer = tables.lexer
@@ -167,7 +164,7 @@ class GrammarMaskStore:
             items = list(self._contexts.items())
         width, words = self.width, self.tables.lexer.words
         keys = np.array([key for key, _ in items], dtype=np.int64).reshape(len(items), 6)
-        group_counts = np.array([len(e.group_masks) for _, e in items], dtype=np.int64)
+        group_counts = np.array([e.group_masks.shape[0] for _, e in items], dtype=np.int64)
         dependent_ids = [e.dependent_ids for _, e in items]
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,8 +177,7 @@ class GrammarMaskStore:
             keys=keys,
             group_counts=group_counts,
             group_reach=np.concatenate([e.group_reach for _, e in items]) if items else np.zeros((0, words), np.uint64),
-            group_masks=(np.concatenate([e.group_masks.to_rows(width) for _, e in items]) if items
-                         else np.zeros((0, width), np.uint32)),
+            group_masks=np.concatenate([e.group_masks for _, e in items]) if items else np.zeros((0, width), np.uint32),
             dependent_counts=np.array([ids.size for ids in dependent_ids], dtype=np.int64),
             dependent_ids=np.concatenate(dependent_ids) if items else np.zeros(0, np.int32),
         )
@@ -213,8 +209,7 @@ class GrammarMaskStore:
             group_masks = arrays["group_masks"][g0:group_ends[k]]
             inside = (np.bitwise_or.reduce(group_masks, axis=0) if group_masks.shape[0]
                       else np.zeros(self.width, np.uint32))
-            loaded[tuple(key)] = _ContextMasks(inside, arrays["group_reach"][g0:group_ends[k]],
-                                               GroupMasks.from_rows(group_masks),
+            loaded[tuple(key)] = _ContextMasks(inside, arrays["group_reach"][g0:group_ends[k]], group_masks,
                                                arrays["dependent_ids"][d0:dependent_ends[k]].astype(np.int32))
         with self._lock:
             for key, entry in loaded.items():
@@ -305,7 +300,7 @@ class GrammarMaskStore:
                 if overwrite:
                     row[:] = 0
                 for g in groups:
-                    entry.group_masks.or_into(g, row)
+                    np.bitwise_or(row, entry.group_masks[g], out=row)
             if words.size:
                 or_sparse_words(row, words, bits)
 
@@ -345,7 +340,7 @@ class GrammarMaskStore:
                 whole |= entry.inside
             else:
                 for g in groups:
-                    entry.group_masks.or_into(g, whole)
+                    whole |= entry.group_masks[g]
         part = (groups, nonzero, bits, whole)
         depth = pool.depth_of(node, int(pool.exposed[0]))
         if self._cached_parts < STACK_CACHE_ENTRIES:
@@ -501,34 +496,32 @@ class GrammarMaskStore:
                 pieces.append((trie, positions[:n_written].copy(), groups[:n_written].copy()))  # scratch is reused
             finally:
                 self._scratch.append(scratch)
-        # The rows are assembled in a kept scratch and only their compact form is new memory
-        # (first touches of fresh pages were a large share of a new context's cost).
-        try:
-            rows, inside = self._rows.pop()
-        except IndexError:  # none free (first build, or another thread holds it)
-            rows, inside = np.empty((MAX_INSIDE_GROUPS, self.width), np.uint32), np.empty(self.width, np.uint32)
-        try:
-            rows[:n_groups] = 0
-            inside[:] = 0
-            dependent = []
-            for trie, positions, groups in pieces:
-                add_group_rows(trie.token_ids, positions, groups, rows, inside)
-                dependent.append(trie.token_ids[positions[groups < 0]])
-            dependent_ids = np.concatenate(dependent) if len(dependent) > 1 else (
-                dependent[0] if dependent else np.zeros(0, np.int32))
-            if cover is not None:
-                n_groups = self._add_text_blocks(covered, block, state_after, group_reach, n_groups, rows, inside)
-                if n_groups < 0:  # more kinds of endings than group slots: walk every token
-                    return self._classify(key, cand, shadow_states, shadow_cands, max_nodes, text_blocks=False)
-                # The dependent tokens came from two tries: their sub-trie is cut from the whole one.
-                dependent_positions = np.sort(self._slices[0].position_of[dependent_ids])
-                dependent_ids = self.trie.token_ids[dependent_positions]
+        group_masks = inside = None
+        dependent = []
+        for trie, positions, groups in pieces:
+            piece_masks, piece_inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
+            if group_masks is None:
+                group_masks, inside = piece_masks, piece_inside
             else:
-                dependent_positions = pieces[0][1][pieces[0][2] < 0]
-            entry = _ContextMasks(inside.copy(), group_reach[:n_groups].copy(), GroupMasks.from_rows(rows[:n_groups]),
-                                  dependent_ids)
-        finally:
-            self._rows.append((rows, inside))
+                group_masks |= piece_masks
+                inside |= piece_inside
+            dependent.append(trie.token_ids[positions[groups < 0]])
+        if group_masks is None:
+            group_masks, inside = np.zeros((n_groups, self.width), np.uint32), np.zeros(self.width, np.uint32)
+        dependent_ids = np.concatenate(dependent) if len(dependent) > 1 else (
+            dependent[0] if dependent else np.zeros(0, np.int32))
+        group_reach = group_reach[:n_groups].copy()
+        if cover is not None:
+            added = self._add_text_blocks(covered, block, state_after, key, group_reach, group_masks, inside)
+            if added is None:  # more kinds of endings than group slots: walk every token
+                return self._classify(key, cand, shadow_states, shadow_cands, max_nodes, text_blocks=False)
+            group_reach, group_masks = added
+            # The dependent tokens came from two tries: their sub-trie is cut from the whole one.
+            dependent_positions = np.sort(self._slices[0].position_of[dependent_ids])
+            dependent_ids = self.trie.token_ids[dependent_positions]
+        else:
+            dependent_positions = pieces[0][1][pieces[0][2] < 0]
+        entry = _ContextMasks(inside, group_reach, group_masks, dependent_ids)
         entry.lazy["trie"] = self.trie.subset_positions(dependent_positions)
         return entry
 
@@ -569,38 +562,31 @@ class GrammarMaskStore:
                 return (depth >= level).astype(np.uint8), slices.block(level), state_after
         return None
 
-    def _add_text_blocks(self, covered, block, state_after, group_reach, n_groups: int, rows, inside) -> int:
+    def _add_text_blocks(self, covered, block, state_after, key, group_reach, group_masks, inside):
         """Add the text block's tokens of the covered first bytes to the inside groups (by
-        the reachable winners after the first byte) and to ``inside``, in place; returns the
-        number of groups now, or -1 if a group would be needed beyond the slots."""
+        the reachable winners after the first byte) and to ``inside`` (in place); returns the
+        grown (group_reach, group_masks), or None if a group would be needed beyond the slots."""
         covered_bytes = np.flatnonzero(covered)
         in_block = np.diff(block.offsets) > 0
-        tokens_of = np.diff(block.offsets)
         reach_of = self.tables.reach_bits[state_after[covered_bytes]]
         for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
             reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
             same = np.zeros(256, dtype=bool)
             same[covered_bytes[np.all(reach_of == reach, axis=1)]] = True
-            matches = np.flatnonzero(np.all(group_reach[:n_groups] == reach, axis=1))
+            row = block.row.copy()
+            clear_first_bytes(row, block.ids, block.offsets, np.flatnonzero(in_block & ~same))
+            matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
             if matches.size:
                 g = int(matches[0])
-            elif n_groups < MAX_INSIDE_GROUPS:
-                g = n_groups
-                n_groups += 1
-                group_reach[g] = reach
-                rows[g] = 0
+            elif group_reach.shape[0] < MAX_INSIDE_GROUPS:
+                g = group_reach.shape[0]
+                group_reach = np.concatenate([group_reach, reach[None, :]])
+                group_masks = np.concatenate([group_masks, np.zeros((1, self.width), np.uint32)])
             else:
-                return -1
-            taken, left = np.flatnonzero(same), np.flatnonzero(in_block & ~same)
-            if tokens_of[taken].sum() <= tokens_of[left].sum():  # set the few, or clear the few
-                or_first_bytes(rows[g], block.ids, block.offsets, taken)
-                or_first_bytes(inside, block.ids, block.offsets, taken)
-            else:
-                row = block.row.copy()
-                clear_first_bytes(row, block.ids, block.offsets, left)
-                np.bitwise_or(rows[g], row, out=rows[g])
-                np.bitwise_or(inside, row, out=inside)
-        return n_groups
+                return None
+            group_masks[g] |= row
+            inside |= row
+        return group_reach, group_masks
 
     def _share(self, signature: bytes, real_of: np.ndarray, entry: _ContextMasks) -> None:
         """Put ``entry``'s classification into the cross-grammar cache, terminals renumbered
@@ -611,9 +597,8 @@ class GrammarMaskStore:
         if np.any(canonical_of[reach_terminals % canonical_of.size] < 0):
             return  # cannot happen (reachable winners are winners of the signature's states); never guess
         canonical_reach = remap_terminal_bits(entry.group_reach, canonical_of, max(1, (real_of.size + 63) // 64))
-        # shared by every grammar of this vocabulary from now on
-        entry.inside.flags.writeable = entry.dependent_ids.flags.writeable = False
-        entry.group_masks.freeze()
+        for array in (entry.inside, entry.group_masks, entry.dependent_ids):
+            array.flags.writeable = False  # shared by every grammar of this vocabulary from now on
         self.shared.put(signature, SharedClassification(canonical_reach, entry.group_masks, entry.inside,
                                                         entry.dependent_ids, entry.lazy["trie"]))
 

@@ -226,16 +226,6 @@ def step_bytes(byte_class, text):
 
 
 @numba.njit(cache=True, nogil=True)
-def or_first_bytes(row, ids, offsets, first_bytes):
-    """Set in bitmask ``row`` the tokens ``ids[offsets[b]:offsets[b + 1]]`` of each byte
-    ``b`` in ``first_bytes``."""
-    for b in first_bytes:
-        for k in range(offsets[b], offsets[b + 1]):
-            token = ids[k]
-            row[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
-
-
-@numba.njit(cache=True, nogil=True)
 def clear_first_bytes(row, ids, offsets, first_bytes):
     """Clear in bitmask ``row`` the tokens ``ids[offsets[b]:offsets[b + 1]]`` of each byte
     ``b`` in ``first_bytes``."""
@@ -333,7 +323,6 @@ def _warm_kernels() -> None:
     ids, offsets = np.zeros(1, np.int32), np.zeros(257, np.int64)
     ids.flags.writeable = offsets.flags.writeable = False
     clear_first_bytes(np.zeros(1, np.uint32), ids, offsets, np.zeros(1, np.int64))
-    or_first_bytes(np.zeros(1, np.uint32), ids, offsets, np.zeros(1, np.int64))
     _warm = True
 
 
