@@ -57,6 +57,7 @@ def bounded(lower: Decimal | None, lower_exclusive: bool, upper: Decimal | None,
     return result
 
 
+@functools.lru_cache(maxsize=512)  # a schema's fields share their bounds (0, 1, 100, 65535...)
 def _at_least(bound: Decimal, strict: bool) -> ByteDFA:
     """x >= bound (x > bound when strict); a magnitude test on each sign."""
     parts = []
@@ -69,6 +70,7 @@ def _at_least(bound: Decimal, strict: bool) -> ByteDFA:
     return _union_all(parts)
 
 
+@functools.lru_cache(maxsize=512)
 def _at_most(bound: Decimal, strict: bool) -> ByteDFA:
     """x <= bound (x < bound when strict)."""
     parts = []
