@@ -576,10 +576,31 @@ def test_multiple_of_1e_minus_300():
     _number_case({"type": "number", "multipleOf": 1e-300}, texts, lambda x: (x / divisor).denominator == 1)
 
 
-@pytest.mark.parametrize("divisor", [BIG, 1e308], ids=["300 digits", "1e308"])
-def test_multiple_of_needing_a_huge_remainder_automaton_is_refused(divisor):
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": divisor}}}
+def test_multiple_of_needing_a_huge_remainder_automaton_is_refused():
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": BIG}}}
     expect_error(run_case(schema, ["{}"]), pointer="/properties/n", keyword="multipleOf")
+
+
+@pytest.mark.parametrize("divisor", [1e308, 1e30, 1000000, 2500, 40, 120, "0.0120", "0.00025"])
+def test_multiple_of_with_factors_of_ten_is_exact_and_small(divisor):
+    """Divisibility by 10**k is a test on the last k digits: 1e308 or 1000000 compile (they
+    were refused as 10**k-state remainder automata) and agree with exact arithmetic on every
+    short spelling and on multiples and near misses of the divisor."""
+    from gramalign.grammar.json_schema.numbers import multiple_of
+
+    exact = _exact(format(Decimal(str(divisor)), "f"))
+    ga.Grammar.from_json_schema({"type": "integer", "multipleOf": json.loads(str(divisor))})  # compiles
+    dfa = multiple_of(Decimal(str(divisor)))
+    assert dfa.num_states < 400  # 10**308: one state per trailing zero, not 10**308 remainders
+    texts = {"0", "-0", "0.0", "10", "100", "-1000", "1.5", "0.000"}
+    rng = random.Random(7)
+    for _ in range(150):
+        k = rng.randint(-3, 3)
+        texts.add(format(Decimal(exact.numerator * k) / Decimal(exact.denominator), "f"))
+        texts.add(format(Decimal(exact.numerator * k + rng.choice([1, -1])) / Decimal(exact.denominator), "f"))
+        texts.add(str(rng.randint(-10**7, 10**7)) + rng.choice(["", ".0", ".5", ".000", ".0120", ".00025"]))
+    for text in sorted(texts):
+        assert dfa.matches(text.encode()) == ((_exact(text) / exact).denominator == 1), (divisor, text)
 
 
 def test_const_and_enum_with_300_digit_integers():

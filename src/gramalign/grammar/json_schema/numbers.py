@@ -147,9 +147,10 @@ def _fraction_regex(fraction: str, above: bool) -> str | None:
 def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> ByteDFA:
     """Exponent-free numbers that are integer multiples of ``divisor`` (> 0).
 
-    With ``divisor = a / 10**d`` (a an integer), x is a multiple when ``x * 10**d`` is an
-    integer divisible by a: at most d significant fraction digits, and a remainder automaton
-    over the digits. Raises StateLimitError when a times (d + 2) exceeds ``max_states``.
+    With ``divisor = a / 10**d`` (a an integer), x is a multiple when ``N = x * 10**d`` is an
+    integer divisible by a: at most d significant fraction digits, and an automaton over the
+    digits of N (see :func:`_divisibility`). Raises StateLimitError when its states times
+    (d + 2) exceed ``max_states``.
     """
     sign, digits, exponent = divisor.as_tuple()
     while len(digits) > 1 and digits[-1] == 0:  # normalize() would round to 28 digits
@@ -160,52 +161,96 @@ def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> B
         numerator *= 10 ** exponent
     from ..dfa import StateLimitError
 
-    if numerator * (places + 2) > max_states:
-        raise StateLimitError(f"multipleOf {divisor} needs a {numerator}-state remainder automaton "
+    modulus, zeros = _split_powers_of_ten(numerator)
+    n_states = modulus * (zeros + 1) + 1
+    if n_states * (places + 2) > max_states:
+        raise StateLimitError(f"multipleOf {divisor} needs a {n_states}-state remainder automaton "
                               f"for each of {places + 1} fraction positions")
+    step, divisible = _divisibility(modulus, zeros)
+    nothing = n_states - 1  # no digit but zeros read: N == 0
+
+    def complete(state: int, left: int) -> bool:
+        """Is N divisible when the remaining ``left`` fraction places are zeros?"""
+        for _ in range(left):
+            state = step[state][0]
+        return divisible[state]
+
     nfa = NFA()
     accept = nfa.add_state(accepting=True)
     start = nfa.add_state()
     nfa.add_epsilon(nfa.initial, start)
     nfa.add_edge(nfa.initial, [(45, 45)], start)
-    whole = [nfa.add_state() for _ in range(numerator)]  # remainders of the integer part
+    whole = [nfa.add_state() for _ in range(n_states)]  # the integer part's digits read, by state
     zero = nfa.add_state()  # integer part "0": no more digits
     nfa.add_edge(start, [(48, 48)], zero)
     for d in range(1, 10):
-        nfa.add_edge(start, [(48 + d, 48 + d)], whole[d % numerator])
-    for r in range(numerator):
+        nfa.add_edge(start, [(48 + d, 48 + d)], whole[step[nothing][d]])
+    for r in range(n_states):
         for d in range(10):
-            nfa.add_edge(whole[r], [(48 + d, 48 + d)], whole[(10 * r + d) % numerator])
-    # fraction[j][r]: j fraction digits read (1..places), remainder r; tail: only zeros may follow
-    fraction = [[nfa.add_state() for _ in range(numerator)] for _ in range(places + 1)]
-    dot = [nfa.add_state() for _ in range(numerator)]
+            nfa.add_edge(whole[r], [(48 + d, 48 + d)], whole[step[r][d]])
+    # fraction[j][r]: j fraction digits read (1..places), state r; tail: only zeros may follow
+    fraction = [[nfa.add_state() for _ in range(n_states)] for _ in range(places + 1)]
+    dot = [nfa.add_state() for _ in range(n_states)]
     zero_tail = nfa.add_state()  # after the last significant place: zeros only, value complete
-    for r in range(numerator):
+    for r in range(n_states):
         entry = whole[r]
         nfa.add_edge(entry, [(46, 46)], dot[r])
-        if (r * 10 ** places) % numerator == 0:
+        if complete(r, places):
             nfa.add_epsilon(entry, accept)
         for d in range(10):
-            target = fraction[1][(10 * r + d) % numerator] if places else None
             if places:
-                nfa.add_edge(dot[r], [(48 + d, 48 + d)], target)
-            elif d == 0 and r == 0:
+                nfa.add_edge(dot[r], [(48 + d, 48 + d)], fraction[1][step[r][d]])
+            elif d == 0 and complete(r, 0):
                 nfa.add_edge(dot[r], [(48, 48)], zero_tail)
         for j in range(1, places + 1):
             state = fraction[j][r]
-            if (r * 10 ** (places - j)) % numerator == 0:
+            if complete(r, places - j):
                 nfa.add_epsilon(state, accept)
             if j < places:
                 for d in range(10):
-                    nfa.add_edge(state, [(48 + d, 48 + d)], fraction[j + 1][(10 * r + d) % numerator])
-            elif r == 0:
+                    nfa.add_edge(state, [(48 + d, 48 + d)], fraction[j + 1][step[r][d]])
+            elif divisible[r]:
                 nfa.add_edge(state, [(48, 48)], zero_tail)
-    # integer part "0" behaves as remainder 0
+    # integer part "0": N is still 0
     nfa.add_epsilon(zero, accept)
-    nfa.add_edge(zero, [(46, 46)], dot[0])
+    nfa.add_edge(zero, [(46, 46)], dot[nothing])
     nfa.add_edge(zero_tail, [(48, 48)], zero_tail)
     nfa.add_epsilon(zero_tail, accept)
     return nfa_to_byte_dfa(nfa, max_states=max_states)
+
+
+def _split_powers_of_ten(n: int) -> tuple[int, int]:
+    """(n / 10**k, k) for the largest k with 10**k dividing n."""
+    zeros = 0
+    while n % 10 == 0:
+        n //= 10
+        zeros += 1
+    return n, zeros
+
+
+def _divisibility(modulus: int, zeros: int) -> tuple[list[list[int]], list[bool]]:
+    """A digit automaton for "N is divisible by modulus * 10**zeros", read most significant
+    digit first: (step[state][digit], divisible[state]); the last state means "only zeros so
+    far" (N == 0), where reading starts.
+
+    Divisibility by 10**k is a test on the last k digits, so a power of ten costs k + 1
+    states, not 10**k remainders (``multipleOf: 1e30``): a state is (q, t), t the length of
+    the run of trailing zeros up to ``zeros``, q the remainder modulo ``modulus`` of the digits
+    before the last ``t`` zeros (zeros beyond ``zeros`` are part of that prefix). N is
+    divisible exactly when t == zeros and q == 0, or N == 0."""
+    width = zeros + 1
+    nothing = modulus * width
+    step = [[0] * 10 for _ in range(nothing + 1)]
+    for q in range(modulus):
+        for t in range(width):
+            row = step[q * width + t]
+            row[0] = q * width + t + 1 if t < zeros else (10 * q) % modulus * width + zeros
+            shifted = q * 10 ** (t + 1)
+            for d in range(1, 10):
+                row[d] = (shifted + d) % modulus * width
+    step[nothing] = [nothing] + [d % modulus * width for d in range(1, 10)]
+    divisible = [state == zeros for state in range(nothing)] + [True]  # q == 0, t == zeros; or N == 0
+    return step, divisible
 
 
 def number_literal(value: Decimal) -> ByteDFA:
