@@ -44,11 +44,13 @@ class GrammarLogitsProcessor(LogitsProcessor):
     ``num_return_sequences`` and beam search (``num_beams``, which reorders and duplicates
     rows between steps) all keep one matcher per row that has read exactly that row's
     tokens. EOS is allowed only where the row's text is complete, and once a row has ended
-    only EOS is allowed. A row whose last token is one the mask forbade (beam search keeps
-    such ``-inf`` candidates to fill its beams, and never returns them) is masked entirely
-    from then on. A new generation restarts the matchers; assisted generation, which moves
-    lengths between calls, is refused with a :class:`GramalignError`. Put this processor
-    last: one that raises masked logits after it can make the model pick forbidden tokens.
+    only EOS is allowed. Beam search keeps ``-inf`` candidates (tokens the mask forbade) to
+    fill its beams and never returns them: when a generation duplicates rows (beam search
+    starts with ``num_beams`` copies of each prompt), a row that took a forbidden token is
+    masked entirely from then on; otherwise the forbidden token raises :class:`TokenRejected`
+    (a logits processor after this one raised a masked logit: put this one last). A new
+    generation restarts the matchers; assisted generation, which moves lengths between
+    calls, is refused with a :class:`GramalignError`.
 
     ``prefix`` is text the output already starts with: put it at the end of the prompt
     (after the chat template's generation prompt) to steer the model, and the grammar
@@ -96,6 +98,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
             raise ValueError("all rows' grammars must be compiled for vocabularies of one size")
         self._vocab_size = compiled[0].vocabulary.size
         self._bitmask = allocate_token_bitmask(batch_size, self._vocab_size)
+        self._duplicates_rows = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         batch_size, length = input_ids.shape
@@ -115,6 +118,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
             if fresh:
                 self._start(batch_size)
                 self._prompt, self._prompt_length = input_ids.clone(), length
+                self._duplicates_rows = batch_size > 1 and torch.unique(input_ids, dim=0).shape[0] < batch_size
             self._previous = input_ids.clone()
             self._expected_length = length + 1
             bitmask = self._bitmask
@@ -145,6 +149,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 rows_by_key.setdefault((id(grammars[row]), data.tobytes()), row)
             parents = [rows_by_key.get((id(grammars[row]), data.tobytes()))
                        for row, data in enumerate(input_ids[:, :-1].cpu().numpy())]
+            self._duplicates_rows = True
             orphans = [row for row, parent in enumerate(parents) if parent is None]
             if len(orphans) == len(parents):
                 return False
@@ -164,8 +169,12 @@ class GrammarLogitsProcessor(LogitsProcessor):
             if matcher is not None:
                 if uses[parent]:
                     matcher = matcher.fork()  # the parent itself goes to its last child, after every fork
-                if not matcher.is_terminated() and not matcher.try_accept_token(token):
-                    matcher = None  # a forbidden token: beam search's -inf filler
+                if not matcher.is_terminated():
+                    if self._duplicates_rows:
+                        if not matcher.try_accept_token(token):
+                            matcher = None  # a forbidden token: beam search's -inf filler
+                    else:
+                        matcher.accept_token(token)  # TokenRejected: something un-masked it
             matchers.append(matcher)
         self.matchers = matchers
         return True
