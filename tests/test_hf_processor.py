@@ -70,7 +70,8 @@ def test_processor_one_grammar_per_row(tiny_model):
 def test_narrow_logits_are_rejected(tiny_model):
     vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
     processor = ga.GrammarLogitsProcessor(ga.compile(ga.Grammar.from_regex("a+"), vocab))
-    with pytest.raises(ValueError, match="smaller"):
+    with pytest.raises(ValueError, match="smaller than the vocabulary size 50304: build the vocabulary with "
+                                         r"gramalign.vocabulary_for_model\(tokenizer, model\)"):
         processor(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 50000))
 
 

@@ -17,22 +17,10 @@ from ..masking.vocabulary import Vocabulary
 from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace
 
 
-def model_eos_token_ids(model, tokenizer=None) -> list[int]:
-    """The ids that end generation for ``model``: its generation config's, else the tokenizer's."""
-    config = getattr(model, "generation_config", None)
-    eos = getattr(config, "eos_token_id", None) if config is not None else None
-    if eos is None and tokenizer is not None:
-        eos = tokenizer.eos_token_id
-    if eos is None:
-        return []
-    return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
-
-
 def vocabulary_for_model(tokenizer, model) -> Vocabulary:
-    """A Vocabulary whose size is the model's logits width and whose EOS ids are the model's."""
-    width = model.get_output_embeddings().weight.shape[0]
-    return Vocabulary.from_hf(tokenizer, vocab_size=int(width),
-                              eos_token_ids=model_eos_token_ids(model, tokenizer) or None)
+    """A Vocabulary whose size is the model's logits width and whose EOS ids are the ones its
+    generation config names (``Vocabulary.from_hf(tokenizer, model=model)``)."""
+    return Vocabulary.from_hf(tokenizer, model=model)
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
