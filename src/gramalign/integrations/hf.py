@@ -56,8 +56,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
     def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]", *, prefix: "str | bytes" = ""):
         self._compiled = compiled
         self._prefix = prefix
+        # One per row of the last call; None for a row that took a forbidden token (dead).
         self.matchers: "list[GrammarMatcher | None]" = []
-        """One per row of the last call; None for a row that took a forbidden token (dead)."""
         self._expected_length: int | None = None
         self._bitmask: torch.Tensor | None = None
         self._prompt: torch.Tensor | None = None
