@@ -70,7 +70,8 @@ def test_processor_one_grammar_per_row(tiny_model):
 def test_narrow_logits_are_rejected(tiny_model):
     vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
     processor = ga.GrammarLogitsProcessor(ga.compile(ga.Grammar.from_regex("a+"), vocab))
-    with pytest.raises(ValueError, match="smaller"):
+    with pytest.raises(ValueError, match="smaller than the vocabulary size 50304: build the vocabulary with "
+                                         r"gramalign.vocabulary_for_model\(tokenizer, model\)"):
         processor(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 50000))
 
 
@@ -144,6 +145,39 @@ def test_assisted_generation_is_refused_not_silently_wrong(tiny_model):
     config = tiny_model.config
     assistant = LlamaForCausalLM(config).eval()
     prompt = tokenizer("Words:", return_tensors="pt")
-    with pytest.raises(ga.GramalignError, match="assisted generation and beam search are not supported"):
+    with pytest.raises(ga.GramalignError, match="assisted generation is not supported"):
         tiny_model.generate(**prompt, assistant_model=assistant, logits_processor=[ga.GrammarLogitsProcessor(compiled)],
                             max_new_tokens=30, do_sample=False)
+
+
+@pytest.mark.parametrize("num_beams, num_return_sequences", [(2, 1), (3, 3), (4, 2)])
+def test_beam_search_outputs_match(tiny_model, num_beams, num_return_sequences):
+    """Beam search reorders and duplicates rows between calls, and fills its beams with -inf
+    candidates when too few tokens are allowed: every returned sequence must still match."""
+    tokenizer = gpt2_hf_fast()
+    vocab = ga.vocabulary_for_model(tokenizer, tiny_model)
+    patterns = [r"[A-Z][a-z]{2,8} [0-9]{2}", r'\{"ok": (true|false), "n": -?\d{1,4}\}']
+    input_ids = torch.tensor([[464, 3280, 318, 25], [464, 3280, 318, 11]])
+    for pattern in patterns:
+        compiled = ga.compile(ga.Grammar.from_regex(pattern), vocab)
+        output = tiny_model.generate(input_ids, attention_mask=torch.ones_like(input_ids), num_beams=num_beams,
+                                     num_return_sequences=num_return_sequences, do_sample=False, max_new_tokens=40,
+                                     logits_processor=[ga.GrammarLogitsProcessor(compiled)], pad_token_id=50256)
+        assert output.shape[0] == 2 * num_return_sequences
+        for row in output[:, input_ids.shape[1]:].tolist():
+            assert 50256 in row, "bounded pattern must end with EOS"
+            text = vocab.decode_bytes(row[: row.index(50256)]).decode("utf-8")
+            assert re.fullmatch(pattern, text), text
+
+
+def test_rows_that_continue_nothing_are_refused(tiny_model):
+    vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
+    processor = ga.GrammarLogitsProcessor(ga.compile(ga.Grammar.from_regex("[a-z]+"), vocab))
+    scores = torch.zeros(2, PADDED_WIDTH)
+    processor(torch.tensor([[5, 6], [5, 7]]), scores.clone())
+    a = vocab.token_bytes.index(b"a")
+    processor(torch.tensor([[5, 7, a], [5, 7, a]]), scores.clone())  # both rows continue row 1: forked
+    assert [m.num_accepted_tokens for m in processor.matchers] == [1, 1]
+    assert processor.matchers[0] is not processor.matchers[1]
+    with pytest.raises(ga.GramalignError, match="row 1's tokens do not continue any row"):
+        processor(torch.tensor([[5, 7, a, a], [5, 6, a, a]]), scores.clone())

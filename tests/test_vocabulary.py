@@ -6,6 +6,7 @@ import functools
 import json
 import random
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -614,3 +615,50 @@ def test_fingerprint_is_stable_and_discriminating():
     one = Vocabulary.from_token_bytes([b"ab", b"c", b""], eos_token_ids=2, special_token_ids=[2])
     two = Vocabulary.from_token_bytes([b"a", b"bc", b""], eos_token_ids=2, special_token_ids=[2])
     assert one.fingerprint != two.fingerprint
+
+
+class _FakeModel:
+    """The parts of a transformers model that Vocabulary.from_hf(model=) reads."""
+
+    def __init__(self, width, generation_eos=None, config_eos=None):
+        from types import SimpleNamespace
+
+        self.generation_config = SimpleNamespace(eos_token_id=generation_eos)
+        self.config = SimpleNamespace(eos_token_id=config_eos, vocab_size=width)
+        self._head = SimpleNamespace(weight=np.zeros((width, 1)))
+
+    def get_output_embeddings(self):
+        return self._head
+
+
+@pytest.mark.slow
+def test_smollm2_eos_comes_from_the_model_and_a_start_marker_warns():
+    """SmolLM2's GGUF tokenizer names <|im_start|> (id 1) as eos; the model's generation config
+    names <|im_end|> (id 2), which is what ends a chat turn."""
+    tokenizer = zoo.smollm2_hf()
+    with pytest.warns(UserWarning, match=r"'<\|im_start\|>', which looks like a start marker.*vocabulary_for_model"):
+        plain = Vocabulary.from_hf(tokenizer)
+    assert plain.eos_token_ids == (1,) and plain.size == 49157
+    model = _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID, config_eos=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        for_model = Vocabulary.from_hf(tokenizer, model=model)
+        assert for_model.eos_token_ids == (2,) and for_model.size == 49152
+        # an explicit choice is the caller's: no warning either
+        assert Vocabulary.from_hf(tokenizer, vocab_size=49152, eos_token_ids=[1]).eos_token_ids == (1,)
+    # a model without a generation config eos: its config's; an explicit eos_token_ids still wins
+    assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152, config_eos=[2, 0])).eos_token_ids == (2, 0)
+    assert Vocabulary.from_hf(tokenizer, model=model, eos_token_ids=0).eos_token_ids == (0,)
+    with pytest.warns(UserWarning, match="start marker"):  # nothing in the model: the tokenizer's, warned
+        assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152)).eos_token_ids == (1,)
+
+
+def test_end_of_text_eos_that_is_also_bos_does_not_warn():
+    """GPT-2 uses <|endoftext|> as both bos and eos: an end marker, not a start marker."""
+    tokenizer = zoo.gpt2_hf_fast()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        vocab = Vocabulary.from_hf(tokenizer)
+    assert vocab.eos_token_ids == (50256,)
+    padded = Vocabulary.from_hf(tokenizer, model=_FakeModel(50304, generation_eos=50256))
+    assert padded.size == 50304 and padded.num_tokens == 50257

@@ -17,9 +17,8 @@ loaded (see :mod:`gramalign.masking.gc_guard`).
 
 from __future__ import annotations
 
-from .errors import (GramalignError, GrammarError, ModelError, ParticlesExhausted, RegexError, SamplingError,
-                     SchemaCompileError, StringRejected, TokenRejected,
-                     VocabularyError)
+from .errors import (ConcurrentUseError, GramalignError, GrammarError, ModelError, ParticlesExhausted, RegexError,
+                     SamplingError, SchemaCompileError, StringRejected, TokenRejected, VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
 from .grammar.json_schema.types import parse_as
@@ -58,7 +57,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "BatchMatcher", "ByteDFA", "CompiledGrammar", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
+    "BatchMatcher", "ByteDFA", "CompiledGrammar", "ConcurrentUseError", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
     "RegexError", "SchemaCompileError", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",

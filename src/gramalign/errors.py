@@ -72,6 +72,12 @@ class StringRejected(GramalignError, ValueError):
         super().__init__(f"{reason} at byte offset {offset} of {text!r}")
 
 
+class ConcurrentUseError(GramalignError, RuntimeError):
+    """A GrammarMatcher was used by a second thread while another thread was inside one of
+    its methods. Matchers are not thread-safe: use one per sequence and thread (``fork()`` it
+    to hand a copy to another thread); compiled grammars are the shared, thread-safe part."""
+
+
 class ModelError(GramalignError, ValueError):
     """A language model returned something the samplers cannot use (bad shape, NaN, ...)."""
 

@@ -148,7 +148,11 @@ class Grammar:
         punctuation mark when flexible, default 8), ``string_escapes`` ("minimal" or "all"),
         ``property_order`` ("schema", the default, or "any"), ``integer_fraction`` (also accept
         ``3.0`` for an integer, default False), ``approximate`` (keywords the
-        compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``.
+        compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``,
+        ``strict``: objects that say nothing about extra keys (no ``additionalProperties`` nor
+        ``unevaluatedProperties``) are closed, as if ``additionalProperties`` were ``false``
+        (see :mod:`gramalign.grammar.json_schema.strict`). The default keeps JSON Schema's
+        meaning (extra keys allowed) for a schema, and is ``strict=True`` for a Python type.
         Raises :class:`gramalign.SchemaCompileError` naming the keyword and JSON pointer
         when the schema cannot be compiled exactly.
 

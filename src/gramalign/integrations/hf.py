@@ -17,32 +17,28 @@ from ..masking.vocabulary import Vocabulary
 from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace
 
 
-def model_eos_token_ids(model, tokenizer=None) -> list[int]:
-    """The ids that end generation for ``model``: its generation config's, else the tokenizer's."""
-    config = getattr(model, "generation_config", None)
-    eos = getattr(config, "eos_token_id", None) if config is not None else None
-    if eos is None and tokenizer is not None:
-        eos = tokenizer.eos_token_id
-    if eos is None:
-        return []
-    return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
-
-
 def vocabulary_for_model(tokenizer, model) -> Vocabulary:
-    """A Vocabulary whose size is the model's logits width and whose EOS ids are the model's."""
-    width = model.get_output_embeddings().weight.shape[0]
-    return Vocabulary.from_hf(tokenizer, vocab_size=int(width),
-                              eos_token_ids=model_eos_token_ids(model, tokenizer) or None)
+    """A Vocabulary whose size is the model's logits width and whose EOS ids are the ones its
+    generation config names (``Vocabulary.from_hf(tokenizer, model=model)``)."""
+    return Vocabulary.from_hf(tokenizer, model=model)
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
     """Masks ``model.generate`` logits so that every row follows its grammar.
 
-    Pass one compiled grammar for all rows, or a list with one per row. One matcher is
-    kept per row; each call first feeds the token the previous step chose, then masks.
-    EOS is allowed only where the row's text is complete, and once a row has ended only EOS
-    is allowed. A new generation restarts the matchers; beam search and assisted generation
-    are refused with a :class:`GramalignError` (they move rows or lengths between calls).
+    Pass one compiled grammar for all rows, or a list with one per row. Each call matches
+    every row to the matcher of the row it continues (the one whose tokens are this row's
+    minus the last), feeds that last token, then masks. So greedy search, sampling,
+    ``num_return_sequences`` and beam search (``num_beams``, which reorders and duplicates
+    rows between steps) all keep one matcher per row that has read exactly that row's
+    tokens. EOS is allowed only where the row's text is complete, and once a row has ended
+    only EOS is allowed. Beam search keeps ``-inf`` candidates (tokens the mask forbade) to
+    fill its beams and never returns them: when a generation duplicates rows (beam search
+    starts with ``num_beams`` copies of each prompt), a row that took a forbidden token is
+    masked entirely from then on; otherwise the forbidden token raises :class:`TokenRejected`
+    (a logits processor after this one raised a masked logit: put this one last). A new
+    generation restarts the matchers; assisted generation, which moves lengths between
+    calls, is refused with a :class:`GramalignError`.
 
     ``prefix`` is text the output already starts with: put it at the end of the prompt
     (after the chat template's generation prompt) to steer the model, and the grammar
@@ -60,16 +56,19 @@ class GrammarLogitsProcessor(LogitsProcessor):
     def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]", *, prefix: "str | bytes" = ""):
         self._compiled = compiled
         self._prefix = prefix
-        self.matchers: list[GrammarMatcher] = []
+        # One per row of the last call; None for a row that took a forbidden token (dead).
+        self.matchers: "list[GrammarMatcher | None]" = []
         self._expected_length: int | None = None
         self._bitmask: torch.Tensor | None = None
         self._prompt: torch.Tensor | None = None
         self._prompt_length = 0
+        self._previous: torch.Tensor | None = None  # the rows of the last call
 
     def reset(self) -> None:
         """Forget the current generation; the next call starts fresh matchers."""
         self.matchers = []
         self._expected_length = None
+        self._previous = None
 
     def _start(self, batch_size: int) -> None:
         compiled = self._compiled
@@ -77,6 +76,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
             compiled = [compiled] * batch_size
         elif len(compiled) != batch_size:
             raise ValueError(f"got {len(compiled)} compiled grammars for a batch of {batch_size} rows")
+        self._row_grammars = list(compiled)
         self.matchers = [c.matcher() for c in compiled]
         if self._prefix:
             for matcher in self.matchers:
@@ -86,33 +86,86 @@ class GrammarLogitsProcessor(LogitsProcessor):
             raise ValueError("all rows' grammars must be compiled for vocabularies of one size")
         self._vocab_size = compiled[0].vocabulary.size
         self._bitmask = allocate_token_bitmask(batch_size, self._vocab_size)
+        self._duplicates_rows = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         batch_size, length = input_ids.shape
-        if self._expected_length is None or length != self._expected_length or batch_size != len(self.matchers):
-            if (self._expected_length is not None and batch_size == len(self.matchers)
-                    and self._prompt_length < length and torch.equal(input_ids[:, :self._prompt_length], self._prompt)):
-                # Same prompt, but the sequence jumped: assisted generation or beam search.
-                raise GramalignError(
-                    f"GrammarLogitsProcessor expected a sequence of length {self._expected_length} and got {length} "
-                    "within one generation: it follows one token per call, so assisted generation and beam search "
-                    "are not supported (use gramalign.samplers.speculative_sample for speculative decoding)")
-            self._start(batch_size)
-            self._prompt, self._prompt_length = input_ids.clone(), length
-            last_tokens = None
-        else:
-            last_tokens = input_ids[:, -1].tolist()
+        fresh = (self._expected_length is None or length != self._expected_length
+                 or batch_size != len(self.matchers))
+        if fresh and (self._expected_length is not None and batch_size == len(self.matchers)
+                      and self._prompt_length < length
+                      and torch.equal(input_ids[:, :self._prompt_length], self._prompt)):
+            # Same prompt, but the sequence jumped: assisted generation.
+            raise GramalignError(
+                f"GrammarLogitsProcessor expected a sequence of length {self._expected_length} and got {length} "
+                "within one generation: it follows one token per call, so assisted generation is not supported "
+                "(use gramalign.samplers.speculative_sample for speculative decoding)")
         with gc_paused:  # no garbage collection inside the grammar work (see gramalign.masking.gc_guard)
-            if last_tokens is not None:
-                for matcher, token in zip(self.matchers, last_tokens):
-                    if not matcher.is_terminated():
-                        matcher.accept_token(token)
+            if not fresh:
+                fresh = not self._advance(input_ids)
+            if fresh:
+                self._start(batch_size)
+                self._prompt, self._prompt_length = input_ids.clone(), length
+                self._duplicates_rows = batch_size > 1 and torch.unique(input_ids, dim=0).shape[0] < batch_size
+            self._previous = input_ids.clone()
             self._expected_length = length + 1
             bitmask = self._bitmask
             for row, matcher in enumerate(self.matchers):
-                matcher.fill_next_token_bitmask(bitmask, row)
+                if matcher is None:
+                    bitmask[row] = 0  # dead row: nothing is allowed, so it stays at -inf
+                else:
+                    matcher.fill_next_token_bitmask(bitmask, row)
         apply_token_bitmask_inplace(scores, self._bitmask, vocab_size=self._vocab_size)
         return scores
+
+    def _advance(self, input_ids: torch.Tensor) -> bool:
+        """Give each row the matcher of the row it continues, fed the row's last token.
+
+        False when no row continues any row of the last call (a new generation of the same
+        shape); a :class:`GramalignError` when only some do.
+        """
+        previous = self._previous
+        last_tokens = input_ids[:, -1].tolist()
+        if torch.equal(input_ids[:, :-1], previous):
+            parents = list(range(len(last_tokens)))  # greedy, sampling: every row goes on alone
+        else:
+            # Beam search reorders and duplicates rows: find each row's parent by content, among
+            # rows with the same grammar (equal tokens and grammar mean equal matcher states).
+            grammars = self._row_grammars
+            rows_by_key: dict = {}
+            for row, data in enumerate(previous.cpu().numpy()):
+                rows_by_key.setdefault((id(grammars[row]), data.tobytes()), row)
+            parents = [rows_by_key.get((id(grammars[row]), data.tobytes()))
+                       for row, data in enumerate(input_ids[:, :-1].cpu().numpy())]
+            self._duplicates_rows = True
+            orphans = [row for row, parent in enumerate(parents) if parent is None]
+            if len(orphans) == len(parents):
+                return False
+            if orphans:
+                raise GramalignError(
+                    f"GrammarLogitsProcessor: row {orphans[0]}'s tokens do not continue any row of the previous "
+                    "step; it supports greedy search, sampling and beam search, which extend each row by one token "
+                    "per call (call reset() between generations)")
+        uses: dict[int, int] = {}
+        for parent in parents:
+            uses[parent] = uses.get(parent, 0) + 1
+        old = self.matchers
+        matchers: "list[GrammarMatcher | None]" = []
+        for parent, token in zip(parents, last_tokens):
+            matcher = old[parent]
+            uses[parent] -= 1
+            if matcher is not None:
+                if uses[parent]:
+                    matcher = matcher.fork()  # the parent itself goes to its last child, after every fork
+                if not matcher.is_terminated():
+                    if self._duplicates_rows:
+                        if not matcher.try_accept_token(token):
+                            matcher = None  # a forbidden token: beam search's -inf filler
+                    else:
+                        matcher.accept_token(token)  # TokenRejected: something un-masked it
+            matchers.append(matcher)
+        self.matchers = matchers
+        return True
 
 
 @dataclass(frozen=True)

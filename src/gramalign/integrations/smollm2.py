@@ -62,7 +62,8 @@ def load_smollm2(*, show_progress: bool = True):
 
     The GGUF tokenizer names ``<|im_start|>`` as EOS; the chat turn really ends with
     ``<|im_end|>``, which the model's generation config holds, so use
-    :func:`gramalign.vocabulary_for_model` (or pass ``eos_token_ids``) when building a Vocabulary.
+    :func:`gramalign.vocabulary_for_model` (or ``Vocabulary.from_hf(tokenizer, model=model)``)
+    when building a Vocabulary; ``Vocabulary.from_hf(tokenizer)`` alone warns about it.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers

@@ -64,14 +64,16 @@ def _function(tool: Mapping[str, Any], position: int) -> tuple[str, Any]:
 
 
 def tool_calling_grammar(tools: Sequence[Mapping[str, Any]], *, tool_choice: "str | Mapping" = "auto",
-                         parallel_tool_calls: bool = True, format: ToolCallFormat = HERMES,
+                         parallel_tool_calls: bool = True, format: ToolCallFormat = HERMES, strict: bool = True,
                          **schema_options) -> Grammar:
     """The language of answers to a request with ``tools``.
 
     ``tool_choice``: ``"auto"`` (free text not starting with ``format.open``, or calls),
     ``"required"`` (calls only), ``"none"`` (free text only), or
     ``{"type": "function", "function": {"name": NAME}}`` (exactly that tool).
-    ``parallel_tool_calls=False`` allows one call only. ``schema_options`` go to
+    ``parallel_tool_calls=False`` allows one call only. ``strict`` (default True) closes the
+    argument objects that say nothing about extra keys (see :meth:`Grammar.from_json_schema`),
+    so a model cannot invent arguments. ``schema_options`` go to
     :meth:`Grammar.from_json_schema` (e.g. ``whitespace="flexible"``); errors in a tool's
     parameters name the tool's pointer (``#/anyOf/K/properties/arguments/...``).
     """
@@ -99,7 +101,7 @@ def tool_calling_grammar(tools: Sequence[Mapping[str, Any]], *, tool_choice: "st
     call_schema = {"anyOf": [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
                               "properties": {"name": {"const": name}, "arguments": parameters}}
                              for name, parameters in functions]}
-    call = Grammar.from_json_schema(call_schema, **schema_options)
+    call = Grammar.from_json_schema(call_schema, strict=strict, **schema_options)
     taken = set(call.terminal_names) | {rule.name for rule in call.rules}
     fresh = {base: _fresh(base, taken) for base in ("TOOL_OPEN", "TOOL_CLOSE", "TOOL_SEPARATOR", "TEXT",
                                                      "tool_answer", "tool_calls", "tool_call")}

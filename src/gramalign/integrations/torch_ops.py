@@ -61,10 +61,13 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
     width = logits.shape[1]
     words = bitmask.shape[1]
     if vocab_size is not None and width < vocab_size:
-        raise ValueError(f"logits width {width} is smaller than the vocabulary size {vocab_size}")
+        raise ValueError(f"logits width {width} is smaller than the vocabulary size {vocab_size}: build the "
+                         "vocabulary with gramalign.vocabulary_for_model(tokenizer, model), whose size is the "
+                         "model's logits width")
     if width <= 32 * (words - 1):
         raise ValueError(f"logits width {width} is smaller than the vocabulary the bitmask covers "
-                         f"({words} words hold {32 * (words - 1) + 1}..{32 * words} tokens)")
+                         f"({words} words hold {32 * (words - 1) + 1}..{32 * words} tokens): build the vocabulary "
+                         "with gramalign.vocabulary_for_model(tokenizer, model)")
     if indices is None:
         if bitmask.shape[0] != logits.shape[0]:
             raise ValueError(f"bitmask has {bitmask.shape[0]} rows but logits have {logits.shape[0]}; "

@@ -36,7 +36,8 @@ class CompiledGrammar:
     """A grammar bound to a vocabulary: token masks ready to use, shared by many matchers.
 
     Create one with :func:`gramalign.compile`, then one :meth:`matcher` per sequence.
-    A grammar that is one regular expression is served from a precomputed per-DFA-state
+    Thread-safe: share one across threads (its mask caches are built under locks); the
+    matchers are not (see :class:`GrammarMatcher`). A grammar that is one regular expression is served from a precomputed per-DFA-state
     index; any other grammar by the incremental parser and its mask store.
     """
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Sequence
 
 import numpy as np
 
-from ..errors import StringRejected, TokenRejected
+from ..errors import ConcurrentUseError, StringRejected, TokenRejected
 from ..grammar.dfa import DEAD
 from .bitmask import as_numpy_bitmask, unpack_bitmask_row
 from .compiler import CompiledGrammar
@@ -91,12 +93,38 @@ class _ParserCursor:
         return self
 
 
+def _exclusive(method):
+    """Run ``method`` holding the matcher's guard (see :class:`GrammarMatcher`)."""
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        if not self._guard.acquire(False):
+            self._concurrent_use(method.__name__)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._guard.release()
+
+    return guarded
+
+
 class GrammarMatcher:
     """Tracks one sequence through a compiled grammar.
 
     Every accepted token pushes the previous state on a history stack, so ``rollback(n)``
     is O(n) and ``fork()`` copies only that stack (and, for context-free grammars, the
     parser's node pool).
+
+    Threads: a :class:`CompiledGrammar` is thread-safe and meant to be shared; a matcher is
+    not. Use each matcher from one thread at a time (handing it from thread to thread between
+    calls is fine, as :class:`BatchMatcher`'s pool does); ``fork()`` gives another thread its
+    own copy. Overlapping calls are detected, not serialised: every method that reads or
+    changes the state (fills included: they use the parser's scratch pool) holds a
+    non-blocking re-entrant lock, so a second thread entering while one is inside raises
+    :class:`ConcurrentUseError` instead of corrupting the state. The check is atomic (the
+    lock's acquire) and costs well under a microsecond per call; it catches every call that
+    overlaps another, not calls that alternate between threads. The plain queries
+    ``is_terminated``, ``can_terminate`` and ``num_accepted_tokens`` are not checked.
 
     >>> import gramalign as ga
     >>> vocab = ga.Vocabulary.from_token_bytes([b"1", b"2", b"+", b"</s>"], eos_token_ids=[3])
@@ -113,6 +141,13 @@ class GrammarMatcher:
         self._state = self._cursor.initial()
         self._terminated = False
         self._history: list[tuple[object, bool, int]] = []
+        self._guard = threading.RLock()  # re-entrant: methods call each other
+
+    def _concurrent_use(self, method: str) -> None:
+        raise ConcurrentUseError(
+            f"GrammarMatcher.{method} was called while another thread is using this matcher: a matcher follows "
+            "one sequence from one thread at a time (fork() it to give another thread its own copy; the "
+            "CompiledGrammar is the part to share)")
 
     # -- queries -----------------------------------------------------------------------
 
@@ -149,12 +184,17 @@ class GrammarMatcher:
         if not -array.shape[0] <= index < array.shape[0]:
             raise IndexError(f"bitmask row {index} out of range for batch size {array.shape[0]}")
         row = array[index].view(np.uint32)
-        if self._terminated:
-            row[:] = compiled.eos_words
-            return
-        self._cursor.fill(self._state, row)
-        if self._cursor.can_end(self._state):
-            row |= compiled.eos_words
+        if not self._guard.acquire(False):
+            self._concurrent_use("fill_next_token_bitmask")
+        try:
+            if self._terminated:
+                row[:] = compiled.eos_words
+                return
+            self._cursor.fill(self._state, row)
+            if self._cursor.can_end(self._state):
+                row |= compiled.eos_words
+        finally:
+            self._guard.release()
 
     def allowed_token_ids(self) -> np.ndarray:
         """The ids allowed next, as a sorted int array (a convenience; the bitmask is faster)."""
@@ -162,6 +202,7 @@ class GrammarMatcher:
         self.fill_next_token_bitmask(words, 0)
         return np.flatnonzero(unpack_bitmask_row(words[0], self.compiled.vocabulary.size))
 
+    @_exclusive
     def forced_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes every continuation starts with, as far as the grammar forces them.
 
@@ -197,11 +238,16 @@ class GrammarMatcher:
 
     def accept_token(self, token_id: int) -> None:
         """Advance by one token; raises :class:`TokenRejected` and keeps the state if it is forbidden."""
-        mark = self._cursor.mark()
-        next_state, terminates = self._next(token_id)
-        self._history.append((self._state, self._terminated, mark))
-        self._state = next_state
-        self._terminated = terminates
+        if not self._guard.acquire(False):
+            self._concurrent_use("accept_token")
+        try:
+            mark = self._cursor.mark()
+            next_state, terminates = self._next(token_id)
+            self._history.append((self._state, self._terminated, mark))
+            self._state = next_state
+            self._terminated = terminates
+        finally:
+            self._guard.release()
 
     def try_accept_token(self, token_id: int) -> bool:
         """Like :meth:`accept_token` but returns False instead of raising."""
@@ -211,6 +257,7 @@ class GrammarMatcher:
             return False
         return True
 
+    @_exclusive
     def is_token_allowed(self, token_id: int) -> bool:
         """True when ``accept_token(token_id)`` would succeed; never changes the state."""
         mark = self._cursor.mark()
@@ -222,6 +269,7 @@ class GrammarMatcher:
             self._cursor.release(mark)
         return True
 
+    @_exclusive
     def validate_draft(self, draft_tokens: "Sequence[int]", bitmask=None, *, row_offset: int = 0) -> int:
         """How many leading tokens of ``draft_tokens`` the grammar accepts; the state is unchanged.
 
@@ -244,6 +292,7 @@ class GrammarMatcher:
         finally:
             self.rollback(accepted)
 
+    @_exclusive
     def validate_draft_tree(self, draft_tokens: "Sequence[int]", parents: "Sequence[int]", bitmask=None, *,
                             row_offset: int = 0) -> np.ndarray:
         """Which nodes of a draft tree the grammar accepts; the state is unchanged.
@@ -287,6 +336,7 @@ class GrammarMatcher:
             self.rollback(len(self._history) - start)
         return accepted
 
+    @_exclusive
     def accept_string(self, text: "str | bytes") -> None:
         """Advance by raw text (not a token); raises :class:`StringRejected` and keeps the state if forbidden.
 
@@ -303,6 +353,7 @@ class GrammarMatcher:
         self._history.append((self._state, self._terminated, mark))
         self._state = state
 
+    @_exclusive
     def rollback(self, num_steps: int = 1) -> None:
         """Undo the last ``num_steps`` accepted tokens (or strings)."""
         if num_steps < 0 or num_steps > len(self._history):
@@ -313,6 +364,7 @@ class GrammarMatcher:
         del self._history[-num_steps:]
         self._cursor.release(mark)
 
+    @_exclusive
     def reset(self) -> None:
         """Back to the start of the language, history cleared."""
         if self._history:
@@ -321,6 +373,7 @@ class GrammarMatcher:
         self._terminated = False
         self._history.clear()
 
+    @_exclusive
     def fork(self) -> "GrammarMatcher":
         """An independent copy with the same state and history."""
         twin = GrammarMatcher.__new__(GrammarMatcher)
@@ -329,6 +382,7 @@ class GrammarMatcher:
         twin._state = self._state
         twin._terminated = self._terminated
         twin._history = list(self._history)
+        twin._guard = threading.RLock()
         return twin
 
     def _next(self, token_id: int) -> tuple[object, bool]:

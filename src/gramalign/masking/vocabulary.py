@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -370,15 +371,29 @@ class Vocabulary:
         *,
         vocab_size: int | None = None,
         eos_token_ids: int | Iterable[int] | None = None,
+        model: Any = None,
     ) -> Vocabulary:
         """From a ``transformers`` tokenizer, fast or slow.
 
         Supported: every fast (``tokenizers``-backed) tokenizer; slow SentencePiece ones
         (``sp_model``); slow byte-level BPE ones (``encoder`` + ``byte_decoder``, like
-        GPT-2's in transformers 4); ByT5; and ``MistralCommonBackend``. The default eos is
-        ``tokenizer.eos_token_id``. Pass ``vocab_size=model.config.vocab_size`` when the
-        model's logits are wider or narrower than the tokenizer.
+        GPT-2's in transformers 4); ByT5; and ``MistralCommonBackend``.
+
+        Pass the ``model`` the vocabulary is for (what :func:`gramalign.vocabulary_for_model`
+        does): the size then defaults to its logits width and the EOS ids to its generation
+        config's ``eos_token_id``, which is where chat models say what ends a turn. Without
+        it (and without ``eos_token_ids``) the EOS is ``tokenizer.eos_token_id``, with a
+        warning when that token looks like a start marker (``<|im_start|>``, ``<s>``,
+        ``<|begin_of_text|>``), as in SmolLM2's GGUF tokenizer: generation would then never
+        end where the grammar allows. ``vocab_size`` overrides the width.
         """
+        model_eos: list[int] = []
+        if model is not None:
+            width, model_eos = _model_width_and_eos(model)
+            if vocab_size is None:
+                vocab_size = width
+            if eos_token_ids is None and model_eos:
+                eos_token_ids = model_eos
         mistral = getattr(tokenizer, "tokenizer", None)
         if mistral is not None and hasattr(mistral, "instruct_tokenizer"):
             return cls.from_mistral(mistral, vocab_size=vocab_size, eos_token_ids=eos_token_ids)
@@ -420,6 +435,8 @@ class Vocabulary:
             default_eos = [eos]
         elif isinstance(eos, Iterable):
             default_eos = [int(i) for i in eos]
+        if eos_token_ids is None:
+            _warn_start_marker_eos(tokenizer, default_eos, source=_type_name(tokenizer))
 
         def encode(text: str) -> list[int]:
             return list(tokenizer.encode(text, add_special_tokens=False))
@@ -599,6 +616,41 @@ def _type_name(obj: object) -> str:
 def _valid_ids(ids: Iterable[int | None]) -> list[int]:
     """Drop the ``None``/negative values libraries use for "no such token"."""
     return [int(i) for i in ids if i is not None and int(i) >= 0]
+
+
+def _model_width_and_eos(model: Any) -> tuple[int | None, list[int]]:
+    """(logits width, EOS ids of the generation config, else of the config) of a transformers model."""
+    width = None
+    embeddings = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if embeddings is not None and getattr(embeddings, "weight", None) is not None:
+        width = int(embeddings.weight.shape[0])
+    elif isinstance(getattr(getattr(model, "config", None), "vocab_size", None), int):
+        width = model.config.vocab_size
+    eos = None
+    for config in (getattr(model, "generation_config", None), getattr(model, "config", None)):
+        eos = getattr(config, "eos_token_id", None) if config is not None else None
+        if eos is not None:
+            break
+    ids = [] if eos is None else _valid_ids(eos if isinstance(eos, (list, tuple)) else [eos])
+    return width, ids
+
+
+_START_MARKER = re.compile(r"start|begin|^<s>$|^<bos>$", re.IGNORECASE)
+
+
+def _warn_start_marker_eos(tokenizer: Any, eos_ids: Sequence[int], *, source: str) -> None:
+    """Warn when the tokenizer's EOS is named like the start of a text or turn."""
+    try:
+        names = tokenizer.convert_ids_to_tokens(list(eos_ids))
+    except Exception:  # a foreign tokenizer without the method: nothing to judge by
+        return
+    starts = [name for name in names if isinstance(name, str) and _START_MARKER.search(name)]
+    if starts:
+        warnings.warn(
+            f"the {source}'s eos_token is {starts[0]!r}, which looks like a start marker: generation would not "
+            "end where the grammar allows. Build the vocabulary with gramalign.vocabulary_for_model(tokenizer, "
+            "model) (the model's generation config names the real EOS) or pass eos_token_ids=",
+            UserWarning, stacklevel=3)
 
 
 def _check_eos_ids(eos_ids: Sequence[int], size: int) -> None:

@@ -20,6 +20,7 @@ from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
 from .resolve import SchemaIndex, draft_of, escape_pointer, json_text
+from .strict import close_objects
 from .types import is_schema_type, schema_of_type
 
 __all__ = ["compile_json_schema"]
@@ -66,8 +67,10 @@ def _check_json_data(schema) -> None:
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
-                        approximate=(), max_states: int = MAX_STATES) -> Grammar:
+                        approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
+    if strict is None:
+        strict = is_schema_type(schema)  # Python types are closed records; a schema means what it says
     if is_schema_type(schema):
         schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):
@@ -91,6 +94,11 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
     approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
+    if strict:
+        try:
+            schema = close_objects(schema, draft_of(schema))
+        except RecursionError:
+            raise SchemaCompileError("the schema nests too deeply") from None
     layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order,
                     integer_fraction)
     try:
