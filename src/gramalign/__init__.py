@@ -17,8 +17,9 @@ loaded (see :mod:`gramalign.masking.gc_guard`).
 
 from __future__ import annotations
 
-from .errors import (ConcurrentUseError, GramalignError, GrammarError, ModelError, ParticlesExhausted, RegexError,
-                     SamplingError, SchemaCompileError, StringRejected, TokenRejected, VocabularyError)
+from .errors import (ConcurrentUseError, GramalignError, GrammarError, IncompleteGeneration, ModelError,
+                     ParticlesExhausted, RegexError, SamplingError, SchemaCompileError, StringRejected, TokenRejected,
+                     VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
 from .grammar.json_schema.types import parse_as
@@ -40,6 +41,8 @@ _TORCH_NAMES = {
     "GrammarLogitsProcessor": "gramalign.integrations.hf",
     "vocabulary_for_model": "gramalign.integrations.hf",
     "generate": "gramalign.integrations.generate",
+    "generate_as": "gramalign.integrations.typed",
+    "stream": "gramalign.integrations.typed",
     "Generation": "gramalign.integrations.generate",
     "HFLanguageModel": "gramalign.integrations.hf_model",
 }
@@ -62,5 +65,5 @@ __all__ = [
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
-    "masked_sample", "smc_sample", "generate", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused",
+    "masked_sample", "smc_sample", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused",
 ]

@@ -86,5 +86,17 @@ class SamplingError(GramalignError, RuntimeError):
     """Sampling cannot continue: every allowed token has probability zero under the model."""
 
 
+class IncompleteGeneration(GramalignError, RuntimeError):
+    """The token budget ran out before the grammar allowed the output to end; ``text`` is
+    what was written so far (a prefix of a valid output, not one)."""
+
+    def __init__(self, text: str, max_new_tokens: int):
+        self.text = text
+        self.max_new_tokens = max_new_tokens
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        super().__init__(f"the output was not finished after max_new_tokens={max_new_tokens} tokens "
+                         f"(raise it, or ask for shorter output): {shown!r}")
+
+
 class ParticlesExhausted(GramalignError, RuntimeError):
     """Every particle reached a dead end (all weights are zero)."""

@@ -10,10 +10,12 @@ this one structure.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .dfa import ByteDFA
+from ..errors import GrammarError
+from .dfa import ByteDFA, literal_dfa
 from .regex import regex_to_dfa
 
 
@@ -119,6 +121,20 @@ class Grammar:
         terminal.dfa  # compile now so that errors surface at construction
         return cls(terminals=(terminal,), rules=(Rule("start", (("PATTERN",),)),), start="start",
                    source=pattern)
+
+    @classmethod
+    def from_choices(cls, choices: Sequence[str]) -> "Grammar":
+        """Exactly one of ``choices``, taken literally (no regex meaning).
+
+        >>> Grammar.from_choices(["yes", "no"]).single_terminal().dfa.matches(b"no")
+        True
+        """
+        choices = list(choices)
+        if not choices or not all(isinstance(choice, str) for choice in choices):
+            raise GrammarError("choices must be a non-empty list of strings")
+        terminal = Terminal.from_dfa("CHOICE", literal_dfa(choice.encode("utf-8") for choice in choices))
+        return cls(terminals=(terminal,), rules=(Rule("start", (("CHOICE",),)),), start="start",
+                   source=" | ".join(map(repr, choices)))
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None,
