@@ -4,6 +4,7 @@ jsonschema package validates against their tool's schema; hand-made wrong answer
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -111,3 +112,34 @@ def test_generate_with_tools_in_a_real_generate_loop(tiny_model):
                                      parallel_tool_calls=False, max_new_tokens=120, do_sample=True)
         assert result.content == "" and len(result.calls) == 1 and result.calls[0].name == "get_weather"
         jsonschema.validate(result.calls[0].arguments, WEATHER)
+
+
+@pytest.mark.parametrize("max_calls", [1, 2, 3])
+def test_max_calls_bounds_the_number_of_calls(max_calls):
+    grammar = tool_calling_grammar(TOOLS, tool_choice="required", max_calls=max_calls)
+    call = '<tool_call>\n{"name":"add","arguments":{"a":1,"b":2}}\n</tool_call>'
+    for n in range(1, 5):
+        assert accepts(grammar, "\n".join([call] * n)) == (n <= max_calls), n
+    with pytest.raises(ga.GrammarError, match="max_calls"):
+        tool_calling_grammar(TOOLS, max_calls=0)
+
+
+def test_calls_parse_without_newlines_and_with_ids():
+    one_line = ('<tool_call>{"name":"add","arguments":{"a":1,"b":2}}</tool_call>'
+                '<tool_call> {"name":"get_weather","arguments":{"city":"Oslo"}} </tool_call>')
+    calls = parse_tool_calls(one_line).calls
+    assert [(c.name, c.arguments) for c in calls] == [("add", {"a": 1, "b": 2}), ("get_weather", {"city": "Oslo"})]
+    assert len({c.id for c in calls}) == 2 and all(re.fullmatch(r"call_[0-9a-f]{24}", c.id) for c in calls)
+    entry = calls[0].to_openai()
+    assert entry["type"] == "function" and entry["id"] == calls[0].id
+    assert json.loads(entry["function"]["arguments"]) == {"a": 1, "b": 2}
+
+
+def test_a_cut_answer_keeps_the_finished_calls():
+    call = '<tool_call>\n{"name":"add","arguments":{"a":1,"b":2}}\n</tool_call>'
+    for cut in ["\n<tool_", '\n<tool_call>\n{"name":"ad', '\n<tool_call>\n{"name":"add","arguments":{"a":1,"b":2}}\n</to']:
+        result = parse_tool_calls(call + cut, partial=True)
+        assert result.truncated and [(c.name, c.arguments) for c in result.calls] == [("add", {"a": 1, "b": 2})]
+        with pytest.raises(ValueError):
+            parse_tool_calls(call + cut)
+    assert not parse_tool_calls(call).truncated

@@ -11,13 +11,16 @@ of the Hermes / Qwen chat templates). ``tool_choice`` works as in the OpenAI API
 >>> grammar = tool_calling_grammar(tools, tool_choice="required")
 >>> parse_tool_calls('<tool_call>\\n{"name":"add","arguments":{"a":1,"b":2}}\\n</tool_call>').calls
 (ToolCall(name='add', arguments={'a': 1, 'b': 2}),)
+>>> parse_tool_calls('<tool_call>{"name":"add","arguments":{"a":1,"b":2}}</tool_call>').calls[0].arguments
+{'a': 1, 'b': 2}
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import GrammarError
@@ -39,20 +42,34 @@ HERMES = ToolCallFormat()
 """The format of the Hermes and Qwen chat templates."""
 
 
+def _call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
 @dataclass(frozen=True)
 class ToolCall:
-    """One call: the tool's name and its arguments (already parsed JSON)."""
+    """One call: the tool's name, its arguments (already parsed JSON) and an ``id`` for the
+    tool's answer to refer to (OpenAI's ``tool_call_id``; fresh for every parsed call)."""
 
     name: str
     arguments: dict
+    id: str = field(default_factory=_call_id, compare=False, repr=False)
+
+    def to_openai(self) -> dict:
+        """The call as an OpenAI chat message's ``tool_calls`` entry (arguments as JSON text)."""
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)}}
 
 
 @dataclass(frozen=True)
 class ToolCallResult:
-    """What a constrained answer contained: free text, or calls (then ``content`` is empty)."""
+    """What a constrained answer contained: free text, or calls (then ``content`` is empty).
+    ``truncated``: the token budget ended the answer inside a call; ``calls`` are the ones
+    finished before it."""
 
     content: str
     calls: tuple[ToolCall, ...]
+    truncated: bool = False
 
 
 def _function(tool: Mapping[str, Any], position: int) -> tuple[str, Any]:
@@ -64,14 +81,15 @@ def _function(tool: Mapping[str, Any], position: int) -> tuple[str, Any]:
 
 
 def tool_calling_grammar(tools: Sequence[Mapping[str, Any]], *, tool_choice: "str | Mapping" = "auto",
-                         parallel_tool_calls: bool = True, format: ToolCallFormat = HERMES, strict: bool = True,
-                         **schema_options) -> Grammar:
+                         parallel_tool_calls: bool = True, max_calls: "int | None" = None,
+                         format: ToolCallFormat = HERMES, strict: bool = True, **schema_options) -> Grammar:
     """The language of answers to a request with ``tools``.
 
     ``tool_choice``: ``"auto"`` (free text not starting with ``format.open``, or calls),
     ``"required"`` (calls only), ``"none"`` (free text only), or
     ``{"type": "function", "function": {"name": NAME}}`` (exactly that tool).
-    ``parallel_tool_calls=False`` allows one call only. ``strict`` (default True) closes the
+    ``parallel_tool_calls=False`` allows one call only, ``max_calls`` at most that many (a small
+    model may otherwise repeat a call until the token budget ends). ``strict`` (default True) closes the
     argument objects that say nothing about extra keys (see :meth:`Grammar.from_json_schema`),
     so a model cannot invent arguments. ``schema_options`` go to
     :meth:`Grammar.from_json_schema` (e.g. ``whitespace="flexible"``); errors in a tool's
@@ -93,6 +111,10 @@ def tool_calling_grammar(tools: Sequence[Mapping[str, Any]], *, tool_choice: "st
         raise GrammarError(f"tool_choice must be 'auto', 'required', 'none' or a function, got {tool_choice!r}")
     if calls_allowed and not functions:
         raise GrammarError(f"tool_choice {tool_choice!r} needs at least one tool")
+    if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1):
+        raise GrammarError(f"max_calls must be a positive integer or None, got {max_calls!r}")
+    if max_calls == 1:
+        parallel_tool_calls = False
 
     text = regex_to_dfa(r"(?s).+")
     if not calls_allowed:
@@ -112,13 +134,20 @@ def tool_calling_grammar(tools: Sequence[Mapping[str, Any]], *, tool_choice: "st
     block = (fresh["TOOL_OPEN"], call.start, fresh["TOOL_CLOSE"])
     rules = list(call.rules) + [Rule(fresh["tool_call"], (block,))]
     if parallel_tool_calls:
+        separator = ()
         if format.separator:
             terminals.append(Terminal(fresh["TOOL_SEPARATOR"], re.escape(format.separator), literal=True))
-            repeat = (fresh["tool_calls"], fresh["TOOL_SEPARATOR"], fresh["tool_call"])
-        else:
-            repeat = (fresh["tool_calls"], fresh["tool_call"])
-        rules.append(Rule(fresh["tool_calls"], ((fresh["tool_call"],), repeat)))
-        calls_symbol = fresh["tool_calls"]
+            separator = (fresh["TOOL_SEPARATOR"],)
+        if max_calls is None:
+            repeat = (fresh["tool_calls"], *separator, fresh["tool_call"])
+            rules.append(Rule(fresh["tool_calls"], ((fresh["tool_call"],), repeat)))
+            calls_symbol = fresh["tool_calls"]
+        else:  # calls_k: at most k calls, as call (separator calls_{k-1})?
+            names = [_fresh(f"{fresh['tool_calls']}_{k}", taken) for k in range(max_calls + 1)]
+            rules.append(Rule(names[1], ((fresh["tool_call"],),)))
+            for k in range(2, max_calls + 1):
+                rules.append(Rule(names[k], ((fresh["tool_call"],), (fresh["tool_call"], *separator, names[k - 1]))))
+            calls_symbol = names[max_calls]
     else:
         calls_symbol = fresh["tool_call"]
     answers = [(calls_symbol,)]
@@ -142,33 +171,57 @@ def _fresh(base: str, taken: set[str]) -> str:
     return name
 
 
-def parse_tool_calls(text: str, *, format: ToolCallFormat = HERMES) -> ToolCallResult:
-    """Split a constrained answer into free text or :class:`ToolCall` objects.
+def parse_tool_calls(text: str, *, format: ToolCallFormat = HERMES, partial: bool = False) -> ToolCallResult:
+    """Split an answer into free text or :class:`ToolCall` objects.
 
-    Raises ``ValueError`` (with the offset) when ``text`` starts like a call but is not a
-    well-formed sequence of calls; with output constrained by :func:`tool_calling_grammar`
-    that cannot happen.
+    The markers are matched up to the whitespace around them, so ``<tool_call>{...}</tool_call>``
+    on one line reads like the Hermes layout. With ``partial`` (an answer the token budget cut
+    short), the calls finished before the cut are returned with ``truncated=True``; otherwise,
+    and for text that starts like a call but is no well-formed sequence of calls, ``ValueError``
+    names the offset (output constrained by :func:`tool_calling_grammar` is always well formed).
     """
-    if not text.startswith(format.open):
+    opening, closing, separator = format.open.strip(), format.close.strip(), format.separator.strip()
+    if not text.startswith(opening):
         return ToolCallResult(text, ())
     decoder = json.JSONDecoder()
-    calls, position = [], 0
+    calls: list[ToolCall] = []
+    position = 0
+
+    def skip_space(at: int) -> int:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        return at
+
+    def cut(reason: str) -> ToolCallResult:
+        if partial:
+            return ToolCallResult("", tuple(calls), truncated=True)
+        raise ValueError(reason)
+
     while True:
-        if not text.startswith(format.open, position):
+        position = skip_space(position)
+        if not text.startswith(opening, position):
+            if partial and opening.startswith(text[position:]):
+                return cut("")
             raise ValueError(f"expected {format.open!r} at offset {position} of the answer")
-        position += len(format.open)
-        value, position = decoder.raw_decode(text, position)
+        position = skip_space(position + len(opening))
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            return cut(f"the call at offset {position} is not valid JSON: {error}")
         if not (isinstance(value, dict) and isinstance(value.get("name"), str)
                 and isinstance(value.get("arguments"), dict)):
             raise ValueError(f"the call ending at offset {position} is not {{'name': ..., 'arguments': {{...}}}}")
-        calls.append(ToolCall(value["name"], value["arguments"]))
-        if not text.startswith(format.close, position):
+        position = skip_space(position)
+        if not text.startswith(closing, position):
+            if partial and closing.startswith(text[position:]):
+                return cut("")
             raise ValueError(f"expected {format.close!r} at offset {position} of the answer")
-        position += len(format.close)
+        calls.append(ToolCall(value["name"], value["arguments"]))
+        position = skip_space(position + len(closing))
         if position == len(text):
-            return ToolCallResult("", tuple(calls))
-        if format.separator and text.startswith(format.separator, position):
-            position += len(format.separator)
+            return ToolCallResult("", tuple(calls), truncated=partial)
+        if separator and text.startswith(separator, position):
+            position += len(separator)
 
 
 def tools_system_prompt(tools: Sequence[Mapping[str, Any]], *, format: ToolCallFormat = HERMES) -> str:
@@ -182,13 +235,15 @@ def tools_system_prompt(tools: Sequence[Mapping[str, Any]], *, format: ToolCallF
 
 def generate_with_tools(model, tokenizer, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], *,
                         tool_choice: "str | Mapping" = "auto", parallel_tool_calls: bool = True,
-                        format: ToolCallFormat = HERMES, max_new_tokens: int = 256, **generate_options) -> ToolCallResult:
+                        max_calls: "int | None" = 4, format: ToolCallFormat = HERMES, max_new_tokens: int = 256,
+                        **generate_options) -> ToolCallResult:
     """One assistant turn of a Hugging Face chat model that may call ``tools``.
 
     Templates that render ``tools`` themselves get them; for the others a system message from
     :func:`tools_system_prompt` is put first. The answer is constrained by
-    :func:`tool_calling_grammar` and parsed with :func:`parse_tool_calls`; calls cut short by
-    ``max_new_tokens`` raise ``RuntimeError``.
+    :func:`tool_calling_grammar` (at most ``max_calls`` calls, default 4: small models repeat a
+    call otherwise) and parsed with :func:`parse_tool_calls`; when ``max_new_tokens`` cuts a call
+    short, the calls finished before it are returned with ``truncated=True``.
     """
     from ..masking.compiler import compile as compile_grammar
     from .hf import generate_chat, vocabulary_for_model
@@ -201,10 +256,9 @@ def generate_with_tools(model, tokenizer, messages: Sequence[Mapping[str, Any]],
     elif tools and tool_choice != "none":
         messages.insert(0, {"role": "system", "content": tools_system_prompt(tools, format=format)})
     grammar = tool_calling_grammar(tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
-                                   format=format)
+                                   max_calls=max_calls if parallel_tool_calls else None, format=format)
     compiled = compile_grammar(grammar, vocabulary_for_model(tokenizer, model))
     answer = generate_chat(model, tokenizer, compiled, messages, max_new_tokens=max_new_tokens,
                            chat_template_kwargs=template_kwargs, **generate_options)
-    if not answer.finished and answer.text.startswith(format.open):
-        raise RuntimeError(f"the tool calls did not finish within {max_new_tokens} tokens: {answer.text[:200]!r}")
-    return parse_tool_calls(answer.text, format=format)  # free text cut by the token budget stays as it is
+    # free text cut by the token budget stays as it is; calls cut short keep the finished ones
+    return parse_tool_calls(answer.text, format=format, partial=not answer.finished)
