@@ -153,3 +153,12 @@ def test_vocabulary_takes_eos_and_width_from_the_demo_model(demo):
     assert ga.Vocabulary.from_hf(tokenizer, model=model).eos_token_ids == vocab.eos_token_ids
     with pytest.warns(UserWarning, match="looks like a start marker"):
         assert ga.Vocabulary.from_hf(tokenizer).eos_token_ids == (tokenizer.convert_tokens_to_ids("<|im_start|>"),)
+
+
+@pytest.mark.parametrize("sampler", ["asap", "awrs", "smc"])
+@pytest.mark.parametrize("option", [{"temperature": 0.5}, {"top_k": 5}, {"top_p": 0.9}])
+def test_sampling_options_are_refused_where_they_would_be_ignored(demo, sampler, option):
+    model, tokenizer = demo
+    with pytest.raises(ValueError, match="masked sampler only"):
+        ga.generate(model, tokenizer, "Is 7 prime?", grammar=ga.Grammar.from_regex("Yes|No"), sampler=sampler,
+                    **option)

@@ -77,6 +77,10 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
     """
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}; got {sampler!r}")
+    if sampler != "masked" and (temperature != 1.0 or top_k is not None or top_p is not None):
+        raise ValueError(f"temperature, top_k and top_p apply to the masked sampler only: {sampler!r} samples the "
+                         "model itself conditioned on the grammar, which they would change (use sampler='masked', "
+                         "or leave them at their defaults)")
     if jump_forward and sampler != "masked":
         raise ValueError(f"jump_forward works with the masked sampler only: it would bias {sampler!r}, whose "
                          "law depends on sampling every token")
