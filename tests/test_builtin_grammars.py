@@ -605,3 +605,37 @@ def test_longest_match_agrees_on_json_files():
             assert longest_match_parser("json").parse(text) == lark_tokens("json", text), path
         checked += 1
     assert checked >= 5
+
+
+SQL_TEXTS = ["SELECT a FROM t", "SELECT a FROM t -- note", "SELECT a /* why */ FROM t", "SELECT a FROM t;",
+             "INSERT INTO t VALUES (1)", "SELECT a FROM t; SELECT b FROM u", "WITH x AS (SELECT 1) SELECT * FROM x"]
+
+
+@pytest.mark.parametrize("comments", [True, False])
+@pytest.mark.parametrize("start", [None, "select_stmt"])
+def test_builtin_sql_with_another_start_and_without_comments_means_what_lark_says(start, comments):
+    """The options mean what lark gives for the same grammar text: another start rule, and
+    the comment %ignore lines dropped."""
+    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+
+    grammar = load_builtin("sql", start=start, comments=comments)
+    text = builtin_grammar_text("sql")
+    if not comments:
+        text = "\n".join(line for line in text.splitlines() if not re.fullmatch(r"%ignore \w*COMMENT\w*", line.strip()))
+    oracle = lark.Lark(text, start=start or BUILTIN_GRAMMARS["sql"], parser="lalr")
+    parser = IncrementalParser(build_parser_tables(grammar))
+    for sample in SQL_TEXTS:
+        try:
+            oracle.parse(sample)
+            expected = True
+        except lark.exceptions.LarkError:
+            expected = False
+        assert parser.accepts(sample.encode()) == expected, (start, comments, sample)
+    assert parser.accepts(b"SELECT a /* why */ FROM t") == comments
+
+
+def test_builtin_options_are_checked():
+    with pytest.raises(GrammarError):
+        load_builtin("sql", start="no_such_rule")
+    with pytest.raises(GrammarError, match="python"):
+        load_builtin("python", comments=False)

@@ -42,16 +42,30 @@ def builtin_grammar_text(name: str) -> str:
     return (resources.files("gramalign.grammar") / "grammars" / f"{name}.lark").read_text(encoding="utf-8")
 
 
-def load_builtin(name: str) -> Grammar:
+def load_builtin(name: str, *, start: "str | None" = None, comments: bool = True) -> Grammar:
     """A shipped grammar as a :class:`Grammar`: ``"json"``, ``"sql"`` or ``"python"``.
 
-    Raises :class:`GrammarError` listing the available names for any other name.
+    ``start`` picks another rule of the grammar as the start (e.g. ``"select_stmt"`` for one
+    SQL query); ``comments=False`` drops the comments the grammar ignores between tokens (SQL's
+    ``--`` and ``/* */``), so output has none. Raises :class:`GrammarError` listing the
+    available names for any other name, and for a start rule the grammar does not define.
     """
     _check_name(name)
-    return _load(name)
+    return _load(name, start or BUILTIN_GRAMMARS[name], comments)
 
 
 @lru_cache(maxsize=None)
-def _load(name: str) -> Grammar:
-    return Grammar.from_lark(builtin_grammar_text(name), start=BUILTIN_GRAMMARS[name],
-                             indentation=BUILTIN_LAYOUTS.get(name), always_lexed=BUILTIN_ALWAYS_LEXED.get(name, ()))
+def _load(name: str, start: str, comments: bool) -> Grammar:
+    text = builtin_grammar_text(name)
+    if not comments:
+        if name == "python":
+            raise GrammarError("comments=False is not available for the python grammar: comment lines are part "
+                               "of its newline terminal")
+        text = "\n".join(line for line in text.splitlines() if not _ignores_comment(line)) + "\n"
+    return Grammar.from_lark(text, start=start, indentation=BUILTIN_LAYOUTS.get(name),
+                             always_lexed=BUILTIN_ALWAYS_LEXED.get(name, ()))
+
+
+def _ignores_comment(line: str) -> bool:
+    words = line.split()
+    return len(words) == 2 and words[0] == "%ignore" and "COMMENT" in words[1]

@@ -183,15 +183,19 @@ class Grammar:
             return compile_json_schema(schema, **options)
 
     @classmethod
-    def builtin(cls, name: str) -> "Grammar":
-        """A grammar shipped with gramalign: ``"json"``, ``"sql"`` or ``"python"``.
+    def builtin(cls, name: str, *, start: "str | None" = None, comments: bool = True) -> "Grammar":
+        """A grammar shipped with gramalign: ``"json"``, ``"sql"`` or ``"python"``; ``start``
+        another of its rules as the start, ``comments=False`` without ignored comments (see
+        :func:`gramalign.grammar.builtin.load_builtin`).
 
         >>> Grammar.builtin("json").start
         'value'
+        >>> Grammar.builtin("sql", start="select_stmt", comments=False).start
+        'select_stmt'
         """
         from .builtin import load_builtin
 
-        return load_builtin(name)
+        return load_builtin(name, start=start, comments=comments)
 
     @property
     def terminal_names(self) -> tuple[str, ...]:
