@@ -162,7 +162,9 @@ class Grammar:
         Options (see ``docs/json_schema.md``): ``whitespace`` ("compact", the default, or
         "flexible"), ``max_whitespace`` (longest whitespace run on each side of a
         punctuation mark when flexible, default 8), ``string_escapes`` ("minimal" or "all"),
-        ``property_order`` ("schema", the default, or "any"), ``integer_fraction`` (also accept
+        ``property_order`` ("schema", the default, or "any"), ``indent`` and ``separators``
+        (exactly ``json.dumps``'s layout; ``max_depth`` bounds the nesting indented exactly,
+        default 32), ``integer_fraction`` (also accept
         ``3.0`` for an integer, default False), ``approximate`` (keywords the
         compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``,
         ``strict``: objects that say nothing about extra keys (no ``additionalProperties`` nor

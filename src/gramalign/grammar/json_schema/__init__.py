@@ -65,9 +65,34 @@ def _check_json_data(schema) -> None:
             raise SchemaCompileError(f"not JSON data: {value!r}"[:120], pointer, keyword)
 
 
+def _json_layout(indent, separators, whitespace: str, max_depth: int) -> tuple["str | None", str, str]:
+    """(indentation text or None, item separator, key separator), as ``json.dumps`` reads its
+    ``indent`` and ``separators`` (an int indent is that many spaces; with an indent the item
+    separator defaults to ``","``)."""
+    if indent is None and separators is None:
+        return None, ",", ":"
+    if whitespace != "compact":
+        raise ValueError("indent and separators give the exact layout: use them with whitespace='compact'")
+    if isinstance(indent, bool) or not (indent is None or isinstance(indent, (int, str))):
+        raise ValueError(f"indent must be None, a number of spaces or a string, not {indent!r}")
+    if isinstance(indent, int):
+        indent = " " * max(indent, 0)
+    if indent is not None and (indent.strip(" \t") or not isinstance(max_depth, int) or max_depth < 1):
+        raise ValueError("indent must be spaces or tabs, and max_depth a positive integer")
+    if separators is None:
+        separators = (",", ": ") if indent is not None else (", ", ": ")
+    if (not isinstance(separators, (tuple, list)) or len(separators) != 2
+            or not all(isinstance(part, str) and part.strip(" \t\n\r") == mark for part, mark in zip(separators, ",:"))):
+        raise ValueError(f"separators must be (item separator, key separator) such as (', ', ': '): a comma and a "
+                         f"colon with whitespace around them, not {separators!r}")
+    return indent, separators[0], separators[1]
+
+
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
-                        approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None) -> Grammar:
+                        approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None,
+                        indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
+                        max_depth: int = 32) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
     if strict is None:
         strict = is_schema_type(schema)  # Python types are closed records; a schema means what it says
@@ -99,8 +124,9 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
             schema = close_objects(schema, draft_of(schema))
         except RecursionError:
             raise SchemaCompileError("the schema nests too deeply") from None
+    indent_text, item_separator, key_separator = _json_layout(indent, separators, whitespace, max_depth)
     layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order,
-                    integer_fraction)
+                    integer_fraction, indent_text, item_separator, key_separator, max_depth)
     try:
         index = SchemaIndex(schema, draft_of(schema))
         evaluator = Evaluator(index, max_states=max_states, approximate=approximate)

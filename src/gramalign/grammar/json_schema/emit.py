@@ -11,6 +11,7 @@ alternatives' values for that key are pairwise equal, disjoint, or differ in JSO
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ...errors import SchemaCompileError
@@ -40,6 +41,12 @@ class Layout:
     escapes: str = "all"
     property_order: str = "schema"
     integer_fraction: bool = False
+    # json.dumps's layout: ``indent`` (None: one line) and the separators between items and
+    # after keys; with an indent, rules are specialised by nesting depth (up to max_depth)
+    indent: str | None = None
+    item_separator: str = ","
+    key_separator: str = ":"
+    max_depth: int = 32
 
 
 class Emitter:
@@ -63,6 +70,10 @@ class Emitter:
     def _punctuation(self, name: str, char: str) -> str:
         if name not in self.terminals:
             ws = self.layout.max_whitespace
+            separator = {",": self.layout.item_separator, ":": self.layout.key_separator}.get(char)
+            if ws is None and separator is not None:
+                self.terminals[name] = Terminal(name, re.escape(separator), literal=True)
+                return name
             if ws is None:
                 pattern = "\\" + char
             elif char in "{[":
@@ -73,6 +84,25 @@ class Emitter:
                 pattern = f"[ \\t\\n\\r]{{0,{ws}}}\\{char}[ \\t\\n\\r]{{0,{ws}}}"
             self.terminals[name] = Terminal(name, pattern, literal=ws is None)
         return name
+
+    def _lead(self, comma: str, first: bool, depth: int) -> tuple[str, ...]:
+        """What comes before a member or item: nothing or the item separator, and with an
+        indent a line break and the indentation of the items of a container at ``depth``."""
+        indent = self.layout.indent
+        if indent is None:
+            return () if first else (comma,)
+        text = ("" if first else self.layout.item_separator) + "\n" + indent * (depth + 1)
+        return (self._literal_terminal(f"{'NEWLINE' if first else 'NEXT'}{depth + 1}", text),)
+
+    def _close(self, bracket: str, char: str, first: bool, depth: int) -> str:
+        """The closing bracket of a container at ``depth``: on its own line when it has items."""
+        if self.layout.indent is None or first:
+            return bracket
+        return self._literal_terminal(f"{bracket}{depth}", "\n" + self.layout.indent * depth + char)
+
+    def _nested(self, depth: int) -> int:
+        """The depth of a container's items (all one depth without an indent: rules are shared)."""
+        return depth + 1 if self.layout.indent is not None else depth
 
     def _terminal(self, kind: str, dfa: ByteDFA) -> str:
         terminal = Terminal.from_dfa("X", dfa)
@@ -112,7 +142,7 @@ class Emitter:
     # ------------------------------------------------------------------ values
 
     def _start_rule(self, root: Ref) -> str:
-        value = self.value_rule(root)
+        value = self.value_rule(root, 0)
         if self.layout.max_whitespace is None:
             return self._rule("start", [(value,)])
         ws = f"[ \\t\\n\\r]{{1,{self.layout.max_whitespace}}}"
@@ -120,13 +150,13 @@ class Emitter:
         # nothing after the value: a model has to stop (EOS) instead of trailing off in whitespace
         return self._rule("start", [(value,), ("WS", value)])
 
-    def value_rule(self, ref: Ref) -> str:
-        return self._later(self._value_rules, ref, "value", lambda: self._located_alternatives(ref))
+    def value_rule(self, ref: Ref, depth: int) -> str:
+        return self._later(self._value_rules, (ref, depth), "value", lambda: self._located_alternatives(ref, depth))
 
-    def _located_alternatives(self, ref: Ref) -> list[tuple[str, ...]]:
+    def _located_alternatives(self, ref: Ref, depth: int) -> list[tuple[str, ...]]:
         shape = self.evaluator.shape(ref)
         try:
-            return self._value_alternatives(shape)
+            return self._value_alternatives(shape, depth)
         except StateLimitError as exc:  # a string's JSON spelling (escapes) outgrew its contents
             pointer = first_pointer(ref)
             node = self.evaluator.index.node(pointer) if pointer in self.evaluator.index.locations else None
@@ -134,7 +164,7 @@ class Emitter:
                             if isinstance(node, dict) and k in node), None)
             raise SchemaCompileError(f"an automaton for this value is too large: {exc}", pointer, keyword) from None
 
-    def _value_alternatives(self, shape: Shape, objects: tuple | None = None,
+    def _value_alternatives(self, shape: Shape, depth: int, objects: tuple | None = None,
                             arrays: tuple | None = None) -> list[tuple[str, ...]]:
         """The value's alternatives; ``objects``/``arrays`` = (groups, tag) when its object or
         array part shares its rules with overlapping value classes (see :meth:`_split_values`)."""
@@ -150,10 +180,12 @@ class Emitter:
         if shape.string is not None:
             alternatives.append((self._terminal("STRING", json_string_dfa(shape.string, escapes=self.layout.escapes,
                                                                 max_states=self.max_states)),))
+        if depth >= self.layout.max_depth and self.layout.indent is not None:
+            return alternatives  # indentation is exact up to max_depth: no deeper containers
         if shape.objects:
-            alternatives.append((self.objects_rule(*(objects or ((shape.objects,), 0))),))
+            alternatives.append((self.objects_rule(*(objects or ((shape.objects,), 0)), depth),))
         if shape.arrays:
-            alternatives.append((self.arrays_rule(*(arrays or ((shape.arrays,), 0))),))
+            alternatives.append((self.arrays_rule(*(arrays or ((shape.arrays,), 0)), depth),))
         return alternatives
 
     def _number_spellings(self, numbers) -> ByteDFA:
@@ -174,17 +206,17 @@ class Emitter:
 
     # ------------------------------------------------------------------ objects
 
-    def objects_rule(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int) -> str:
+    def objects_rule(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int, depth: int) -> str:
         """Objects of ``groups[tag]``; the other groups' objects share the rules' states (the
         groups are disjoint value classes whose objects the first token cannot tell apart)."""
         lbrace = self._punctuation("LBRACE", "{")
         single = (len(groups) == 1 and len(groups[0]) == 1 and self.layout.property_order == "schema"
                   and not groups[0][0].some)
-        return self._later(self._memo, ("objects", groups, tag), "object",
-                           lambda: [(lbrace, self._object_chain(groups[0][0]) if single
-                                     else self._object_union(groups, tag))])
+        return self._later(self._memo, ("objects", groups, tag, depth), "object",
+                           lambda: [(lbrace, self._object_chain(groups[0][0], depth) if single
+                                     else self._object_union(groups, tag, depth))])
 
-    def _object_chain(self, shape: ObjectShape) -> str:
+    def _object_chain(self, shape: ObjectShape, depth: int) -> str:
         """Members in schema order: each property may appear at its position (optional ones
         may be skipped), then any number of extra keys, then ``}``."""
         comma, colon, rbrace = (self._punctuation("COMMA", ","), self._punctuation("COLON", ":"),
@@ -207,29 +239,31 @@ class Emitter:
             return self._later(names, (position, first, count), "members",
                                lambda: chain_alternatives(position, first, count))
 
+        inner = self._nested(depth)
+
         def chain_alternatives(position: int, first: bool, count: int) -> list:
-            lead = () if first else (comma,)
+            lead = self._lead(comma, first, depth)
             alternatives = []
             following = next_count(count)
             if position < n:
                 value = shape.values[position]
                 if value is not None and following is not None:
-                    alternatives.append(lead + (keys[position], colon, self.value_rule(value),
+                    alternatives.append(lead + (keys[position], colon, self.value_rule(value, inner),
                                                 chain(position + 1, False, following)))
                 if shape.names[position] not in shape.required:
                     alternatives.append((chain(position + 1, first, count),))
             else:
                 if following is not None:
                     for key_terminal, value in extras:
-                        alternatives.append(lead + (key_terminal, colon, self.value_rule(value),
+                        alternatives.append(lead + (key_terminal, colon, self.value_rule(value, inner),
                                                     chain(n, False, following)))
                 if count >= shape.min_properties:
-                    alternatives.append((rbrace,))
+                    alternatives.append((self._close(rbrace, "}", first, depth),))
             return alternatives
 
         return chain(0, True, 0)
 
-    def _object_union(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int) -> str:
+    def _object_union(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int, depth: int) -> str:
         """Object alternatives, determinised over (key, value class) members. The states
         track (alternative, progress, count) elements over the alternatives of all groups;
         ``}`` ends the rule only where the accepting elements are of group ``tag``, so each
@@ -334,13 +368,13 @@ class Emitter:
             return self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
-            lead = () if first else (comma,)
+            lead = self._lead(comma, first, depth)
             alternatives = []
             if _accepting_group(elements, accepting, group_of) == tag:
-                alternatives.append((rbrace,))
+                alternatives.append((self._close(rbrace, "}", first, depth),))
             for index, (terminal, symbol) in enumerate(symbols):
                 member_moves = [m for e in elements for m in moves(e, index, symbol)]
-                for value_rule, successors in self._split_values(member_moves):
+                for value_rule, successors in self._split_values(member_moves, self._nested(depth)):
                     if any(group_of[successor[0]] == tag for successor in successors):
                         alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
@@ -373,8 +407,8 @@ class Emitter:
                 raise SchemaCompileError("the keys of these object alternatives split into too many classes")
         return [(contents, owners) for contents, owners in atoms if any(o is not None for o in owners)]
 
-    def _split_values(self, moves):
-        """Group member moves by value class: [(value rule, successor elements)]."""
+    def _split_values(self, moves, depth: int):
+        """Group member moves by value class: [(value rule at ``depth``, successor elements)]."""
         if not moves:
             return []
         by_ref: dict = {}
@@ -382,13 +416,13 @@ class Emitter:
             by_ref.setdefault(self.evaluator.canonical(ref), set()).add(successor)
         if len(by_ref) == 1:
             ref, successors = next(iter(by_ref.items()))
-            return [(self.value_rule(ref), frozenset(successors))]
+            return [(self.value_rule(ref, depth), frozenset(successors))]
         refs = list(by_ref)
         if all(_exclusive_refs(a, b) for k, a in enumerate(refs) for b in refs[k + 1:]):
             # the refs are the classes (e.g. an item matching `contains` or not)
             classes = [(ref, shape, frozenset(by_ref[ref])) for ref in refs
                        if not (shape := self.evaluator.shape(ref)).is_empty]
-            return self._class_rules(classes)
+            return self._class_rules(classes, depth)
         # partition refinement: split every class by each ref in turn, dropping empty classes
         classes = [(frozenset(), frozenset())]
         for ref in refs:
@@ -403,9 +437,9 @@ class Emitter:
                 raise SchemaCompileError(f"the value schemas that compete for one key in these anyOf/oneOf "
                                          f"alternatives split into more than {MAX_VALUE_CLASSES} classes")
         return self._class_rules([(literals, self.evaluator.shape(literals), successors)
-                                  for literals, successors in classes if successors])
+                                  for literals, successors in classes if successors], depth)
 
-    def _class_rules(self, classes: list) -> list:
+    def _class_rules(self, classes: list, depth: int) -> list:
         """[(value rule, successors)] for disjoint value classes [(ref, shape, successors)].
         Classes with objects (or arrays) all start with ``{`` (``[``), so when several have
         them, their objects are read by one shared, tagged union (see :meth:`_object_union`)
@@ -415,20 +449,20 @@ class Emitter:
         object_groups = tuple(object_classes) if len(object_classes) > 1 else None
         array_groups = tuple(array_classes) if len(array_classes) > 1 else None
         if object_groups is None and array_groups is None:
-            return [(self.value_rule(ref), successors) for ref, _, successors in classes]
+            return [(self.value_rule(ref, depth), successors) for ref, _, successors in classes]
         result = []
         for ref, shape, successors in classes:
             objects = (object_groups, object_groups.index(shape.objects)) if object_groups and shape.objects else None
             arrays = (array_groups, array_groups.index(shape.arrays)) if array_groups and shape.arrays else None
-            rule = self._later(self._memo, ("class", ref, objects, arrays), "value",
+            rule = self._later(self._memo, ("class", ref, objects, arrays, depth), "value",
                                lambda shape=shape, objects=objects, arrays=arrays:
-                               self._value_alternatives(shape, objects, arrays))
+                               self._value_alternatives(shape, depth, objects, arrays))
             result.append((rule, successors))
         return result
 
     # ------------------------------------------------------------------ arrays
 
-    def arrays_rule(self, groups: tuple[tuple[ArrayShape, ...], ...], tag: int) -> str:
+    def arrays_rule(self, groups: tuple[tuple[ArrayShape, ...], ...], tag: int, depth: int) -> str:
         """Arrays of ``groups[tag]``, determinised over item value classes like objects
         (:meth:`_object_union`): elements are (alternative, position, contains counts)."""
         lsqb = self._punctuation("LSQB", "[")
@@ -451,7 +485,7 @@ class Emitter:
         def state_alternatives(elements: frozenset, first: bool) -> list:
             alternatives = []
             if _accepting_group(elements, accepting, group_of) == tag:
-                alternatives.append((rsqb,))
+                alternatives.append((self._close(rsqb, "]", first, depth),))
             moves = []
             for x, i, counts in elements:
                 shape = shapes[x]
@@ -463,14 +497,14 @@ class Emitter:
                 following = i + 1 if shape.max_items is not None else min(i + 1, caps[x])
                 for item_ref, new_counts in _contains_cases(ref, shape.contains, counts, i):
                     moves.append((item_ref, (x, following, new_counts)))
-            lead = () if first else (comma,)
-            for value_rule, successors in self._split_values(moves):
+            lead = self._lead(comma, first, depth)
+            for value_rule, successors in self._split_values(moves, self._nested(depth)):
                 if any(group_of[x] == tag for x, _, _ in successors):
                     alternatives.append(lead + (value_rule, state(successors, False)))
             return alternatives
 
         start = frozenset((x, 0, (0,) * len(shape.contains)) for x, shape in enumerate(shapes))
-        return self._later(self._memo, ("arrays", groups, tag), "array", lambda: [(lsqb, state(start, True))])
+        return self._later(self._memo, ("arrays", groups, tag, depth), "array", lambda: [(lsqb, state(start, True))])
 
     # ------------------------------------------------------------------ the grammar
 
