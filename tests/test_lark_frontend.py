@@ -99,3 +99,42 @@ def test_bad_grammars_raise_clear_errors(text, message, line):
 def test_missing_start_rule():
     with pytest.raises(ga.GrammarError, match="start rule 'begin'"):
         ga.Grammar.from_lark('start: "a"', start="begin")
+
+
+def lark_accepts(parser: lark.Lark, text: str) -> bool:
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+def gramalign_accepts(grammar: ga.Grammar, text: str) -> bool:
+    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+
+    return IncrementalParser(build_parser_tables(grammar)).accepts(text.encode("utf-8"))
+
+
+def test_rule_priorities_make_lark_grammars_load_with_larks_language():
+    # a Go-style statement list: a call expression and a conversion read the same tokens;
+    # lark settles the reduce/reduce conflict by the rules' priorities
+    text = r'''
+start: stmt+
+?stmt: call ";" | conversion ";"
+call.2: NAME "(" NAME ")"
+conversion: type "(" NAME ")"
+type: NAME | "[" "]" type
+NAME: /[a-z]+/
+%ignore " "
+'''
+    oracle = lark.Lark(text, parser="lalr")
+    grammar = ga.Grammar.from_lark(text)
+    rng = random.Random(3)
+    pieces = ["f", "(", ")", "x", ";", "[", "]", " "]
+    verdicts = set()
+    for sample in ["f(x);", "[]f(x);", "f(x); []g(y);", "f(x)", "(x);"] + [
+            "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(400)]:
+        expected = lark_accepts(oracle, sample)
+        assert gramalign_accepts(grammar, sample) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}

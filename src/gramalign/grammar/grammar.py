@@ -48,10 +48,16 @@ class Terminal:
 
 @dataclass(frozen=True)
 class Rule:
-    """``name -> alternatives``; each alternative is a sequence of rule or terminal names."""
+    """``name -> alternatives``; each alternative is a sequence of rule or terminal names.
+
+    ``priority`` (Lark's ``name.2: ...``) settles reduce/reduce conflicts as lark's LALR
+    does: where two or more rules could be reduced on the same look-ahead, a rule whose
+    priority is higher than every other one's is chosen; equal top priorities stay a conflict.
+    """
 
     name: str
     alternatives: tuple[tuple[str, ...], ...]
+    priority: int = 0
 
 
 @dataclass(frozen=True)

@@ -87,11 +87,15 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
         raise LarkGrammarError(f"undefined terminal(s): {', '.join(sorted(missing))}")
 
     alternatives: dict[str, list[tuple[str, ...]]] = {}
+    priorities: dict[str, int] = {}
     for rule in lark_rules:
-        alternatives.setdefault(str(rule.origin.name), []).append(tuple(str(s.name) for s in rule.expansion))
+        name = str(rule.origin.name)
+        alternatives.setdefault(name, []).append(tuple(str(s.name) for s in rule.expansion))
+        # lark gives every alternative of ``name.p`` the priority p (None when unset, read as 0)
+        priorities.setdefault(name, rule.options.priority or 0)
     if start not in alternatives:
         raise LarkGrammarError(f"the start rule {start!r} is not defined")
-    rules = tuple(Rule(name, tuple(alts)) for name, alts in alternatives.items())
+    rules = tuple(Rule(name, tuple(alts), priorities[name]) for name, alts in alternatives.items())
     _check_productive(rules, known_terminals, start, text)
     if indentation is not None:
         _check_layout(indentation, known_terminals, used, set(ignore))
