@@ -116,13 +116,15 @@ def gramalign_accepts(grammar: ga.Grammar, text: str) -> bool:
 
 
 def test_rule_priorities_make_lark_grammars_load_with_larks_language():
-    # a Go-style statement list: a call expression and a conversion read the same tokens;
-    # lark settles the reduce/reduce conflict by the rules' priorities
+    # Go-style: before "(", a name may be an operand (a call) or a type (a conversion);
+    # lark settles that reduce/reduce conflict by the rules' priorities
     text = r'''
 start: stmt+
-?stmt: call ";" | conversion ";"
-call.2: NAME "(" NAME ")"
+stmt: expr ";"
+?expr: call | conversion | operand
+call: operand "(" NAME ")"
 conversion: type "(" NAME ")"
+operand.2: NAME
 type: NAME | "[" "]" type
 NAME: /[a-z]+/
 %ignore " "
