@@ -140,3 +140,93 @@ NAME: /[a-z]+/
         assert gramalign_accepts(grammar, sample) == expected, sample
         verdicts.add(expected)
     assert verdicts == {True, False}
+
+
+TIE_POOL = ["/a+/", "/b+/", "/[ab]+/", "/a[ab]*/", "/[ab]*b/", "/(ab)+/", "/a+b*/", "/ab?/", "/b[ab]?/",
+            "/[ab]{2}/", "/[ab]{1,3}/", '"a"', '"b"', '"ab"', '"ba"', '"aa"', '"abab"']
+
+
+def random_tie_grammar(rng: random.Random) -> str:
+    """Terminals over {a, b} that often match the same word; names in random order, so
+    that grammar order, name order and lark's width order all disagree somewhere."""
+    patterns = rng.sample(TIE_POOL, rng.randint(3, 6))
+    names = rng.sample([f"T{i}" for i in range(10)], len(patterns))
+    lines = [f"{name}{rng.choice(['', '', '', '.1'])}: {pattern}" for name, pattern in zip(names, patterns)]
+    alternatives = [" ".join(rng.choice(names) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(2, 4))]
+    return "\n".join(["start: item+", "item: " + " | ".join(alternatives)] + lines + ['%ignore " "']) + "\n"
+
+
+def lark_first_match_is_whole(parser: lark.Lark, word: str) -> bool:
+    """Does every terminal of ``parser`` match either nothing at the start of ``word`` or all
+    of it? Then lark's lexer (first terminal in its order that matches) and longest match
+    cut the same lexeme in every context, and differ only in which terminal it is."""
+    import re
+
+    for terminal in parser.terminals:
+        found = re.match(terminal.pattern.to_regexp(), word + " ")
+        if found is not None and found.group() != word:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_ties_between_terminals_go_to_larks_terminal(seed):
+    rng = random.Random(seed)
+    text = random_tie_grammar(rng)
+    try:
+        oracle = lark.Lark(text, parser="lalr")
+    except lark.exceptions.LarkError:
+        return
+    grammar = ga.Grammar.from_lark(text)  # whatever lark's LALR accepts must load
+    words = {"".join(rng.choice("ab") for _ in range(rng.randint(1, 4))) for _ in range(40)}
+    words = sorted(w for w in words if lark_first_match_is_whole(oracle, w))
+    if not words:
+        return
+    # sentences of lark's own lexing of some words, and random word sequences
+    for _ in range(150):
+        sample = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
+        assert gramalign_accepts(grammar, sample) == lark_accepts(oracle, sample), (text, sample)
+
+
+def test_ties_between_terminals_are_exercised():
+    """The random grammars above do put the tie-break to work: on words that every terminal
+    matches whole or not at all, grammar order picks another terminal than lark's order."""
+    import re
+
+    differing = 0
+    for seed in range(60):
+        rng = random.Random(seed)
+        text = random_tie_grammar(rng)
+        parser = lark.Lark(text, parser="lalr", lexer="basic")
+        order = sorted(parser.terminals, key=lambda t: (-t.priority, t.pattern.type == "re"))  # stable: grammar order
+        for word in ["a", "b", "ab", "ba", "aa", "bb", "abab", "aab", "abb"]:
+            if not lark_first_match_is_whole(parser, word):
+                continue
+            matching = [t.name for t in order if re.fullmatch(t.pattern.to_regexp(), word)]
+            if matching:
+                differing += matching[0] != next(tok.type for tok in parser.lex(word))
+    assert differing >= 20, differing
+
+
+@pytest.mark.parametrize("text", ["start:\n", "start: a\na:\n", "start: ()\n", "start: a*\na: \"x\"\n",
+                                  "start:\n%import common.WS\n%ignore WS\n"])
+def test_the_empty_sentence_as_lark_reads_it(text):
+    oracle = lark.Lark(text, parser="lalr")
+    grammar = ga.Grammar.from_lark(text)
+    for sample in ["", " ", "  \n", "x", "xx", "a", " x"]:
+        assert gramalign_accepts(grammar, sample) == lark_accepts(oracle, sample), sample
+
+
+def test_a_grammar_of_the_empty_string_allows_only_eos():
+    import numpy as np
+
+    vocab = ga.Vocabulary.from_token_bytes([b"a", b" ", b"x", b"</s>"], eos_token_ids=[3])
+    matcher = ga.compile(ga.Grammar.from_lark("start:\n"), vocab).matcher()
+    assert matcher.can_terminate()
+    bitmask = np.zeros((1, 1), dtype=np.int32)
+    matcher.fill_next_token_bitmask(bitmask)
+    assert [i for i in range(4) if bitmask[0, 0] >> i & 1] == [3]
+    with pytest.raises(ga.TokenRejected):
+        matcher.accept_token(0)
+    matcher.accept_token(3)
+    assert matcher.is_terminated()

@@ -64,7 +64,7 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     used = {symbol.name for rule in lark_rules for symbol in rule.expansion if symbol.is_term}
     used |= set(ignore)
     terminals = []
-    for terminal in lark_terminals:
+    for terminal in sorted(lark_terminals, key=_lark_lexer_order):
         if terminal.name not in used:
             continue
         converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
@@ -108,6 +108,18 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
     return grammar
+
+
+def _lark_lexer_order(terminal) -> tuple:
+    """lark's ``BasicLexer`` sort key: its lexer tries terminals in this order and takes the
+    first that matches. Listing the IR's terminals in it makes gramalign's tie-break (priority,
+    then literals first, then grammar order; see ``docs/grammars.md``) pick lark's terminal
+    wherever lark's first match is the longest one."""
+    try:
+        width = terminal.pattern.max_width
+    except (ValueError, ImportError):  # a regex lark cannot measure; ours refuses it later
+        width = 0
+    return -terminal.priority, -width, -len(terminal.pattern.value), terminal.name
 
 
 def _check_layout(indentation: Indentation, terminals: set[str], used: set[str], ignore: set[str]) -> None:
