@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 import lark
@@ -230,3 +231,41 @@ def test_a_grammar_of_the_empty_string_allows_only_eos():
         matcher.accept_token(0)
     matcher.accept_token(3)
     assert matcher.is_terminated()
+
+
+def write_grammar_files(folder) -> None:
+    (folder / "grammars" / "parts").mkdir(parents=True)
+    (folder / "grammars" / "main.lark").write_text(
+        'start: pair ("," pair)*\n%import .parts.pairs (pair)\n%import .parts.words.WS\n%ignore WS\n')
+    (folder / "grammars" / "parts" / "pairs.lark").write_text(
+        'pair: KEY "=" VALUE\n%import .words (KEY, VALUE)\n')  # relative to parts/, not to main's folder
+    (folder / "grammars" / "parts" / "words.lark").write_text(
+        'KEY: /[a-z]+/\nVALUE: /[0-9]+/ | "true"\nWS: " "+\n')
+
+
+PAIR_SAMPLES = ["a=1", "a = 1, bc=true", "a=", "=1", "a=1,", "a=true,b=22", "a=1 b=2", "A=1"]
+
+
+def test_from_lark_file_resolves_imports_like_lark_open(tmp_path, monkeypatch):
+    write_grammar_files(tmp_path)
+    main = tmp_path / "grammars" / "main.lark"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # relative imports follow the file, not the working directory
+    oracle = lark.Lark.open(str(main), parser="lalr")
+    for path in (main, str(main), os.path.relpath(main)):
+        grammar = ga.Grammar.from_lark_file(path)
+        assert [gramalign_accepts(grammar, s) for s in PAIR_SAMPLES] == [lark_accepts(oracle, s) for s in PAIR_SAMPLES]
+    with pytest.raises(ga.GrammarError, match="cannot read the grammar file"):
+        ga.Grammar.from_lark_file(tmp_path / "grammars" / "nothing.lark")
+
+
+def test_import_paths_are_searched_as_lark_searches_them(tmp_path):
+    write_grammar_files(tmp_path)
+    text = 'start: pair+\n%import parts.pairs.pair\n%import parts.words.WS\n%ignore WS\n'
+    folders = [str(tmp_path / "nowhere"), str(tmp_path / "grammars")]
+    oracle = lark.Lark(text, parser="lalr", import_paths=folders)
+    grammar = ga.Grammar.from_lark(text, import_paths=folders)
+    samples = PAIR_SAMPLES + ["a=1 b=2 c=true"]
+    assert [gramalign_accepts(grammar, s) for s in samples] == [lark_accepts(oracle, s) for s in samples]
+    assert ga.Grammar.from_lark_file(tmp_path / "grammars" / "main.lark", import_paths=folders).rules

@@ -35,8 +35,12 @@ class LarkGrammarError(GrammarError):
 
 
 def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None,
-                      always_lexed: tuple[str, ...] = ()) -> Grammar:
-    """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``."""
+                      always_lexed: tuple[str, ...] = (), import_paths=(), source_path: str | None = None) -> Grammar:
+    """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``.
+
+    ``%import`` looks in ``import_paths`` first (directories, as lark's option of that name),
+    then, for a relative import (``%import .x``), in the directory of ``source_path`` (the
+    file ``text`` was read from) or else the working directory, then in lark's grammars."""
     if not isinstance(text, str):
         raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
     layout_names = {indentation.indent, indentation.dedent} if indentation is not None else set()
@@ -50,7 +54,7 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     try:
         from lark.load_grammar import load_grammar
 
-        loaded, _ = load_grammar(text, "<grammar>", None, False)
+        loaded, _ = load_grammar(text, source_path or "<grammar>", [str(p) for p in import_paths], False)
         lark_terminals, lark_rules, ignore = loaded.compile([start], set())
     except UnexpectedInput as exc:
         raise LarkGrammarError(f"syntax error in the grammar: {_first_line(exc)}", exc.line, exc.column) from None
@@ -180,5 +184,19 @@ def _definition_line(name: str, text: str) -> int | None:
     return text.count("\n", 0, found.start()) + 1 if found else None
 
 
-__all__ = ["LarkGrammarError", "grammar_from_lark"]
+def grammar_from_lark_file(path, **options) -> Grammar:
+    """:func:`grammar_from_lark` of the file at ``path``, its relative imports resolved
+    against the file's directory (as ``lark.Lark.open`` does)."""
+    import os
+
+    path = os.path.abspath(os.fspath(path))
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except OSError as exc:
+        raise LarkGrammarError(f"cannot read the grammar file {path}: {exc.strerror or exc}") from None
+    return grammar_from_lark(text, source_path=path, **options)
+
+
+__all__ = ["LarkGrammarError", "grammar_from_lark", "grammar_from_lark_file"]
 _ = lark  # lark is the loader; imported here so a missing install fails at import time
