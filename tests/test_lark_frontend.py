@@ -269,3 +269,53 @@ def test_import_paths_are_searched_as_lark_searches_them(tmp_path):
     samples = PAIR_SAMPLES + ["a=1 b=2 c=true"]
     assert [gramalign_accepts(grammar, s) for s in samples] == [lark_accepts(oracle, s) for s in samples]
     assert ga.Grammar.from_lark_file(tmp_path / "grammars" / "main.lark", import_paths=folders).rules
+
+
+@pytest.mark.parametrize("pattern, pieces", [
+    (r'/".*?"/', ['a', 'b', '"']),
+    (r"/\/\*(.|\n)*?\*\//", ["a", "*", "/", "\n", "/*", "*/"]),
+    (r"/<<.*?>>/s", ["a", "<", ">", "\n", "<<", ">>"]),
+    (r"/#[^\n]*?;/", ["a", "#", ";", "\n"]),
+    (r"/z(ab)+?a./", ["z", "ab", "a", "b"]),
+    (r"/q.{1,3}?q/", ["a", "q"]),
+    (r"/b.*?E/i", ["a", "b", "e", "B", "E"]),
+    (r"/'.*?(?:'|!)[0-9]*?;/", ["a", "'", "!", "0", ";"]),
+])
+def test_lazy_quantifiers_take_larks_first_match(pattern, pieces):
+    text = f'start: T "x" T | T\nT: {pattern}\n'
+    oracle = lark.Lark(text, parser="lalr")
+    grammar = ga.Grammar.from_lark(text)
+    rng = random.Random(pattern)
+    verdicts = set()
+    for _ in range(1500):
+        words = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(rng.randint(1, 3))]
+        sample = "x".join(words)
+        expected = lark_accepts(oracle, sample)
+        assert gramalign_accepts(grammar, sample) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
+def test_lazy_block_comments_end_where_larks_do():
+    text = 'start: WORD+\nWORD: /[a-z]+/\n%ignore /\\/\\*(.|\\n)*?\\*\\//\n%ignore " "\n'
+    oracle = lark.Lark(text, parser="lalr")
+    grammar = ga.Grammar.from_lark(text)
+    assert lark_accepts(oracle, "a /* x */ b /* y */") and not lark_accepts(oracle, "/* x */ b */")
+    rng = random.Random(5)
+    pieces = ["a", "b", " ", "/*", "*/", "*", "/", "\n"]
+    for _ in range(1500):
+        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        assert gramalign_accepts(grammar, sample) == lark_accepts(oracle, sample), sample
+
+
+@pytest.mark.parametrize("pattern, reason", [
+    (r'".*?"x*', "variable width"),  # greedy after lazy: lark's match depends on both
+    (r"a.*?([bc][bc])*?c", "more than one character"),  # first match 'abcc' of 'abcc', shortest 'abc'
+    (r"""".*?"|'.*?'""", "variable width"),
+    (r"a.*?$", "anchor"),
+])
+def test_lazy_quantifiers_lark_reads_otherwise_are_refused(pattern, reason):
+    text = f'start: T+\n%ignore " "\nT: /{pattern}/\n'
+    with pytest.raises(LarkGrammarError, match=f"terminal T: lark takes the first match .*{reason}") as info:
+        ga.Grammar.from_lark(text)
+    assert info.value.line == 3 and "greedily" in str(info.value)

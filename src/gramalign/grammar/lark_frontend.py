@@ -3,7 +3,8 @@
 lark expands the EBNF (``?rule`` inlining, ``!rule``, ``[]``, ``*``, ``+``, ranges, templates,
 ``%import``, ``%ignore``, priorities) into BNF rules and named terminals; this module turns
 them into :class:`Grammar` and checks what gramalign needs beyond lark: every terminal is a
-regex our engine supports and matches no empty string, no ``%declare`` (except the indent
+regex our engine supports (one with lazy quantifiers means its first matches, see
+:mod:`.first_match`) and matches no empty string, no ``%declare`` (except the indent
 and dedent terminals of an :class:`Indentation` layout), and the start symbol derives at
 least one string.
 """
@@ -18,6 +19,7 @@ from lark.exceptions import UnexpectedInput
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
+from .first_match import LazyQuantifierError, first_match_dfa
 from .grammar import Grammar, Indentation, Rule, Terminal
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
@@ -74,7 +76,16 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
         converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
                              isinstance(terminal.pattern, PatternStr))
         try:
+            first_match = first_match_dfa(converted.pattern)
+            if first_match is not None:  # lazy quantifiers: the lexemes lark's re.match returns
+                converted = Terminal.from_dfa(converted.name, first_match, priority=converted.priority)
             dfa = converted.dfa
+        except LazyQuantifierError as exc:
+            raise LarkGrammarError(
+                f"terminal {terminal.name}: lark takes the first match of /{terminal.pattern.value}/ (a lazy "
+                f"quantifier), which gramalign reproduces only where it is the shortest match, and this pattern "
+                f"has {exc}; write it greedily, saying where the lexeme stops (e.g. /\"[^\"]*\"/ rather than "
+                f"/\".*?\"/; see docs/grammars.md)", _definition_line(terminal.name, text)) from None
         except RegexError as exc:
             raise LarkGrammarError(f"terminal {terminal.name}: {exc}", _definition_line(terminal.name, text)) from None
         if dfa.num_states == 0:
