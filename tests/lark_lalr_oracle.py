@@ -16,6 +16,7 @@ from lark.common import ParserConf
 from lark.exceptions import GrammarError as _LarkError
 from lark.grammar import NonTerminal
 from lark.grammar import Rule as _LarkRule
+from lark.grammar import RuleOptions
 from lark.grammar import Terminal as _LarkTerminal
 from lark.parsers.grammar_analysis import RulePtr
 from lark.parsers.lalr_analysis import LALR_Analyzer, LR0ItemSet, Shift
@@ -84,7 +85,8 @@ def lark_parse_table(grammar: Grammar, *, shared_sets: bool = True, kernel_inclu
                 else:
                     raise GrammarError(f"rule {rule.name} uses {symbol!r}, which is neither a rule nor a "
                                        "non-ignored terminal")
-            rules.append(_LarkRule(NonTerminal(rule.name), expansion, order=len(names)))
+            rules.append(_LarkRule(NonTerminal(rule.name), expansion, order=len(names),
+                                   options=RuleOptions(priority=rule.priority or None)))
             names.append(f"{rule.name} -> {' '.join(alternative) or '<empty>'}")
     if grammar.start not in nonterminal_set:
         raise GrammarError(f"the start rule {grammar.start!r} is not defined")

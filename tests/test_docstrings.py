@@ -4,6 +4,7 @@ import doctest
 
 import pytest
 
+import gramalign.grammar.first_match
 import gramalign.grammar.grammar
 import gramalign.grammar.json_numbers
 import gramalign.masking.gc_guard
@@ -11,7 +12,7 @@ import gramalign.masking.matcher
 import gramalign.samplers.model
 
 
-@pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.grammar.json_numbers,
+@pytest.mark.parametrize("module", [gramalign.grammar.first_match, gramalign.grammar.grammar, gramalign.grammar.json_numbers,
                                     gramalign.masking.gc_guard, gramalign.masking.matcher, gramalign.samplers.model])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

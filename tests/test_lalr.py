@@ -179,6 +179,55 @@ def test_random_grammars_cover_conflicts_and_accepted_grammars():
     assert min(outcomes.values()) >= 20, outcomes
 
 
+def with_random_priorities(grammar: Grammar, rng: random.Random) -> Grammar:
+    rules = tuple(Rule(rule.name, rule.alternatives, rng.choice([0, 0, 1, 2, 3, -1])) for rule in grammar.rules)
+    return Grammar(grammar.terminals, rules, grammar.start, strict=grammar.strict)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_rule_priorities_settle_reduce_reduce_conflicts_as_in_lark(seed):
+    rng = random.Random(seed)
+    assert_same_table_as_lark(with_random_priorities(random_bnf(rng, strict=seed % 4 == 0), rng))
+
+
+def test_random_priorities_decide_conflicts_both_ways():
+    """The test above meets grammars that priorities make LALR(1) and ones they do not."""
+    outcomes = {"settled": 0, "still a collision": 0}
+    for seed in range(300):
+        rng = random.Random(seed)
+        grammar = with_random_priorities(random_bnf(rng, strict=seed % 4 == 0), rng)
+        plain = Grammar(grammar.terminals, tuple(Rule(r.name, r.alternatives) for r in grammar.rules),
+                        grammar.start, strict=grammar.strict)
+        try:
+            lark_parse_table(plain)
+            continue
+        except ga.GrammarError as refusal:
+            if "Reduce/Reduce" not in str(refusal):
+                continue
+        try:
+            lark_parse_table(grammar)
+            outcomes["settled"] += 1
+        except ga.GrammarError:
+            outcomes["still a collision"] += 1
+    assert min(outcomes.values()) >= 15, outcomes
+
+
+def test_lark_rule_priorities_reach_the_table():
+    text = 'start: a | b\na.2: "x"\nb: "x" | "y"\n'
+    grammar = ga.Grammar.from_lark(text)
+    assert [r.priority for r in grammar.rules] == [0, 2, 0]
+    assert_same_table_as_lark(grammar)
+    table = build_parse_table(grammar)
+    # after "x" the look-ahead $END reduces by a -> X, the rule of priority 2
+    after_x = table.action[table.initial_state, table.terminal_id("X")] - 1
+    assert table.rule_names[-table.action[after_x, table.terminal_id("$END")] - 1] == "a -> X"
+    tie = 'start: a | b\na.2: "x"\nb.2: "x"\n'
+    with pytest.raises(ga.GrammarError, match="Reduce/Reduce"):
+        ga.Grammar.from_lark(tie)
+    with pytest.raises(lark.exceptions.GrammarError, match="Reduce/Reduce"):
+        lark.Lark(tie, parser="lalr")
+
+
 @pytest.mark.parametrize("name", ["json", "sql", "python"])
 def test_builtin_grammars_have_larks_tables(name):
     assert_same_table_as_lark(load_builtin(name))

@@ -50,10 +50,16 @@ class Terminal:
 
 @dataclass(frozen=True)
 class Rule:
-    """``name -> alternatives``; each alternative is a sequence of rule or terminal names."""
+    """``name -> alternatives``; each alternative is a sequence of rule or terminal names.
+
+    ``priority`` (Lark's ``name.2: ...``) settles reduce/reduce conflicts as lark's LALR
+    does: where two or more rules could be reduced on the same look-ahead, a rule whose
+    priority is higher than every other one's is chosen; equal top priorities stay a conflict.
+    """
 
     name: str
     alternatives: tuple[tuple[str, ...], ...]
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -138,12 +144,14 @@ class Grammar:
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None,
-                  always_lexed: tuple[str, ...] = ()) -> "Grammar":
+                  always_lexed: tuple[str, ...] = (), import_paths=()) -> "Grammar":
         """A grammar written in Lark's EBNF; errors name the grammar line and column.
 
         With ``indentation``, the grammar is laid out Python-style (see :class:`Indentation`)
         and its indent and dedent terminals must be ``%declare``-d. ``always_lexed`` names
         terminals the lexer tries in every parser state (see :attr:`Grammar.always_lexed`).
+        ``import_paths`` lists directories ``%import`` searches first (lark's option); a
+        relative ``%import .x`` then looks in the working directory (see :meth:`from_lark_file`).
 
         >>> g = Grammar.from_lark('start: "a" NUMBER\\nNUMBER: /[0-9]+/')
         >>> sorted(t.name for t in g.terminals)
@@ -151,7 +159,29 @@ class Grammar:
         """
         from .lark_frontend import grammar_from_lark
 
-        return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=tuple(always_lexed))
+        return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=tuple(always_lexed),
+                                 import_paths=tuple(import_paths))
+
+    @classmethod
+    def from_lark_file(cls, path, *, start: str = "start", indentation: Indentation | None = None,
+                       always_lexed: tuple[str, ...] = (), import_paths=()) -> "Grammar":
+        """The Lark grammar in the file at ``path`` (UTF-8), as :meth:`from_lark` reads it,
+        with relative imports (``%import .common.NAME``) resolved against the file's
+        directory, as ``lark.Lark.open`` does.
+
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> with open(os.path.join(folder, "words.lark"), "w") as f:
+        ...     _ = f.write('WORD: /[a-z]+/\\n')
+        >>> with open(os.path.join(folder, "main.lark"), "w") as f:
+        ...     _ = f.write('start: WORD ("," WORD)*\\n%import .words.WORD\\n')
+        >>> sorted(t.name for t in Grammar.from_lark_file(os.path.join(folder, "main.lark")).terminals)
+        ['COMMA', 'WORD']
+        """
+        from .lark_frontend import grammar_from_lark_file
+
+        return grammar_from_lark_file(path, start=start, indentation=indentation, always_lexed=tuple(always_lexed),
+                                      import_paths=tuple(import_paths))
 
     @classmethod
     def from_json_schema(cls, schema, **options) -> "Grammar":

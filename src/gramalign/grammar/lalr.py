@@ -2,8 +2,9 @@
 
 The table is the one lark's analyser (``lark.parsers.lalr_analysis``) builds, so a grammar
 means exactly what it means to ``lark.Lark(..., parser="lalr")``: shift/reduce conflicts
-are resolved as shift (as lark does; an error for a ``strict`` grammar), and a
-reduce/reduce conflict is a :class:`GrammarError` naming the rules. It is computed by the
+are resolved as shift (as lark does; an error for a ``strict`` grammar), a reduce/reduce
+conflict goes to the rule of highest priority (:attr:`Rule.priority`) when one is highest,
+and is otherwise a :class:`GrammarError` naming the rules. It is computed by the
 integer construction of :mod:`.lalr_kernels` (LR(0) item sets, then DeRemer and
 Pennello's look-aheads); the tests hold it equal to lark's, state by state.
 
@@ -144,26 +145,38 @@ def _undefined_symbol(grammar: Grammar, symbol_ids: dict) -> GrammarError:
 
 def _judge_conflicts(conflicts: np.ndarray, action: np.ndarray, terminals: tuple, grammar: Grammar,
                      rule_names: tuple) -> None:
-    """Raise for the conflicts lark would refuse: any reduce/reduce one (with every rule
-    involved), and shift/reduce ones in a strict grammar. Non-strict shift/reduce conflicts
-    stay resolved as shift, as the kernel left them."""
+    """Settle the conflicts as lark's analyser does, or raise where lark refuses: among
+    rules reducible on one look-ahead, the one whose priority beats every other's is the
+    reduction (``action`` is rewritten to it); equal top priorities are a reduce/reduce
+    collision (an error naming the rules). What remains is one reduction against a shift:
+    shift wins, as the kernel left it, except in a strict grammar, where it is an error."""
     rules_at: dict = {}
     for state, terminal, rule in conflicts.tolist():
         rules_at.setdefault((state, terminal), set()).add(rule)
+    # the root rule ($root -> start, numbered after the grammar's) has no priority, as in lark
+    priority = [rule.priority for rule in grammar.rules for _ in rule.alternatives] + [0]
 
     def lark_rule(r: int) -> str:  # as lark prints a rule
         lhs, rhs = rule_names[r].split(" -> ")
         return f"<{lhs} : {'' if rhs == '<empty>' else rhs}>"
 
-    shift_reduce = [(key, rules) for key, rules in sorted(rules_at.items())
-                    if len(rules) == 1 and action[key] > 0]
+    collisions, shift_reduce = [], []
+    for key, rules in sorted(rules_at.items()):
+        if len(rules) > 1:
+            best, second = sorted((priority[r] for r in rules), reverse=True)[:2]
+            if best == second:
+                collisions.append("Reduce/Reduce collision in Terminal(%r) between the following rules: %s"
+                                  % (terminals[key[1]], "".join("\n\t- " + lark_rule(r) for r in sorted(rules))))
+                continue
+            rules = {next(r for r in rules if priority[r] == best)}
+            if action[key] <= 0:  # no shift here: the preferred reduction is the action
+                action[key] = -(next(iter(rules)) + 1)
+        if action[key] > 0:
+            shift_reduce.append((key, rules))
     if grammar.strict and shift_reduce:
         (_, terminal), (rule,) = shift_reduce[0]
         raise GrammarError(f"cannot build the LALR(1) table: Shift/Reduce conflict for terminal "
                            f"{terminals[terminal]}. [strict-mode]\n * {lark_rule(rule)}")
-    collisions = ["Reduce/Reduce collision in Terminal(%r) between the following rules: %s"
-                  % (terminals[terminal], "".join("\n\t- " + lark_rule(r) for r in sorted(rules)))
-                  for (_, terminal), rules in sorted(rules_at.items()) if len(rules) > 1]
     if collisions:
         listed = "\n\n".join(collisions)
         raise GrammarError(f"the grammar is not LALR(1): {listed} (make one alternative more specific, or give "

@@ -3,7 +3,8 @@
 lark expands the EBNF (``?rule`` inlining, ``!rule``, ``[]``, ``*``, ``+``, ranges, templates,
 ``%import``, ``%ignore``, priorities) into BNF rules and named terminals; this module turns
 them into :class:`Grammar` and checks what gramalign needs beyond lark: every terminal is a
-regex our engine supports and matches no empty string, no ``%declare`` (except the indent
+regex our engine supports (one with lazy quantifiers means its first matches, see
+:mod:`.first_match`) and matches no empty string, no ``%declare`` (except the indent
 and dedent terminals of an :class:`Indentation` layout), and the start symbol derives at
 least one string.
 """
@@ -18,6 +19,7 @@ from lark.exceptions import UnexpectedInput
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
+from .first_match import LazyQuantifierError, first_match_dfa
 from .grammar import Grammar, Indentation, Rule, Terminal
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
@@ -35,8 +37,12 @@ class LarkGrammarError(GrammarError):
 
 
 def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None,
-                      always_lexed: tuple[str, ...] = ()) -> Grammar:
-    """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``."""
+                      always_lexed: tuple[str, ...] = (), import_paths=(), source_path: str | None = None) -> Grammar:
+    """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``.
+
+    ``%import`` looks in ``import_paths`` first (directories, as lark's option of that name),
+    then, for a relative import (``%import .x``), in the directory of ``source_path`` (the
+    file ``text`` was read from) or else the working directory, then in lark's grammars."""
     if not isinstance(text, str):
         raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
     layout_names = {indentation.indent, indentation.dedent} if indentation is not None else set()
@@ -50,7 +56,7 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     try:
         from lark.load_grammar import load_grammar
 
-        loaded, _ = load_grammar(text, "<grammar>", None, False)
+        loaded, _ = load_grammar(text, source_path or "<grammar>", [str(p) for p in import_paths], False)
         lark_terminals, lark_rules, ignore = loaded.compile([start], set())
     except UnexpectedInput as exc:
         raise LarkGrammarError(f"syntax error in the grammar: {_first_line(exc)}", exc.line, exc.column) from None
@@ -64,13 +70,22 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     used = {symbol.name for rule in lark_rules for symbol in rule.expansion if symbol.is_term}
     used |= set(ignore)
     terminals = []
-    for terminal in lark_terminals:
+    for terminal in sorted(lark_terminals, key=_lark_lexer_order):
         if terminal.name not in used:
             continue
         converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
                              isinstance(terminal.pattern, PatternStr))
         try:
+            first_match = first_match_dfa(converted.pattern)
+            if first_match is not None:  # lazy quantifiers: the lexemes lark's re.match returns
+                converted = Terminal.from_dfa(converted.name, first_match, priority=converted.priority)
             dfa = converted.dfa
+        except LazyQuantifierError as exc:
+            raise LarkGrammarError(
+                f"terminal {terminal.name}: lark takes the first match of /{terminal.pattern.value}/ (a lazy "
+                f"quantifier), which gramalign reproduces only where it is the shortest match, and this pattern "
+                f"has {exc}; write it greedily, saying where the lexeme stops (e.g. /\"[^\"]*\"/ rather than "
+                f"/\".*?\"/; see docs/grammars.md)", _definition_line(terminal.name, text)) from None
         except RegexError as exc:
             raise LarkGrammarError(f"terminal {terminal.name}: {exc}", _definition_line(terminal.name, text)) from None
         if dfa.num_states == 0:
@@ -87,11 +102,15 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
         raise LarkGrammarError(f"undefined terminal(s): {', '.join(sorted(missing))}")
 
     alternatives: dict[str, list[tuple[str, ...]]] = {}
+    priorities: dict[str, int] = {}
     for rule in lark_rules:
-        alternatives.setdefault(str(rule.origin.name), []).append(tuple(str(s.name) for s in rule.expansion))
+        name = str(rule.origin.name)
+        alternatives.setdefault(name, []).append(tuple(str(s.name) for s in rule.expansion))
+        # lark gives every alternative of ``name.p`` the priority p (None when unset, read as 0)
+        priorities.setdefault(name, rule.options.priority or 0)
     if start not in alternatives:
         raise LarkGrammarError(f"the start rule {start!r} is not defined")
-    rules = tuple(Rule(name, tuple(alts)) for name, alts in alternatives.items())
+    rules = tuple(Rule(name, tuple(alts), priorities[name]) for name, alts in alternatives.items())
     _check_productive(rules, known_terminals, start, text)
     if indentation is not None:
         _check_layout(indentation, known_terminals, used, set(ignore))
@@ -104,6 +123,18 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
     return grammar
+
+
+def _lark_lexer_order(terminal) -> tuple:
+    """lark's ``BasicLexer`` sort key: its lexer tries terminals in this order and takes the
+    first that matches. Listing the IR's terminals in it makes gramalign's tie-break (priority,
+    then literals first, then grammar order; see ``docs/grammars.md``) pick lark's terminal
+    wherever lark's first match is the longest one."""
+    try:
+        width = terminal.pattern.max_width
+    except (ValueError, ImportError):  # a regex lark cannot measure; ours refuses it later
+        width = 0
+    return -terminal.priority, -width, -len(terminal.pattern.value), terminal.name
 
 
 def _check_layout(indentation: Indentation, terminals: set[str], used: set[str], ignore: set[str]) -> None:
@@ -164,5 +195,19 @@ def _definition_line(name: str, text: str) -> int | None:
     return text.count("\n", 0, found.start()) + 1 if found else None
 
 
-__all__ = ["LarkGrammarError", "grammar_from_lark"]
+def grammar_from_lark_file(path, **options) -> Grammar:
+    """:func:`grammar_from_lark` of the file at ``path``, its relative imports resolved
+    against the file's directory (as ``lark.Lark.open`` does)."""
+    import os
+
+    path = os.path.abspath(os.fspath(path))
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except OSError as exc:
+        raise LarkGrammarError(f"cannot read the grammar file {path}: {exc.strerror or exc}") from None
+    return grammar_from_lark(text, source_path=path, **options)
+
+
+__all__ = ["LarkGrammarError", "grammar_from_lark", "grammar_from_lark_file"]
 _ = lark  # lark is the loader; imported here so a missing install fails at import time

@@ -79,7 +79,7 @@ def terminal_index(ranked, name: str) -> int:
 
 def terminal_bits(ranked, names) -> np.ndarray:
     """The uint64 bitset of the named terminals of ``ranked`` (terminals in rank order)."""
-    bits = np.zeros((len(ranked) + 63) // 64, dtype=np.uint64)
+    bits = np.zeros(max(1, (len(ranked) + 63) // 64), dtype=np.uint64)
     for name in names:
         index = terminal_index(ranked, name)
         bits[index >> 6] |= np.uint64(1) << np.uint64(index & 63)
@@ -100,8 +100,11 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
     :func:`rank_terminals`) are the terminal sets of the k start states; by default one
     start tracks every terminal."""
     ranked = rank_terminals(tuple(terminals))
-    if not ranked:
-        raise GrammarError("a grammar needs at least one terminal")
+    if not ranked:  # a grammar whose only sentence is "": every lexeme dies at once
+        count = 1 if starts is None else int(np.asarray(starts).shape[0])
+        return LexerDFA((), np.full((count, 256), -1, dtype=np.int32), count, np.zeros((count, 1), dtype=np.uint64),
+                        np.zeros((count, 1), dtype=np.uint64), np.zeros(256, dtype=np.int64),
+                        np.zeros(1, dtype=np.int64))
     dfas = []
     for terminal in ranked:
         dfa = terminal.dfa

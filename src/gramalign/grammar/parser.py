@@ -152,7 +152,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
     columns = {name: j for j, name in enumerate(table.terminals)}
     term_column = np.array([-1 if t.name in grammar.ignore else columns[t.name] for t in ranked], dtype=np.int32)
-    words = (len(ranked) + 63) // 64
+    words = max(1, (len(ranked) + 63) // 64)  # one word even without terminals (language {""})
     candidate_bits = _candidate_bits(table.action, term_column, words)
     candidate_bits |= terminal_bits(ranked, grammar.ignore)
     if grammar.indentation is not None:  # always a candidate, as in lark's post-lexers

@@ -618,7 +618,7 @@ def grammar_hash(tables: ParserTables) -> str:
     grammar = tables.grammar
     digest = hashlib.sha256()
     digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal) for t in grammar.terminals],
-                        [(r.name, r.alternatives) for r in grammar.rules], grammar.start,
+                        [(r.name, r.alternatives, r.priority) for r in grammar.rules], grammar.start,
                         grammar.ignore, grammar.indentation, grammar.always_lexed)).encode("utf-8"))
     return digest.hexdigest()
 
