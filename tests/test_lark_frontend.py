@@ -319,3 +319,28 @@ def test_lazy_quantifiers_lark_reads_otherwise_are_refused(pattern, reason):
     with pytest.raises(LarkGrammarError, match=f"terminal T: lark takes the first match .*{reason}") as info:
         ga.Grammar.from_lark(text)
     assert info.value.line == 3 and "greedily" in str(info.value)
+
+
+def test_a_mandatory_indented_block_loads_and_means_what_lark_says():
+    """The layout's INDENT/DEDENT are terminals for the productivity check: a rule that
+    requires a block was refused as "language is empty" (issue 20, item 6)."""
+    from lark.indenter import Indenter
+
+    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+
+    text = ('start: "a" _NEWLINE _INDENT item+ _DEDENT\nitem: "b" _NEWLINE\n'
+            '_NEWLINE: /(\\r?\\n[\\t ]*)+/\n%declare _INDENT _DEDENT\n')
+
+    class Layout(Indenter):
+        NL_type, OPEN_PAREN_types, CLOSE_PAREN_types = "_NEWLINE", [], []
+        INDENT_type, DEDENT_type, tab_len = "_INDENT", "_DEDENT", 8
+
+    oracle = lark.Lark(text, parser="lalr", postlex=Layout())
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_lark(text, indentation=ga.Indentation())))
+    for sample in ["a\n  b\n", "a\nb\n", "a\n    b\n    b\n", "a\n  b\n b\n", "a\n  b\n\n  b\n", "a\n", "a\n  b\n  a\n"]:
+        try:
+            oracle.parse(sample)
+            expected = True
+        except lark.exceptions.LarkError:
+            expected = False
+        assert parser.accepts(sample.encode()) == expected, sample

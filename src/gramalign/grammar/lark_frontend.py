@@ -111,7 +111,7 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     if start not in alternatives:
         raise LarkGrammarError(f"the start rule {start!r} is not defined")
     rules = tuple(Rule(name, tuple(alts), priorities[name]) for name, alts in alternatives.items())
-    _check_productive(rules, known_terminals, start, text)
+    _check_productive(rules, known_terminals | layout_names, start, text)  # INDENT/DEDENT come from the layout
     if indentation is not None:
         _check_layout(indentation, known_terminals, used, set(ignore))
     unknown = [name for name in always_lexed if name not in known_terminals]
