@@ -61,8 +61,8 @@ CASES = {
                                    AB_INSTANCES),
     "draft-07: dependentSchemas is unknown": (
         _with(OBJECT_AB, **{"$schema": D7, "dependentSchemas": {"a": {"required": ["b"]}}}), AB_INSTANCES),
-    "2020-12: dependentSchemas": (_with(OBJECT_AB, **{"$schema": D2020, "dependentSchemas": {"a": {"required": ["b"]}}}),
-                                  AB_INSTANCES),
+    "2020-12: dependentSchemas": (
+        _with(OBJECT_AB, **{"$schema": D2020, "dependentSchemas": {"a": {"required": ["b"]}}}), AB_INSTANCES),
     "draft-04: dependencies": (_with(OBJECT_AB, **{"$schema": D4, "dependencies": {"a": ["b"]}}), AB_INSTANCES),
     "draft-07: dependencies (schema form)": (
         _with(OBJECT_AB, **{"$schema": D7, "dependencies": {"a": {"required": ["b"]}}}), AB_INSTANCES),
