@@ -13,6 +13,7 @@ import json
 
 import jsonschema
 import pytest
+import referencing.exceptions
 
 import gramalign as ga
 from gramalign.errors import SchemaCompileError
@@ -148,3 +149,20 @@ def test_draft_specific_forms_in_the_wrong_draft_are_refused(schema, keyword):
     assert caught.value.pointer == "" and caught.value.keyword == keyword
     with pytest.raises(jsonschema.SchemaError):  # the draft's metaschema agrees the value is invalid
         jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+def test_anchor_is_a_2019_09_keyword():
+    """Before 2019-09 ``$anchor`` is an annotation: a ``$ref`` to it does not resolve, in
+    jsonschema as here; from 2019-09 on it names its subschema."""
+    schema = {"$schema": D7, "definitions": {"a": {"$anchor": "num", "type": "integer"}},
+              "type": "object", "properties": {"x": {"$ref": "#num"}}}
+    with pytest.raises(referencing.exceptions.Unresolvable):
+        jsonschema.validators.validator_for(schema)(schema).is_valid({"x": 1})
+    with pytest.raises(SchemaCompileError) as caught:
+        ga.Grammar.from_json_schema(schema)
+    assert caught.value.pointer == "/properties/x" and caught.value.keyword == "$ref"
+    later = {**schema, "$schema": D2019}
+    oracle = jsonschema.validators.validator_for(later)(later)
+    grammar = ga.Grammar.from_json_schema(later)
+    for instance in ({"x": 1}, {"x": "a"}, {}):
+        assert _accepts(grammar, json.dumps(instance, separators=(",", ":"))) == oracle.is_valid(instance)

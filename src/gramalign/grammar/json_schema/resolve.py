@@ -124,10 +124,12 @@ class SchemaIndex:
                 else:
                     base = uri
                     self.uris.setdefault(uri, pointer)
-            anchor = node.get("$anchor")
+            # anchors of drafts that define them: elsewhere they are annotations, and a $ref to
+            # one does not resolve (as in jsonschema's validator for that draft)
+            anchor = node.get("$anchor") if self.draft >= 2019 else None
             if isinstance(anchor, str):
                 self.uris[f"{base}#{anchor}"] = pointer
-            dynamic_anchor = node.get("$dynamicAnchor")
+            dynamic_anchor = node.get("$dynamicAnchor") if self.draft >= 2020 else None
             if isinstance(dynamic_anchor, str):
                 self.uris.setdefault(f"{base}#{dynamic_anchor}", pointer)
         self.locations[pointer] = _Location(node, base)
