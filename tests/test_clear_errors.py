@@ -122,6 +122,21 @@ def test_schema_text_that_is_not_utf8_is_a_schema_error(text):
         ga.Grammar.from_json_schema(text)
 
 
+@pytest.mark.parametrize("schema,pointer,keyword", [
+    ('{"const": "\\ud800"}', "", "const"),
+    ({"enum": ["a", "x\udfff"]}, "", "enum"),
+    ({"type": "object", "properties": {"\ud800": {}}}, "", "properties"),
+    ({"required": ["\ud800"]}, "", "required"),
+    ({"type": "object", "propertyNames": {"const": "\ud800"}}, "/propertyNames", "const"),
+    ({"const": {"k": ["\u00e9\ud800"]}}, "", "const"),
+], ids=["escaped in text", "enum", "property name", "required", "propertyNames const", "nested const"])
+def test_a_lone_surrogate_in_a_literal_is_a_schema_error(schema, pointer, keyword):
+    """JSON text may escape a lone surrogate; UTF-8 cannot encode it (this was a UnicodeEncodeError)."""
+    with pytest.raises(SchemaCompileError, match="lone surrogate") as caught:
+        ga.Grammar.from_json_schema(schema)
+    assert (caught.value.pointer, caught.value.keyword) == (pointer, keyword)
+
+
 # ---------------------------------------------------------------------------- JSON Schema: invalid values
 
 

@@ -18,7 +18,7 @@ from ...errors import RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import StateLimitError
 from . import numbers as num
-from .keywords import check_keyword_values, check_literal_sizes, draft_keywords
+from .keywords import check_keyword_values, check_literal_strings, draft_keywords
 from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
@@ -149,7 +149,7 @@ class Evaluator:
                 value = node[keyword]
                 if isinstance(value, dict) and keyword not in ("const", "dependentRequired"):
                     value = [name for name in value] + [v for v in value.values() if isinstance(v, list)]
-                check_literal_sizes(value, self.max_states, pointer, keyword)
+                check_literal_strings(value, self.max_states, pointer, keyword)
         for keyword, name in _REFUSED.items():
             if keyword in node and keyword not in self.approximate:
                 raise SchemaCompileError(f"{name} is not supported yet", pointer, keyword)

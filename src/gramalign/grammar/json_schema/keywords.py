@@ -19,7 +19,7 @@ from decimal import Decimal
 from ...errors import SchemaCompileError
 from .resolve import json_text
 
-__all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_sizes", "draft_keywords"]
+__all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords"]
 
 # What the evaluator reads, per draft (as ``jsonschema``'s validators of each draft define
 # them, plus the keywords that modify another: exclusiveMaximum/Minimum, then/else,
@@ -122,18 +122,25 @@ def check_keyword_values(node: dict, pointer: str, draft: int) -> None:
         refuse("dependentSchemas", "an object")
 
 
-def check_literal_sizes(value, max_states: int, pointer: str, keyword: str) -> None:
+def check_literal_strings(value, max_states: int, pointer: str, keyword: str) -> None:
     """Refuse, before any automaton is built, a string in ``value`` (a member of ``const``,
-    ``enum``, a property name...; object keys included) whose automaton cannot fit: a literal
-    of n UTF-8 bytes needs n + 1 states, and building one of millions only to find that out
-    took seconds and gigabytes."""
+    ``enum``, a property name...; object keys included) that no automaton can hold: one with
+    a lone surrogate (``"\\ud800"`` in JSON text), which has no UTF-8 spelling, or one whose
+    automaton cannot fit: a literal of n UTF-8 bytes needs n + 1 states, and building one of
+    millions only to find that out took seconds and gigabytes."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as error:
+                    raise SchemaCompileError(f"a string here holds the lone surrogate U+{ord(item[error.start]):04X}, "
+                                             "which UTF-8 cannot encode", pointer, keyword) from None
             # a code point is at most 4 bytes: most strings are let through without encoding
             if 4 * len(item) + 1 > max_states:
-                size = len(item.encode("utf-8", "surrogatepass"))
+                size = len(item.encode("utf-8"))
                 if size + 1 > max_states:
                     raise SchemaCompileError(f"a string of {size} bytes ({json_text(item[:20])[:-1]}...) needs "
                                              f"more than max_states={max_states} automaton states (one per "
