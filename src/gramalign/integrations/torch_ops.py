@@ -69,7 +69,7 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
     if width <= 32 * (words - 1):
         raise BitmaskError(f"logits width {width} is smaller than the vocabulary the bitmask covers "
                            f"({words} words hold {32 * (words - 1) + 1}..{32 * words} tokens)")
-    if width < 32 * words:
+    if vocab_size is None and width < 32 * words:  # with vocab_size the width was checked above
         _check_no_allowed_token_beyond(bitmask, width)
     if indices is None:
         if bitmask.shape[0] != logits.shape[0]:
