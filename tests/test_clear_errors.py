@@ -401,3 +401,19 @@ def test_cli_errors_are_one_line_with_exit_status_2(tmp_path, capsys, tiny_token
     assert "--walks" in line
     assert main(["bench", str(schema), "--tokenizer", str(tiny_tokenizer), "--walks", "1", "--steps", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["masks"] >= 1
+
+
+@pytest.mark.parametrize("schema,instances", [
+    ({"type": "string", "maxLength": 3.0, "minLength": 1.0}, ["", "ab", "abcd"]),
+    ({"type": "array", "maxItems": 2.0}, [[], [1, 2], [1, 2, 3]]),
+    ({"type": "object", "minProperties": 1.0}, [{}, {"a": 1}]),
+    ({"$schema": D2019, "type": "array", "contains": {"type": "string"}, "minContains": 2.0, "maxItems": 3},
+     [["a"], ["a", "b"]]),
+], ids=["lengths", "maxItems", "minProperties", "minContains"])
+def test_integral_decimal_counts_in_schema_text_compile_like_the_dict(schema, instances):
+    """Schema text is read with exact decimals, so ``3.0`` arrives as Decimal("3.0"); draft-06 on
+    it is an integer (jsonschema agrees), as the float 3.0 in a dict already was."""
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    from_text = ga.Grammar.from_json_schema(json.dumps(schema))
+    _agrees_with_jsonschema(schema, from_text, instances)
+    _agrees_with_jsonschema(schema, ga.Grammar.from_json_schema(schema), instances)

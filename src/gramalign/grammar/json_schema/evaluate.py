@@ -483,7 +483,7 @@ class Evaluator:
         counts = {}
         for keyword, default in (("minContains", 1), ("maxContains", None)):
             value = node.get(keyword, default) if self.draft >= 2019 else default
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, Decimal))
                                       or value != int(value) or value < 0):
                 raise SchemaCompileError(f"{keyword} must be a non-negative integer", pointer, keyword)
             counts[keyword] = None if value is None else int(value)
@@ -750,7 +750,7 @@ def _count(node: dict, keyword: str, pointer: str, default):
     value = node.get(keyword, default)
     if value is default:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)) or value != int(value) or value < 0:
         raise SchemaCompileError(f"{keyword} must be a non-negative integer, not {json_text(value)[:40]}",
                                  pointer, keyword)
     return int(value)
