@@ -53,6 +53,11 @@ class VocabularyError(GramalignError, ValueError):
     """A tokenizer cannot be turned into a Vocabulary (unknown kind, bad sizes, ...)."""
 
 
+class BitmaskError(GramalignError, ValueError):
+    """A token bitmask does not fit what it is applied to (shape, dtype, or logits narrower
+    than the tokens it allows)."""
+
+
 class TokenRejected(GramalignError, ValueError):
     """A matcher was fed a token that its grammar forbids; the matcher state is unchanged."""
 

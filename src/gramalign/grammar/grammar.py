@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..errors import GrammarError
+from ..errors import GrammarError, RegexError
 from .dfa import ByteDFA, literal_dfa
-from .regex import regex_to_dfa
+from .regex import _SUPPORTED_FLAGS, regex_to_dfa
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,13 @@ class Terminal:
     def dfa(self) -> ByteDFA:
         if self.automaton is not None:
             return self.automaton
-        return regex_to_dfa(self.pattern, flags=self.flags)
+        flags = self.flags
+        # checked here with plain ints: RegexFlag's ~ keeps only the bits re knows, so an
+        # unknown bit such as 1 << 40 would pass a RegexFlag mask unseen
+        if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0 or flags & ~int(_SUPPORTED_FLAGS):
+            raise RegexError(f"unsupported regex flags {flags!r} (supported: re.IGNORECASE, MULTILINE, DOTALL, "
+                             "VERBOSE, ASCII, UNICODE)", self.pattern)
+        return regex_to_dfa(self.pattern, flags=flags)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ least one string.
 from __future__ import annotations
 
 import re
+import sys
 
 import lark
 from lark.exceptions import GrammarError as _LarkError
-from lark.exceptions import UnexpectedInput
+from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
@@ -43,6 +44,15 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     ``%import`` looks in ``import_paths`` first (directories, as lark's option of that name),
     then, for a relative import (``%import .x``), in the directory of ``source_path`` (the
     file ``text`` was read from) or else the working directory, then in lark's grammars."""
+    try:
+        return _grammar_from_lark(text, start, indentation, always_lexed, import_paths, source_path)
+    except RecursionError:  # lark's loader and transformers recurse once per nesting level
+        raise LarkGrammarError(f"the grammar nests too deeply (Python's recursion limit is "
+                               f"{sys.getrecursionlimit()}); flatten the deepest rule into several rules") from None
+
+
+def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, always_lexed: tuple[str, ...],
+                       import_paths, source_path: str | None) -> Grammar:
     if not isinstance(text, str):
         raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
     layout_names = {indentation.indent, indentation.dedent} if indentation is not None else set()
@@ -60,6 +70,19 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
         lark_terminals, lark_rules, ignore = loaded.compile([start], set())
     except UnexpectedInput as exc:
         raise LarkGrammarError(f"syntax error in the grammar: {_first_line(exc)}", exc.line, exc.column) from None
+    except VisitError as exc:  # lark's transformers wrap what they hit (an AssertionError for "a".."bc")
+        cause = str(exc.orig_exc).strip() or _VISIT_HINTS.get(exc.rule, type(exc.orig_exc).__name__)
+        token = _first_token(exc.obj)
+        shown = f" {_tree_text(exc.obj)}" if token is not None else ""
+        raise LarkGrammarError(f"lark cannot read this {exc.rule}{shown}: {cause}",
+                               getattr(token, "line", None), getattr(token, "column", None)) from None
+    except OSError as exc:  # %import of a grammar file that cannot be read
+        name = exc.filename or ""
+        stem = name.rsplit("/", 1)[-1].removesuffix(".lark")
+        line = next((number for number, row in enumerate(text.splitlines(), 1)
+                     if row.lstrip().startswith("%import") and stem and stem in row), None)
+        raise LarkGrammarError(f"%import: cannot read the grammar file {name!r} ({exc.strerror or exc})",
+                               line) from None
     except (_LarkError, KeyError, ValueError, AssertionError) as exc:
         message = str(exc).strip() or type(exc).__name__
         located = re.search(r"at line (\d+) column (\d+)", message)
@@ -168,6 +191,25 @@ def _check_productive(rules: tuple[Rule, ...], terminals: set[str], start: str, 
         stuck = sorted(r.name for r in rules if r.name not in productive and not r.name.startswith("__"))
         raise LarkGrammarError(f"the grammar's language is empty: {start!r} derives no finite string "
                                f"(rules that never terminate: {', '.join(stuck)})", _definition_line(start, text))
+
+
+_VISIT_HINTS = {"range": "both ends of a range must be single characters"}
+
+
+def _first_token(tree) -> "lark.Token | None":
+    if isinstance(tree, lark.Token):
+        return tree
+    for child in getattr(tree, "children", ()):
+        found = _first_token(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _tree_text(tree) -> str:
+    if isinstance(tree, lark.Token):
+        return str(tree)
+    return " ".join(_tree_text(child) for child in getattr(tree, "children", ()))[:60]
 
 
 def _first_line(exc: Exception) -> str:

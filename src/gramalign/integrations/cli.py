@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import GramalignError, StringRejected
+from ..errors import GramalignError, StringRejected, VocabularyError
 from ..grammar.grammar import Grammar
 from ..masking.bitmask import unpack_bitmask_row
 from ..masking.compiler import compile as compile_grammar
@@ -61,7 +61,13 @@ def load_vocabulary(name: str) -> Vocabulary:
     if path.is_file():
         from tokenizers import Tokenizer
 
-        return Vocabulary.from_tokenizers(Tokenizer.from_file(str(path)))
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as error:  # the tokenizers library raises a bare Exception for a malformed file
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise VocabularyError(f"{name!r} is not a tokenizer.json the tokenizers library can read: "
+                                  f"{reason}") from None
+        return Vocabulary.from_tokenizers(tokenizer)
     raise FileNotFoundError(f"no tokenizer {name!r}: give 'smollm2' or the path of a tokenizer.json")
 
 
@@ -118,6 +124,8 @@ def command_generate(args) -> int:
     from .hf import generate_chat, vocabulary_for_model
     from .smollm2 import load_smollm2
 
+    if args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be at least 1, not {args.max_new_tokens}")
     grammar = load_grammar(args.grammar, **_grammar_options(args))
     model, tokenizer = load_smollm2(show_progress=not args.quiet)
     compiled = compile_grammar(grammar, vocabulary_for_model(tokenizer, model))
@@ -133,6 +141,9 @@ def command_generate(args) -> int:
 def command_bench(args) -> int:
     import numpy as np
 
+    for option, value in (("--walks", args.walks), ("--steps", args.steps)):
+        if value < 1:  # checked before the minutes of loading a model
+            raise ValueError(f"{option} must be at least 1, not {value}")
     grammar = load_grammar(args.grammar, **_grammar_options(args))
     vocab = load_vocabulary(args.tokenizer)
     start = time.perf_counter()
@@ -199,8 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (GramalignError, FileNotFoundError, ValueError) as error:
+    except (GramalignError, ValueError) as error:
         print(f"gramalign {args.command}: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a missing file, a directory where a file belongs, no permission...
+        where = f": {error.filename}" if error.filename else ""
+        print(f"gramalign {args.command}: {error.strerror or error}{where}", file=sys.stderr)
         return 2
 
 

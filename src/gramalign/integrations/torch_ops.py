@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..errors import BitmaskError
 from ..masking.bitmask import bitmask_width
 
 _BIT_POSITIONS: dict[torch.device, torch.Tensor] = {}
@@ -47,36 +48,42 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
     ``[batch, words]`` int32 on any device. ``indices`` picks which logits rows to mask,
     row ``k`` of the bitmask going to logits row ``indices[k]`` (default: all rows, one
     bitmask row each). Logits columns beyond the bitmask (padding ids a model may have)
-    are always forbidden. ``vocab_size``, when given, is checked against the logits width.
+    are always forbidden. ``vocab_size``, when given, is checked against the logits width;
+    without it, logits narrower than a token some row allows are refused (a column cannot be
+    dropped silently: it may be EOS). A row that allows every token (as allocated, never
+    filled) says nothing about the vocabulary's width and is let through.
     """
     if logits.dim() == 1:
         apply_token_bitmask_inplace(logits.unsqueeze(0), bitmask.reshape(1, -1), vocab_size=vocab_size,
                                     indices=None if indices is None else indices)
         return
     if logits.dim() != 2 or bitmask.dim() != 2:
-        raise ValueError(f"logits must be [batch, vocab] and bitmask [batch, words]; got {tuple(logits.shape)} "
-                         f"and {tuple(bitmask.shape)}")
+        raise BitmaskError(f"logits must be [batch, vocab] and bitmask [batch, words]; got {tuple(logits.shape)} "
+                           f"and {tuple(bitmask.shape)}")
     if bitmask.dtype != torch.int32:
-        raise ValueError(f"bitmask must be int32, got {bitmask.dtype}")
+        raise BitmaskError(f"bitmask must be int32, got {bitmask.dtype}")
     width = logits.shape[1]
     words = bitmask.shape[1]
     if vocab_size is not None and width < vocab_size:
-        raise ValueError(f"logits width {width} is smaller than the vocabulary size {vocab_size}: build the "
-                         "vocabulary with gramalign.vocabulary_for_model(tokenizer, model), whose size is the "
-                         "model's logits width")
+        raise BitmaskError(f"logits width {width} is smaller than the vocabulary size {vocab_size}: build the "
+                           "vocabulary with gramalign.vocabulary_for_model(tokenizer, model), whose size is the "
+                           "model's logits width")
     if width <= 32 * (words - 1):
-        raise ValueError(f"logits width {width} is smaller than the vocabulary the bitmask covers "
-                         f"({words} words hold {32 * (words - 1) + 1}..{32 * words} tokens): build the vocabulary "
-                         "with gramalign.vocabulary_for_model(tokenizer, model)")
+        raise BitmaskError(f"logits width {width} is smaller than the vocabulary the bitmask covers "
+                           f"({words} words hold {32 * (words - 1) + 1}..{32 * words} tokens): build the vocabulary "
+                           "with gramalign.vocabulary_for_model(tokenizer, model)")
+    if vocab_size is None and width < 32 * words:  # with vocab_size the width was checked above
+        _check_no_allowed_token_beyond(bitmask, width)
     if indices is None:
         if bitmask.shape[0] != logits.shape[0]:
-            raise ValueError(f"bitmask has {bitmask.shape[0]} rows but logits have {logits.shape[0]}; "
-                             "pass indices= to mask a subset of rows")
+            raise BitmaskError(f"bitmask has {bitmask.shape[0]} rows but logits have {logits.shape[0]}; "
+                               "pass indices= to mask a subset of rows")
         rows = None
     else:
         rows = torch.as_tensor(indices, dtype=torch.long, device=logits.device)
         if rows.dim() != 1 or rows.shape[0] != bitmask.shape[0]:
-            raise ValueError(f"indices must list one logits row per bitmask row ({bitmask.shape[0]}), got {rows.shape}")
+            raise BitmaskError(f"indices must list one logits row per bitmask row ({bitmask.shape[0]}), "
+                               f"got {tuple(rows.shape)}")
         if rows.numel() and (int(rows.min()) < -logits.shape[0] or int(rows.max()) >= logits.shape[0]):
             raise IndexError(f"indices out of range for {logits.shape[0]} logits rows")
     allowed = unpack_token_bitmask(bitmask.to(logits.device, non_blocking=True), min(width, 32 * words))
@@ -87,3 +94,22 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
         logits.masked_fill_(~allowed, float("-inf"))
     else:
         logits[rows] = logits[rows].masked_fill(~allowed, float("-inf"))
+
+
+def _check_no_allowed_token_beyond(bitmask: torch.Tensor, width: int) -> None:
+    """Raise if a row allows a token id >= ``width`` (only the last word can hold one: the
+    caller has checked that the logits reach into it)."""
+    beyond = (0xFFFFFFFF << (width % 32)) & 0xFFFFFFFF  # the bits of ids >= width in the last word
+    last = bitmask[:, -1]
+    offending = (last & (beyond - (1 << 32))) != 0  # as int32: the top bit is always among them
+    if not bool(offending.any()):
+        return
+    unfilled = (bitmask == -1).all(dim=1)
+    offending &= ~unfilled
+    if bool(offending.any()):
+        row = int(offending.nonzero()[0, 0])
+        bits = int(last[row]) & 0xFFFFFFFF
+        token = 32 * (bitmask.shape[1] - 1) + next(b for b in range(width % 32, 32) if bits >> b & 1)
+        raise BitmaskError(f"bitmask row {row} allows token {token}, but the logits have only {width} columns: "
+                           "they are narrower than the vocabulary the bitmask was filled for (pass the logits "
+                           "of the whole vocabulary, or vocab_size= to check the width)")

@@ -42,10 +42,17 @@ class BatchMatcher:
 
     def __init__(self, compiled: "CompiledGrammar | Sequence[CompiledGrammar]", batch_size: int | None = None, *,
                  num_threads: int | None = None):
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                                       or batch_size < 1):
+            # [compiled] * -1 is an empty list: a negative size would make a batch of no rows
+            raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer))
+                                        or num_threads < 0):
+            raise ValueError(f"num_threads must be a non-negative integer or None, not {num_threads!r}")
         if isinstance(compiled, CompiledGrammar):
             if batch_size is None:
                 raise ValueError("batch_size is required with a single compiled grammar")
-            compiled = [compiled] * batch_size
+            compiled = [compiled] * int(batch_size)
         elif batch_size is not None and batch_size != len(compiled):
             raise ValueError(f"batch_size {batch_size} but {len(compiled)} compiled grammars")
         widths = {c.bitmask_width for c in compiled}

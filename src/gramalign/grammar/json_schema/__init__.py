@@ -41,17 +41,36 @@ def _parse_int(text: str) -> int | Decimal:
 
 def _check_json_data(schema) -> None:
     """Raise SchemaCompileError at the first value JSON cannot hold (a set, NaN, a non-string
-    key) or that is beyond the documented limits (a number of more than 1000 digits)."""
+    key, a dict or list that contains itself) or that is beyond the documented limits (a
+    number of more than 1000 digits)."""
+    # depth first with exit marks, so "on the current path" (a cycle) is told apart from
+    # "met before by another path" (shared, which JSON text cannot say but is harmless)
     stack = [(schema, "", None)]
+    on_path: dict[int, str] = {}
+    finished: set[int] = set()
     while stack:
         value, pointer, keyword = stack.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise SchemaCompileError(f"object keys must be strings, not {key!r}", pointer, keyword)
-                stack.append((item, f"{pointer}/{escape_pointer(keyword)}" if keyword else pointer, key))
-        elif isinstance(value, list):
-            stack.extend((item, pointer, keyword) for item in value)
+        if value is _EXIT:
+            del on_path[pointer]
+            finished.add(pointer)
+            continue
+        if isinstance(value, (dict, list)):
+            here = f"{pointer}/{escape_pointer(keyword)}" if keyword is not None else pointer
+            if id(value) in on_path:
+                raise SchemaCompileError(f"the schema contains itself: this value is the {type(value).__name__} "
+                                         f"at #{on_path[id(value)]}, one of its own ancestors (JSON cannot "
+                                         "hold a cycle)", pointer, keyword)
+            if id(value) in finished:
+                continue
+            on_path[id(value)] = here
+            stack.append((_EXIT, id(value), None))
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise SchemaCompileError(f"object keys must be strings, not {key!r}", pointer, keyword)
+                    stack.append((item, here, key))
+            else:
+                stack.extend((item, here, str(i)) for i, item in enumerate(value))
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _DIGITS_LIMIT:
             raise SchemaCompileError(f"a number here has more than {MAX_NUMBER_DIGITS} digits", pointer, keyword)
         elif isinstance(value, Decimal):
@@ -88,6 +107,9 @@ def _json_layout(indent, separators, whitespace: str, max_depth: int) -> tuple["
     return indent, separators[0], separators[1]
 
 
+_EXIT = object()
+
+
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
                         approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None,
@@ -107,6 +129,9 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
             raise SchemaCompileError(f"the schema is not valid JSON: {exc}") from None
         except RecursionError:
             raise SchemaCompileError("the schema nests too deeply") from None
+        except UnicodeDecodeError as exc:
+            raise SchemaCompileError(f"the schema text is not UTF-8 (nor UTF-16/32): {exc.reason} at byte "
+                                     f"{exc.start}") from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaCompileError(f"a schema must be an object or a boolean, not {type(schema).__name__}")
     _check_json_data(schema)

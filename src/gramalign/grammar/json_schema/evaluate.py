@@ -18,6 +18,7 @@ from ...errors import RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import StateLimitError
 from . import numbers as num
+from .keywords import check_keyword_values, check_literal_strings, draft_keywords
 from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
@@ -140,6 +141,15 @@ class Evaluator:
     def _shape_of_keywords(self, node: dict, pointer: str) -> Shape:
         if "$ref" in node and self.draft < 2019:
             return self.shape(frozenset([self.index.resolve(node["$ref"], pointer)]))
+        node = draft_keywords(node, self.draft)  # what the declared draft does not define is an annotation
+        check_keyword_values(node, pointer, self.draft)
+        for keyword in ("enum", "const", "required", "dependentRequired", "properties", "dependentSchemas",
+                        "dependencies"):
+            if keyword in node:  # names and literals become automata of one state per byte
+                value = node[keyword]
+                if isinstance(value, dict) and keyword not in ("const", "dependentRequired"):
+                    value = [name for name in value] + [v for v in value.values() if isinstance(v, list)]
+                check_literal_strings(value, self.max_states, pointer, keyword)
         for keyword, name in _REFUSED.items():
             if keyword in node and keyword not in self.approximate:
                 raise SchemaCompileError(f"{name} is not supported yet", pointer, keyword)
@@ -473,7 +483,7 @@ class Evaluator:
         counts = {}
         for keyword, default in (("minContains", 1), ("maxContains", None)):
             value = node.get(keyword, default) if self.draft >= 2019 else default
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, Decimal))
                                       or value != int(value) or value < 0):
                 raise SchemaCompileError(f"{keyword} must be a non-negative integer", pointer, keyword)
             counts[keyword] = None if value is None else int(value)
@@ -740,7 +750,7 @@ def _count(node: dict, keyword: str, pointer: str, default):
     value = node.get(keyword, default)
     if value is default:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)) or value != int(value) or value < 0:
         raise SchemaCompileError(f"{keyword} must be a non-negative integer, not {json_text(value)[:40]}",
                                  pointer, keyword)
     return int(value)

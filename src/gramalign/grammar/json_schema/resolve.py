@@ -68,26 +68,47 @@ class SchemaIndex:
         self.root = root
         self.draft = draft
         self.locations: dict[str, _Location] = {}
+        self._schemas: set[str] = set()  # locations walked as schemas (not only as unknown keywords' data)
         self.uris: dict[str, str] = {}  # absolute URI (with fragment for anchors) -> pointer
         self._canonical: dict[str, str] = {}
         self._by_text: dict[tuple, str] = {}
         self._walk(root, "", DEFAULT_BASE)
 
     def node(self, pointer: str):
-        return self.locations[pointer].node
+        return self._location(pointer).node
+
+    def _location(self, pointer: str) -> _Location:
+        found = self.locations.get(pointer)
+        if found is None:
+            # a subschema the walk did not meet (a keyword that holds schemas in another draft):
+            # found from the root, so a reader never sees a location that is not there
+            node, path, known = self.root, "", ""
+            for token in pointer.split("/")[1:]:
+                name = token.replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and name in node:
+                    node = node[name]
+                elif isinstance(node, list) and name.isdigit() and int(name) < len(node):
+                    node = node[int(name)]
+                else:
+                    raise SchemaCompileError("no subschema at this location", pointer)
+                path = f"{path}/{token}"
+                known = path if path in self.locations else known
+            self._walk(node, pointer, self.locations[known].base)
+            found = self.locations[pointer]
+        return found
 
     def canonical(self, pointer: str) -> str:
         """The first pointer seen whose subschema is the same text under the same base URI:
         copies of one subschema (pasted definitions, generated schemas) mean the same thing."""
         found = self._canonical.get(pointer)
         if found is None:
-            location = self.locations[pointer]
+            location = self._location(pointer)
             key = (location.base, json_text(location.node, sort_keys=True))
             found = self._canonical[pointer] = self._by_text.setdefault(key, pointer)
         return found
 
     def base(self, pointer: str) -> str:
-        return self.locations[pointer].base
+        return self._location(pointer).base
 
     def _walk(self, node, pointer: str, base: str) -> None:
         if not isinstance(node, (dict, bool)):  # not a schema: kept so the error can point at it
@@ -103,13 +124,16 @@ class SchemaIndex:
                 else:
                     base = uri
                     self.uris.setdefault(uri, pointer)
-            anchor = node.get("$anchor")
+            # anchors of drafts that define them: elsewhere they are annotations, and a $ref to
+            # one does not resolve (as in jsonschema's validator for that draft)
+            anchor = node.get("$anchor") if self.draft >= 2019 else None
             if isinstance(anchor, str):
                 self.uris[f"{base}#{anchor}"] = pointer
-            dynamic_anchor = node.get("$dynamicAnchor")
+            dynamic_anchor = node.get("$dynamicAnchor") if self.draft >= 2020 else None
             if isinstance(dynamic_anchor, str):
                 self.uris.setdefault(f"{base}#{dynamic_anchor}", pointer)
         self.locations[pointer] = _Location(node, base)
+        self._schemas.add(pointer)
         if pointer == "":
             self.uris.setdefault(base, "")
         if not isinstance(node, dict):
@@ -172,8 +196,8 @@ class SchemaIndex:
                 raise SchemaCompileError(f"$ref {ref!r} does not resolve: no {name!r} in "
                                          f"{json_text(node)[:60]}", pointer, "$ref")
             path = f"{path}/{escape_pointer(name)}"
-        if path not in self.locations:
-            self._walk(node, path, self.base(resource))
+        if path not in self._schemas:  # unknown keywords' values were recorded as data, not walked as schemas
+            self._walk(node, path, self.locations[path].base if path in self.locations else self.base(resource))
         return path
 
 

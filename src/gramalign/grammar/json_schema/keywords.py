@@ -1,0 +1,152 @@
+"""Which keywords a draft defines, and whether their values are ones the metaschema allows.
+
+A keyword a draft does not define is an annotation in a document that declares that draft:
+``{"$schema": "http://json-schema.org/draft-04/schema#", "const": 5}`` accepts everything,
+because ``const`` only exists from draft-06 on. :func:`draft_keywords` drops such keywords
+before the evaluator reads a schema, the way the ``jsonschema`` validator of that draft
+ignores them.
+
+A keyword the draft defines but with a value of the wrong kind (``"maxLength": null``,
+``"uniqueItems": 5``) must not be dropped silently either: :func:`check_keyword_values`
+refuses it with the JSON pointer, from a hand-written table of what each metaschema allows
+(the ``jsonschema`` package is not needed at run time).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from ...errors import SchemaCompileError
+from .resolve import json_text
+
+__all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords"]
+
+# What the evaluator reads, per draft (as ``jsonschema``'s validators of each draft define
+# them, plus the keywords that modify another: exclusiveMaximum/Minimum, then/else,
+# additionalItems, minContains/maxContains).
+_DRAFT4 = frozenset(["$ref", "additionalItems", "additionalProperties", "allOf", "anyOf", "dependencies", "enum",
+                     "exclusiveMaximum", "exclusiveMinimum", "format", "items", "maxItems", "maxLength",
+                     "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "multipleOf",
+                     "not", "oneOf", "pattern", "patternProperties", "properties", "required", "type", "uniqueItems"])
+_DRAFT6 = _DRAFT4 | {"const", "contains", "propertyNames"}
+_DRAFT7 = _DRAFT6 | {"if", "then", "else"}
+_DRAFT2019 = (_DRAFT7 - {"dependencies"}) | {"dependentRequired", "dependentSchemas", "minContains", "maxContains",
+                                            "unevaluatedItems", "unevaluatedProperties", "$recursiveRef"}
+_DRAFT2020 = (_DRAFT2019 - {"additionalItems", "$recursiveRef"}) | {"prefixItems", "$dynamicRef"}
+DRAFT_KEYWORDS = {4: _DRAFT4, 6: _DRAFT6, 7: _DRAFT7, 2019: _DRAFT2019, 2020: _DRAFT2020}
+"""The assertion and applicator keywords each draft defines (annotations left out)."""
+
+_COUNTS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "minContains",
+           "maxContains")
+_NUMBERS = ("minimum", "maximum", "multipleOf")
+
+
+def draft_keywords(node: dict, draft: int) -> dict:
+    """``node`` without the keywords ``draft`` does not define (``node`` itself when it has none)."""
+    known = DRAFT_KEYWORDS[draft]
+    if all(key in known for key in node):
+        return node
+    return {key: value for key, value in node.items() if key in known}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+
+def _is_count(value) -> bool:
+    # 3.0 is accepted as 3, as draft-06 and later count it an integer
+    return _is_number(value) and value >= 0 and value == int(value)
+
+
+def _is_schema(value) -> bool:
+    return isinstance(value, (dict, bool))
+
+
+def _is_names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def check_keyword_values(node: dict, pointer: str, draft: int) -> None:
+    """Raise SchemaCompileError at the first keyword of ``node`` (already restricted to
+    ``draft``'s keywords) whose value its metaschema does not allow and the evaluator would
+    otherwise skip or misread. Subschemas that are not schemas are refused where they are
+    evaluated (their own pointer), so they are not checked here."""
+
+    def refuse(keyword: str, expected: str) -> None:
+        raise SchemaCompileError(f"{keyword} must be {expected}, not {json_text(node[keyword])[:40]}", pointer,
+                                 keyword)
+
+    for keyword in _COUNTS:
+        if keyword in node and not _is_count(node[keyword]):
+            refuse(keyword, "a non-negative integer")
+    for keyword in _NUMBERS:
+        if keyword in node and not _is_number(node[keyword]):
+            refuse(keyword, "a number")
+    for keyword in ("exclusiveMaximum", "exclusiveMinimum"):
+        if keyword in node:
+            if draft <= 4 and not isinstance(node[keyword], bool):
+                refuse(keyword, "a boolean in draft-04 (it modifies maximum/minimum)")
+            if draft > 4 and not _is_number(node[keyword]):
+                refuse(keyword, "a number (booleans are the draft-04 form)")
+    if "uniqueItems" in node and not isinstance(node["uniqueItems"], bool):
+        refuse("uniqueItems", "a boolean")
+    if "format" in node and not isinstance(node["format"], str):
+        refuse("format", "a string")
+    if "items" in node:
+        items = node["items"]
+        if draft >= 2020 and isinstance(items, list):
+            refuse("items", "a schema in draft 2020-12 (the array form is prefixItems there; declare an older "
+                            "$schema for the draft-07 form)")
+        if draft < 2020 and isinstance(items, list) and not items:
+            refuse("items", "a schema or a non-empty array of schemas")
+    if "prefixItems" in node and not (isinstance(node["prefixItems"], list) and node["prefixItems"]):
+        refuse("prefixItems", "a non-empty array of schemas")
+    if "dependentRequired" in node:
+        value = node["dependentRequired"]
+        if not isinstance(value, dict):
+            refuse("dependentRequired", "an object")
+        for name, names in value.items():
+            if not _is_names(names):
+                raise SchemaCompileError(f"dependentRequired: the value for {name!r} must be an array of property "
+                                         f"names, not {json_text(names)[:40]}", pointer, "dependentRequired")
+    if "dependencies" in node:
+        value = node["dependencies"]
+        if not isinstance(value, dict):
+            refuse("dependencies", "an object")
+        for name, requirement in value.items():
+            if not (_is_names(requirement) or _is_schema(requirement)):
+                raise SchemaCompileError(f"dependencies: the value for {name!r} must be a schema or an array of "
+                                         f"property names, not {json_text(requirement)[:40]}", pointer,
+                                         "dependencies")
+    if "dependentSchemas" in node and not isinstance(node["dependentSchemas"], dict):
+        refuse("dependentSchemas", "an object")
+
+
+def check_literal_strings(value, max_states: int, pointer: str, keyword: str) -> None:
+    """Refuse, before any automaton is built, a string in ``value`` (a member of ``const``,
+    ``enum``, a property name...; object keys included) that no automaton can hold: one with
+    a lone surrogate (``"\\ud800"`` in JSON text), which has no UTF-8 spelling, or one whose
+    automaton cannot fit: a literal of n UTF-8 bytes needs n + 1 states, and building one of
+    millions only to find that out took seconds and gigabytes."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as error:
+                    raise SchemaCompileError(f"a string here holds the lone surrogate U+{ord(item[error.start]):04X}, "
+                                             "which UTF-8 cannot encode", pointer, keyword) from None
+            # a code point is at most 4 bytes: most strings are let through without encoding
+            if 4 * len(item) + 1 > max_states:
+                size = len(item.encode("utf-8"))
+                if size + 1 > max_states:
+                    raise SchemaCompileError(f"a string of {size} bytes ({json_text(item[:20])[:-1]}...) needs "
+                                             f"more than max_states={max_states} automaton states (one per "
+                                             "byte)", pointer, keyword)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
