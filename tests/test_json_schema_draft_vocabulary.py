@@ -69,7 +69,8 @@ CASES = {
         _with(OBJECT_AB, **{"$schema": D7, "dependencies": {"a": {"required": ["b"]}}}), AB_INSTANCES),
     "2019-09: dependencies is unknown": (_with(OBJECT_AB, **{"$schema": D2019, "dependencies": {"a": ["b"]}}),
                                          AB_INSTANCES),
-    "2020-12 by default: dependencies is unknown": (_with(OBJECT_AB, dependencies={"a": ["b"]}), AB_INSTANCES),
+    "2020-12: dependencies is unknown": (_with(OBJECT_AB, **{"$schema": D2020, "dependencies": {"a": ["b"]}}),
+                                         AB_INSTANCES),
     "draft-07: prefixItems is unknown": ({"$schema": D7, "type": "array", "prefixItems": [{"type": "string"}],
                                           "items": {"type": "integer"}, "maxItems": 2},
                                          [[], [1], ["a"], [1, 2], ["a", 1]]),
@@ -140,7 +141,7 @@ def test_draft_04_not_const_accepts_nothing():
     ({"$schema": D4, "type": "integer", "maximum": 5, "exclusiveMaximum": 5}, "exclusiveMaximum"),
     ({"$schema": D7, "type": "integer", "exclusiveMaximum": True}, "exclusiveMaximum"),
     ({"$schema": D7, "items": []}, "items"),
-    ({"items": [{"type": "integer"}]}, "items"),
+    ({"$schema": D2020, "items": [{"type": "integer"}]}, "items"),
 ], ids=["draft-04 numeric exclusiveMaximum", "draft-07 boolean exclusiveMaximum", "draft-07 items []",
         "2020-12 items array"])
 def test_draft_specific_forms_in_the_wrong_draft_are_refused(schema, keyword):
@@ -166,3 +167,41 @@ def test_anchor_is_a_2019_09_keyword():
     grammar = ga.Grammar.from_json_schema(later)
     for instance in ({"x": 1}, {"x": "a"}, {}):
         assert _accepts(grammar, json.dumps(instance, separators=(",", ":"))) == oracle.is_valid(instance)
+
+
+UNDECLARED_CASES = [
+    ({"type": "array", "items": [{"type": "integer"}, {"type": "string"}]},
+     [[], [1], [1, "a"], [1, "a", True], ["a"], [1, 2]]),
+    ({"type": "array", "items": [{"type": "integer"}], "additionalItems": False}, [[], [1], [1, 2], ["a"]]),
+    ({"type": "array", "items": [{"type": "integer"}], "additionalItems": {"type": "boolean"}},
+     [[1, True], [1, 2], [1, True, False]]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      "dependencies": {"a": ["b"]}}, [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      "dependencies": {"a": {"required": ["b"]}}}, [{}, {"a": 1}, {"a": 1, "b": 2}]),
+]
+
+
+@pytest.mark.parametrize("schema, instances", UNDECLARED_CASES, ids=range(len(UNDECLARED_CASES)))
+def test_undeclared_schemas_read_draft_07_forms_with_their_draft_07_meaning(schema, instances):
+    """Without $schema, the forms that mean nothing in 2020-12 (array items, additionalItems,
+    dependencies) mean what draft-07 says (issue 21, item 5); default_draft=2020 is the spec's
+    reading (they are ignored or refused)."""
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema)))
+    draft7 = jsonschema.Draft7Validator(schema)
+    for instance in instances:
+        text = json.dumps(instance, separators=(",", ":"))
+        assert parser.accepts(text.encode()) == draft7.is_valid(instance), (schema, instance)
+    for text in random_texts(ga.Grammar.from_json_schema(schema), 20, seed=1):
+        draft7.validate(json.loads(text))
+    if isinstance(schema.get("items"), list):
+        with pytest.raises(SchemaCompileError, match="prefixItems"):
+            ga.Grammar.from_json_schema(schema, default_draft=2020)
+    else:
+        strict = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema, default_draft=2020)))
+        latest = jsonschema.Draft202012Validator(schema)
+        for instance in instances:
+            text = json.dumps(instance, separators=(",", ":"))
+            assert strict.accepts(text.encode()) == latest.is_valid(instance), (schema, instance)
+    with pytest.raises(ValueError, match="default_draft"):
+        ga.Grammar.from_json_schema(schema, default_draft=5)

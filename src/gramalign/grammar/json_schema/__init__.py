@@ -114,7 +114,7 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
                         approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None,
                         indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
-                        max_depth: int = 32) -> Grammar:
+                        max_depth: int = 32, default_draft: "int | None" = None) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
     if strict is None:
         strict = is_schema_type(schema)  # Python types are closed records; a schema means what it says
@@ -146,14 +146,14 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
     approximate = frozenset([approximate] if isinstance(approximate, str) else approximate)
     if strict:
         try:
-            schema = close_objects(schema, draft_of(schema))
+            schema = close_objects(schema, draft_of(schema, default_draft))
         except RecursionError:
             raise SchemaCompileError("the schema nests too deeply") from None
     indent_text, item_separator, key_separator = _json_layout(indent, separators, whitespace, max_depth)
     layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order,
                     integer_fraction, indent_text, item_separator, key_separator, max_depth)
     try:
-        index = SchemaIndex(schema, draft_of(schema))
+        index = SchemaIndex(schema, draft_of(schema, default_draft))
         evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
         source = json_text(schema, sort_keys=True)
         grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)

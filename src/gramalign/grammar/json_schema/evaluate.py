@@ -457,7 +457,7 @@ class Evaluator:
         prefix: tuple = ()
         rest: Ref | None = ANY
         items = node.get("items")
-        if self.draft >= 2020:
+        if self.draft >= 2020 and not isinstance(items, list):  # an array is draft-07's form (UNDECLARED)
             if "prefixItems" in node:
                 if not isinstance(node["prefixItems"], list):
                     raise SchemaCompileError("prefixItems must be an array of schemas", pointer, "prefixItems")

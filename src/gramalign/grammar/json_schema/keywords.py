@@ -17,7 +17,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from ...errors import SchemaCompileError
-from .resolve import json_text
+from .resolve import UNDECLARED, json_text
 
 __all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords"]
 
@@ -33,8 +33,10 @@ _DRAFT7 = _DRAFT6 | {"if", "then", "else"}
 _DRAFT2019 = (_DRAFT7 - {"dependencies"}) | {"dependentRequired", "dependentSchemas", "minContains", "maxContains",
                                             "unevaluatedItems", "unevaluatedProperties", "$recursiveRef"}
 _DRAFT2020 = (_DRAFT2019 - {"additionalItems", "$recursiveRef"}) | {"prefixItems", "$dynamicRef"}
-DRAFT_KEYWORDS = {4: _DRAFT4, 6: _DRAFT6, 7: _DRAFT7, 2019: _DRAFT2019, 2020: _DRAFT2020}
-"""The assertion and applicator keywords each draft defines (annotations left out)."""
+DRAFT_KEYWORDS = {4: _DRAFT4, 6: _DRAFT6, 7: _DRAFT7, 2019: _DRAFT2019, 2020: _DRAFT2020,
+                  UNDECLARED: _DRAFT2020 | {"additionalItems", "dependencies"}}
+"""The assertion and applicator keywords each draft defines (annotations left out); a
+document without ``$schema`` also keeps draft-07's (see :data:`.resolve.UNDECLARED`)."""
 
 _COUNTS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "minContains",
            "maxContains")
@@ -94,10 +96,10 @@ def check_keyword_values(node: dict, pointer: str, draft: int) -> None:
         refuse("format", "a string")
     if "items" in node:
         items = node["items"]
-        if draft >= 2020 and isinstance(items, list):
+        if draft == 2020 and isinstance(items, list):
             refuse("items", "a schema in draft 2020-12 (the array form is prefixItems there; declare an older "
                             "$schema for the draft-07 form)")
-        if draft < 2020 and isinstance(items, list) and not items:
+        if draft != 2020 and isinstance(items, list) and not items:
             refuse("items", "a schema or a non-empty array of schemas")
     if "prefixItems" in node and not (isinstance(node["prefixItems"], list) and node["prefixItems"]):
         refuse("prefixItems", "a non-empty array of schemas")

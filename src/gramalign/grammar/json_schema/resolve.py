@@ -16,7 +16,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from ...errors import SchemaCompileError
 
-__all__ = ["DRAFTS", "SchemaIndex", "draft_of", "escape_pointer"]
+__all__ = ["DRAFTS", "UNDECLARED", "SchemaIndex", "draft_of", "escape_pointer"]
 
 DRAFTS = {
     "http://json-schema.org/draft-04/schema": 4,
@@ -34,14 +34,25 @@ _SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 
 
-def draft_of(schema) -> int:
-    """The draft a document declares with ``$schema`` (2020-12 when it says nothing)."""
+UNDECLARED = 2021
+"""The draft of a document without ``$schema``: 2020-12, except that the forms of draft-07
+that mean nothing in 2020-12 keep their draft-07 meaning (``items`` as an array, with
+``additionalItems``; ``dependencies``), as the schemas written that way in the wild intend."""
+
+
+def draft_of(schema, default: "int | None" = None) -> int:
+    """The draft a document declares with ``$schema``; ``default`` (4, 6, 7, 2019, 2020) when
+    it says nothing, else :data:`UNDECLARED`."""
     if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
         draft = _DRAFTS_ANY_SCHEME.get(_without_scheme(schema["$schema"].rstrip("#")))
         if draft is not None:
             return draft
         raise SchemaCompileError(f"unknown $schema {schema['$schema']!r}", "", "$schema")
-    return 2020
+    if default is None:
+        return UNDECLARED
+    if default not in DRAFTS.values():
+        raise ValueError(f"default_draft must be one of {sorted(DRAFTS.values())}, not {default!r}")
+    return default
 
 
 def _without_scheme(uri: str) -> str:
