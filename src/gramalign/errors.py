@@ -103,5 +103,10 @@ class IncompleteGeneration(GramalignError, RuntimeError):
                          f"(raise it, or ask for shorter output): {shown!r}")
 
 
+class SchemaKeywordWarning(UserWarning):
+    """A JSON Schema has an unknown key that looks like a misspelled keyword (``propertes``):
+    JSON Schema ignores it, so the constraint it was meant to be is not applied."""
+
+
 class ParticlesExhausted(GramalignError, RuntimeError):
     """Every particle reached a dead end (all weights are zero)."""

@@ -18,7 +18,7 @@ from ...errors import RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import StateLimitError
 from . import numbers as num
-from .keywords import check_keyword_values, check_literal_strings, draft_keywords
+from .keywords import check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords
 from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
@@ -141,6 +141,7 @@ class Evaluator:
     def _shape_of_keywords(self, node: dict, pointer: str) -> Shape:
         if "$ref" in node and self.draft < 2019:
             return self.shape(frozenset([self.index.resolve(node["$ref"], pointer)]))
+        warn_misspelled_keywords(node, pointer)
         node = draft_keywords(node, self.draft)  # what the declared draft does not define is an annotation
         check_keyword_values(node, pointer, self.draft)
         for keyword in ("enum", "const", "required", "dependentRequired", "properties", "dependentSchemas",

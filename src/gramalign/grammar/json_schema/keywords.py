@@ -14,12 +14,15 @@ refuses it with the JSON pointer, from a hand-written table of what each metasch
 
 from __future__ import annotations
 
+import difflib
+import warnings
 from decimal import Decimal
 
-from ...errors import SchemaCompileError
+from ...errors import SchemaCompileError, SchemaKeywordWarning
 from .resolve import UNDECLARED, json_text
 
-__all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords"]
+__all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords",
+           "warn_misspelled_keywords"]
 
 # What the evaluator reads, per draft (as ``jsonschema``'s validators of each draft define
 # them, plus the keywords that modify another: exclusiveMaximum/Minimum, then/else,
@@ -37,6 +40,28 @@ DRAFT_KEYWORDS = {4: _DRAFT4, 6: _DRAFT6, 7: _DRAFT7, 2019: _DRAFT2019, 2020: _D
                   UNDECLARED: _DRAFT2020 | {"additionalItems", "dependencies"}}
 """The assertion and applicator keywords each draft defines (annotations left out); a
 document without ``$schema`` also keeps draft-07's (see :data:`.resolve.UNDECLARED`)."""
+
+# Keywords no draft asserts with: annotations, containers and common vocabulary extensions.
+_ANNOTATIONS = frozenset(["$schema", "$id", "id", "$ref", "$defs", "definitions", "$comment", "$anchor",
+                          "$dynamicAnchor", "$recursiveAnchor", "$vocabulary", "title", "description", "default",
+                          "examples", "example", "readOnly", "writeOnly", "deprecated", "contentMediaType",
+                          "contentEncoding", "contentSchema", "nullable", "discriminator", "xml", "externalDocs"])
+_ASSERTIONS = sorted(frozenset().union(*DRAFT_KEYWORDS.values()) - {"$ref"})
+_KNOWN = frozenset(_ASSERTIONS) | _ANNOTATIONS
+
+
+def warn_misspelled_keywords(node: dict, pointer: str) -> None:
+    """Warn (:class:`SchemaKeywordWarning`) about keys of a schema that no draft defines but
+    that look like a keyword misspelled (``propertes``): JSON Schema ignores unknown keys, so
+    the constraint the author meant would be silently missing."""
+    for key in node:
+        if not isinstance(key, str) or key in _KNOWN or key.startswith("x-"):
+            continue
+        close = difflib.get_close_matches(key, _ASSERTIONS, n=1, cutoff=0.8)
+        if close:
+            warnings.warn(f"the schema at #{pointer} has the unknown keyword {key!r}, which JSON Schema ignores: "
+                          f"did you mean {close[0]!r}?", SchemaKeywordWarning, stacklevel=2)
+
 
 _COUNTS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "minContains",
            "maxContains")
