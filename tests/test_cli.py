@@ -55,3 +55,47 @@ def test_compile_prints_stats_or_a_positioned_error(tmp_path, capsys):
 def test_bad_usage_exits_through_argparse():
     with pytest.raises(SystemExit):
         main(["frobnicate"])
+
+
+def test_check_reads_a_final_line_break_as_the_end_of_the_file(tmp_path, capsys):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}))
+    data = tmp_path / "data.json"
+    data.write_text('{"n":3}\n')
+    assert main(["check", str(schema), str(data)]) == 0
+    assert "without its final line break" in capsys.readouterr().out
+    assert main(["check", str(schema), str(data), "--exact"]) == 1
+    multi = tmp_path / "multi.txt"  # a grammar whose language has the line break: it counts as text
+    multi.write_text("ab\n")
+    lines = tmp_path / "lines.regex"
+    lines.write_text(r"(ab\n)+")
+    assert main(["check", str(lines), str(multi)]) == 0
+    assert "final line break" not in capsys.readouterr().out
+    data.write_text('{"n":3}\n\n')
+    assert main(["check", str(schema), str(data)]) == 0
+
+
+def test_version_and_a_model_folder_that_does_not_exist(tmp_path, capsys):
+    from gramalign import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and __version__ in capsys.readouterr().out
+    assert main(["generate", "builtin:json", "--prompt", "x", "--model", str(tmp_path)]) == 2
+    assert "Hugging Face model folder" in capsys.readouterr().err
+
+
+def test_generate_with_a_local_model_folder(tmp_path, capsys):
+    """--model reads a Hugging Face folder offline (a tiny random Llama with GPT-2's tokenizer):
+    only the grammar makes its output match."""
+    from test_hf_processor import tiny_model
+    from tokenizer_zoo import gpt2_hf_fast
+
+    tiny_model.__wrapped__().save_pretrained(tmp_path)
+    tokenizer = gpt2_hf_fast()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    tokenizer.save_pretrained(tmp_path)
+    status = main(["generate", "[ab]{3}-[0-9]", "--regex", "--prompt", "go", "--model", str(tmp_path),
+                   "--max-new-tokens", "20", "--quiet"])
+    out = capsys.readouterr().out.strip()
+    assert status == 0 and re.fullmatch(r"[ab]{3}-[0-9]", out), out

@@ -104,30 +104,58 @@ def command_check(args) -> int:
     data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     if args.strip_newline and data.endswith(b"\n"):
         data = data[:-1]
-    matcher = compile_grammar(grammar, BYTE_TOKENS).matcher()
+    compiled = compile_grammar(grammar, BYTE_TOKENS)
+    failure = _mismatch(compiled, data)
+    if failure is None:
+        print(f"{args.file}: matches")
+        return 0
+    # text files end with a line break that is seldom part of the language: say so, unless --exact
+    if not args.exact and data.endswith(b"\n") and _mismatch(compiled, data.rstrip(b"\r\n")) is None:
+        print(f"{args.file}: matches (without its final line break; --exact to count it)")
+        return 0
+    offset, reason = failure
+    line, column = _line_column(data, offset)
+    print(f"{args.file}:{line}:{column}: no match: {reason}")
+    return 1
+
+
+def _mismatch(compiled, data: bytes) -> "tuple[int, str] | None":
+    """None when ``data`` is a sentence of the grammar, else (byte offset, reason)."""
+    matcher = compiled.matcher()
     try:
         matcher.accept_string(data)
     except StringRejected as error:
-        line, column = _line_column(data, error.offset)
-        print(f"{args.file}:{line}:{column}: no match: the grammar cannot continue with "
-              f"{data[error.offset:error.offset + 20]!r}")
-        return 1
+        return error.offset, f"the grammar cannot continue with {data[error.offset:error.offset + 20]!r}"
     if not matcher.can_terminate():
-        line, column = _line_column(data, len(data))
-        print(f"{args.file}:{line}:{column}: no match: the text ends too early")
-        return 1
-    print(f"{args.file}: matches")
-    return 0
+        return len(data), "the text ends too early"
+    return None
+
+
+def load_model(name: str, *, quiet: bool):
+    """(model, tokenizer): ``smollm2`` (the demo model) or a local Hugging Face model folder
+    (read offline: nothing is downloaded)."""
+    if name == "smollm2":
+        from .smollm2 import load_smollm2
+
+        return load_smollm2(show_progress=not quiet)
+    path = Path(name)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"no model {name!r}: give 'smollm2' or a Hugging Face model folder (with "
+                                "config.json and the tokenizer files)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+    return model, tokenizer
 
 
 def command_generate(args) -> int:
     from .hf import generate_chat, vocabulary_for_model
-    from .smollm2 import load_smollm2
 
     if args.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be at least 1, not {args.max_new_tokens}")
     grammar = load_grammar(args.grammar, **_grammar_options(args))
-    model, tokenizer = load_smollm2(show_progress=not args.quiet)
+    model, tokenizer = load_model(args.model, quiet=args.quiet)
     compiled = compile_grammar(grammar, vocabulary_for_model(tokenizer, model))
     answer = generate_chat(model, tokenizer, compiled, [{"role": "user", "content": args.prompt}],
                            max_new_tokens=args.max_new_tokens)
@@ -174,7 +202,10 @@ def command_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="gramalign", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"gramalign {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, handler, help_text: str) -> argparse.ArgumentParser:
@@ -192,11 +223,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--tokenizer", help="also compile masks: 'smollm2' or a tokenizer.json path")
     sub = add("check", command_check, "does a file match the grammar? (exit 0: yes, 1: no)")
     sub.add_argument("file", help="the text to check ('-' for standard input)")
-    sub.add_argument("--strip-newline", action="store_true", help="ignore one final newline of the file")
+    sub.add_argument("--strip-newline", action="store_true", help="always ignore one final newline of the file")
+    sub.add_argument("--exact", action="store_true",
+                     help="a final line break counts (by default a text that matches without it matches)")
     sub = add("generate", command_generate, "generate text with the demo model (SmolLM2-135M-Instruct)")
     sub.add_argument("--prompt", required=True)
     sub.add_argument("--max-new-tokens", type=int, default=256)
     sub.add_argument("--quiet", action="store_true", help="no loading progress on stderr")
+    sub.add_argument("--model", default="smollm2",
+                     help="'smollm2' (the demo model, default) or a local Hugging Face model folder")
     sub = add("bench", command_bench, "time the first mask and masks along random walks")
     sub.add_argument("--tokenizer", default="smollm2", help="'smollm2' (default) or a tokenizer.json path")
     sub.add_argument("--walks", type=int, default=5)
