@@ -305,3 +305,20 @@ def test_dead_ends_raise_clear_errors():
         ASApSampler(only_c, compiled).sample(rng=0)
     with pytest.raises(ga.ModelError, match=r"shape \(3,\), expected \(4,\)"):
         TableModel(4, {}, default=[0.5, 0.5, 0]).next_token_logprobs([[]])
+
+
+def test_smc_stops_within_its_check_budget():
+    """max_checks ends the run after the step that reaches it, flagged; the particles are
+    still grammatical prefixes, and without a budget the same seed runs to the end."""
+    _, compiled, model = distortion_case()
+    full = smc_sample(model, compiled, num_particles=8, rng=11)
+    assert not full.budget_exhausted and all(p.finished for p in full.particles)
+    budget = max(1, full.constraint_checks // 3)
+    cut = smc_sample(model, compiled, num_particles=8, rng=11, max_checks=budget)
+    assert cut.budget_exhausted and budget <= cut.constraint_checks < full.constraint_checks
+    for particle in cut.particles:
+        matcher = compiled.matcher()
+        for token in particle.token_ids:
+            matcher.accept_token(token)  # raises if not a grammatical prefix
+    with pytest.raises(ValueError, match="max_checks"):
+        smc_sample(model, compiled, max_checks=0)

@@ -61,13 +61,15 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
              sampler: str = "masked", max_new_tokens: int = 256, temperature: float = 1.0,
              top_k: "int | None" = None, top_p: "float | None" = None, num_particles: int = 8,
              ess_threshold: float = 0.5, asap: "ASApSampler | None" = None, chat_template: bool = True,
-             seed: "int | np.random.Generator | None" = None, jump_forward: bool = False) -> Generation:
+             seed: "int | np.random.Generator | None" = None, jump_forward: bool = False,
+             max_checks: "int | None" = None) -> Generation:
     """Generate text that follows ``grammar`` from a transformers causal LM.
 
     ``sampler``: "masked" (fast; temperature/top-k/top-p apply, temperature 0 is greedy),
     "asap" (pass ``asap=`` a sampler from a previous call's ``ASApSampler`` to keep
     learning across calls), "awrs" (one weighted sample, mask-free), or "smc"
-    (``num_particles`` AWRS particles). ``model`` may also be an HFLanguageModel.
+    (``num_particles`` AWRS particles; ``max_checks`` bounds their constraint checks, see
+    :func:`gramalign.smc_sample`). ``model`` may also be an HFLanguageModel.
     ``jump_forward`` (masked sampler only) writes the text the grammar forces (keys,
     punctuation) without sampling it, canonically tokenized, in one forward pass with the
     next token: fewer model calls, same validity, but the tokenization of forced text is no
@@ -81,6 +83,8 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
         raise ValueError(f"temperature, top_k and top_p apply to the masked sampler only: {sampler!r} samples the "
                          "model itself conditioned on the grammar, which they would change (use sampler='masked', "
                          "or leave them at their defaults)")
+    if max_checks is not None and sampler != "smc":
+        raise ValueError(f"max_checks bounds the smc sampler's constraint checks; {sampler!r} does not take it")
     if jump_forward and sampler != "masked":
         raise ValueError(f"jump_forward works with the masked sampler only: it would bias {sampler!r}, whose "
                          "law depends on sampling every token")
@@ -114,7 +118,7 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
         checks = sample.constraint_checks
     else:
         result = smc_sample(language_model, grammar, num_particles=num_particles, ess_threshold=ess_threshold,
-                            prompt_ids=prompt_ids, max_new_tokens=max_new_tokens, rng=rng)
+                            prompt_ids=prompt_ids, max_new_tokens=max_new_tokens, rng=rng, max_checks=max_checks)
         sample, particles, log_normaliser = result.choose(rng), result.particles, result.log_normaliser
         checks = result.constraint_checks
     text = grammar.vocabulary.decode_bytes(sample.token_ids).decode("utf-8", errors="replace")

@@ -31,12 +31,14 @@ from .result import Sample
 class SMCResult:
     """The weighted particles (``Sample.log_weight`` holds each final log weight), the
     estimate of log P(grammar) under the model, how often resampling ran, and the total
-    constraint checks."""
+    constraint checks. ``budget_exhausted``: ``max_checks`` stopped the run early (particles
+    not finished then are returned as they were; the normaliser is then no estimate)."""
 
     particles: tuple[Sample, ...]
     log_normaliser: float
     resampling_steps: int
     constraint_checks: int
+    budget_exhausted: bool = False
 
     def normalised_weights(self) -> np.ndarray:
         """The particles' weights, summing to 1."""
@@ -68,17 +70,23 @@ def systematic_resample(weights: np.ndarray, rng: np.random.Generator) -> np.nda
 
 def smc_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_particles: int = 8,
                ess_threshold: float = 0.5, prompt_ids: Sequence[int] = (), max_new_tokens: int = 256,
-               rng: "np.random.Generator | int | None" = None) -> SMCResult:
+               rng: "np.random.Generator | int | None" = None, max_checks: "int | None" = None) -> SMCResult:
     """Run SMC with AWRS proposals; one batched model call per step over the live particles.
 
     ``ess_threshold`` in [0, 1]: 0 never resamples (plain importance sampling), 1 resamples
-    at every step where the weights are not all equal.
+    at every step where the weights are not all equal. ``max_checks`` bounds the cost: the
+    run stops after the step in which the particles' single-token constraint checks reach it
+    (a model that puts its mass on forbidden tokens makes AWRS check many), with
+    ``budget_exhausted`` set.
     """
     check_model_fits(model, compiled)
     if num_particles < 1:
         raise ValueError(f"num_particles must be >= 1, got {num_particles}")
     if not 0 <= ess_threshold <= 1:
         raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold}")
+    if max_checks is not None and max_checks < 1:
+        raise ValueError(f"max_checks must be >= 1 or None, got {max_checks}")
+    exhausted = False
     rng = np.random.default_rng(rng)
     eos_ids = set(compiled.vocabulary.eos_token_ids)
     prompt = [int(t) for t in prompt_ids]
@@ -114,6 +122,9 @@ def smc_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_particles
                                      "any continuation the grammar allows")
         if (finished | dead).all():
             break
+        if max_checks is not None and checks >= max_checks:
+            exhausted = True
+            break
         weights = np.exp(log_weight - log_weight.max())
         ess = weights.sum() ** 2 / np.sum(weights ** 2)
         if ess < ess_threshold * num_particles - 1e-9:
@@ -130,4 +141,4 @@ def smc_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_particles
     particles = tuple(Sample(tuple(tokens[i]), bool(finished[i]), float(logprob[i]),
                              float(log_normaliser + log_weight[i]), 0)
                       for i in range(num_particles))
-    return SMCResult(particles, float(log_normaliser + _log_mean_exp(log_weight)), resamplings, checks)
+    return SMCResult(particles, float(log_normaliser + _log_mean_exp(log_weight)), resamplings, checks, exhausted)
