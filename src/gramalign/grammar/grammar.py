@@ -200,7 +200,9 @@ class Grammar:
         punctuation mark when flexible, default 8), ``string_escapes`` ("minimal" or "all"),
         ``property_order`` ("schema", the default, or "any"), ``indent`` and ``separators``
         (exactly ``json.dumps``'s layout; ``max_depth`` bounds the nesting indented exactly,
-        default 32), ``integer_fraction`` (also accept
+        default 32), ``default_draft`` (the draft of a schema without ``$schema``; by default
+        2020-12 reading draft-07's array ``items`` and ``dependencies`` as draft-07 does),
+        ``integer_fraction`` (also accept
         ``3.0`` for an integer, default False), ``approximate`` (keywords the
         compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``,
         ``strict``: objects that say nothing about extra keys (no ``additionalProperties`` nor
