@@ -344,3 +344,28 @@ def test_a_mandatory_indented_block_loads_and_means_what_lark_says():
         except lark.exceptions.LarkError:
             expected = False
         assert parser.accepts(sample.encode()) == expected, sample
+
+
+def test_common_escaped_string_loads_and_lexes_as_lark_does():
+    """lark's own ESCAPED_STRING (a lookbehind and two lazy repeats) means its first match:
+    a quote, anything up to the first quote no odd run of backslashes escapes, no line feed.
+    gramalign reads it as that greedy regular form; lark is the oracle on random texts."""
+    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+
+    text = ('start: "[" [ESCAPED_STRING ("," ESCAPED_STRING)*] "]"\n'
+            '%import common.ESCAPED_STRING\n%import common.WS\n%ignore WS\n')
+    oracle = lark.Lark(text, parser="lalr")
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_lark(text)))
+    rng = random.Random(3)
+    samples = ['["a"]', '["a\\"b"]', '["a\\\\"]', '["a\\\\\\"b"]', '["a", "b"]', '["a\nb"]', '["\\\n"]', '[]']
+    samples += ['[' + "".join(rng.choice('"\\a, \n') for _ in range(rng.randint(0, 9))) + ']' for _ in range(3000)]
+    agree = 0
+    for sample in samples:
+        try:
+            oracle.parse(sample)
+            expected = True
+        except lark.exceptions.LarkError:
+            expected = False
+        assert parser.accepts(sample.encode()) == expected, sample
+        agree += expected
+    assert agree > 100  # the random texts do hit strings lark accepts
