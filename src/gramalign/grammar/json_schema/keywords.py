@@ -55,9 +55,10 @@ def warn_misspelled_keywords(node: dict, pointer: str) -> None:
     that look like a keyword misspelled (``propertes``): JSON Schema ignores unknown keys, so
     the constraint the author meant would be silently missing."""
     for key in node:
-        if not isinstance(key, str) or key in _KNOWN or key.startswith("x-"):
+        # "_format", "x-foo": keys switched off or extended on purpose
+        if not isinstance(key, str) or key in _KNOWN or key.startswith(("x-", "_", "$")):
             continue
-        close = difflib.get_close_matches(key, _ASSERTIONS, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(key, _ASSERTIONS, n=1, cutoff=0.85)
         if close:
             warnings.warn(f"the schema at #{pointer} has the unknown keyword {key!r}, which JSON Schema ignores: "
                           f"did you mean {close[0]!r}?", SchemaKeywordWarning, stacklevel=2)
