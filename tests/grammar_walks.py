@@ -80,3 +80,14 @@ def is_valid_text(schema, text: bytes | str, *, format_checker=None) -> bool:
     ``123456789012345678.5`` to an integer)."""
     instance = json.loads(text, parse_float=_decimal, parse_int=_decimal)
     return DecimalValidator(schema, format_checker=format_checker).is_valid(instance)
+
+
+def lark_accepts(oracle, text: str) -> bool:
+    """Does the ``lark.Lark`` parser ``oracle`` accept ``text``?"""
+    import lark
+
+    try:
+        oracle.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True

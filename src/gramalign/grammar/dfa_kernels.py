@@ -15,7 +15,7 @@ import numpy as np
 DEAD = -1
 
 __all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "expand_columns", "live_states",
-           "member_product", "minimal_dfa", "pair_product", "sorted_columns", "subset_construction"]
+           "minimal_dfa", "pair_product", "subset_construction"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -472,62 +472,6 @@ def _rehashed(slots, offsets, pool, first, count):
 
 
 @numba.njit(cache=True, nogil=True)
-def member_product(big, start_pool, start_offsets, max_states):
-    """The product automaton of many DFAs stored in one table (the lexer DFA), from
-    several start states.
-
-    ``big`` is int64 [global states, classes]: every member DFA's table with its states
-    offset to be distinct, -1 for dead. A product state is the ordered array of the live
-    members' global states. Start state k has the members
-    ``start_pool[start_offsets[k]:start_offsets[k + 1]]``; starts are states 0 .. k - 1 and
-    are never re-entered (a transition to the same members makes a new state: a start
-    always means "nothing read yet").
-    Returns (rows int32 [states, classes], member pool, offsets into it, overflowed).
-    """
-    num_classes = big.shape[1]
-    n_starts = start_offsets.shape[0] - 1
-    width = 1
-    for k in range(n_starts):
-        width = max(width, start_offsets[k + 1] - start_offsets[k])
-    pool = np.empty(max(64, 4 * start_pool.shape[0]), dtype=np.int64)
-    pool[:start_pool.shape[0]] = start_pool
-    offsets = np.empty(max(64, 2 * (n_starts + 1)), dtype=np.int64)
-    offsets[:n_starts + 1] = start_offsets
-    rows = np.empty((max(64, 2 * n_starts), num_classes), dtype=np.int32)
-    count = n_starts
-    slots = np.full(1024, -1, dtype=np.int64)  # open addressing: state ids by member hash
-    buffer = np.empty(width, dtype=np.int64)
-    position = 0
-    while position < count:
-        first, past = offsets[position], offsets[position + 1]
-        for c in range(num_classes):
-            length = 0
-            for i in range(first, past):
-                target = big[pool[i], c]
-                if target >= 0:
-                    buffer[length] = target
-                    length += 1
-            if length == 0:
-                rows[position, c] = DEAD
-                continue
-            found, slot = _find_members(slots, offsets, pool, buffer, length)
-            if found < 0:
-                if count >= max_states:
-                    return rows[:0], pool[:0], offsets[:1], True
-                found = count
-                if count >= rows.shape[0]:
-                    grown_rows = np.empty((2 * rows.shape[0], num_classes), dtype=np.int32)
-                    grown_rows[:count] = rows[:count]
-                    rows = grown_rows
-                # the starts are never looked up
-                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, n_starts)
-                count += 1
-            rows[position, c] = found
-        position += 1
-    return rows[:count], pool[:offsets[count]], offsets[:count + 1], False
-
-
-@numba.njit(cache=True, nogil=True)
 def epsilon_closures(num_states, eps_offsets, eps_targets, important):
     """Per NFA state, the sorted important states reachable by ε-moves (itself included):
     (offsets, pool) in CSR form."""
@@ -694,24 +638,3 @@ def column_classes(table):
     return class_of, first[:count]
 
 
-@numba.njit(cache=True, nogil=True)
-def sorted_columns(table, columns):
-    """``columns`` (indices of pairwise different columns of ``table``) in the lexicographic
-    order of the columns' contents, top row first. An insertion sort: there are at most 256
-    columns and two of them almost always differ within their first rows."""
-    order = columns.copy()
-    n = table.shape[0]
-    for i in range(1, order.shape[0]):
-        current = order[i]
-        j = i
-        while j > 0:
-            previous = order[j - 1]
-            row = 0
-            while row < n and table[row, previous] == table[row, current]:
-                row += 1
-            if row == n or table[row, previous] < table[row, current]:
-                break
-            order[j] = previous
-            j -= 1
-        order[j] = current
-    return order

@@ -62,6 +62,20 @@ def _without_scheme(uri: str) -> str:
 _DRAFTS_ANY_SCHEME = {_without_scheme(uri): draft for uri, draft in DRAFTS.items()}  # http or https
 
 
+_MISSING = object()
+
+
+def _child(node, token: str):
+    """(the name a JSON-pointer token spells, the member or item of ``node`` it names, or
+    ``_MISSING``)."""
+    name = token.replace("~1", "/").replace("~0", "~")
+    if isinstance(node, dict) and name in node:
+        return name, node[name]
+    if isinstance(node, list) and name.isdigit() and int(name) < len(node):
+        return name, node[int(name)]
+    return name, _MISSING
+
+
 def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -95,12 +109,8 @@ class SchemaIndex:
             # found from the root, so a reader never sees a location that is not there
             node, path, known = self.root, "", ""
             for token in pointer.split("/")[1:]:
-                name = token.replace("~1", "/").replace("~0", "~")
-                if isinstance(node, dict) and name in node:
-                    node = node[name]
-                elif isinstance(node, list) and name.isdigit() and int(name) < len(node):
-                    node = node[int(name)]
-                else:
+                _, node = _child(node, token)
+                if node is _MISSING:
                     raise SchemaCompileError("no subschema at this location", pointer)
                 path = f"{path}/{token}"
                 known = path if path in self.locations else known
@@ -198,14 +208,11 @@ class SchemaIndex:
         node = self.node(resource)
         path = resource
         for token in fragment.split("/")[1:]:
-            name = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and name in node:
-                node = node[name]
-            elif isinstance(node, list) and name.isdigit() and int(name) < len(node):
-                node = node[int(name)]
-            else:
+            name, child = _child(node, token)
+            if child is _MISSING:
                 raise SchemaCompileError(f"$ref {ref!r} does not resolve: no {name!r} in "
                                          f"{json_text(node)[:60]}", pointer, "$ref")
+            node = child
             path = f"{path}/{escape_pointer(name)}"
         if path not in self._schemas:  # unknown keywords' values were recorded as data, not walked as schemas
             self._walk(node, path, self.locations[path].base if path in self.locations else self.base(resource))
