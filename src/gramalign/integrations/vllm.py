@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import weakref
 
 import numpy as np
 
@@ -64,6 +65,9 @@ class GramalignLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, vllm_config, device: "torch.device", is_pin_memory: bool):
+        # Listed with --logits-processors while the entry point also loads it, the class is built
+        # twice for one engine; the second copy stands aside rather than mask every row again.
+        self._passive = _claim_engine(self, vllm_config)
         self._model_config = vllm_config.model_config
         self._max_rows = int(vllm_config.scheduler_config.max_num_seqs)
         self._device = torch.device(device)
@@ -88,13 +92,15 @@ class GramalignLogitsProcessor(LogitsProcessor):
         return False  # masking changes which token is greedy
 
     def update_state(self, batch_update: "BatchUpdate | None") -> None:
+        if self._passive:
+            return
         # Only the batch's make-up is followed here: with asynchronous scheduling the last token
         # of each list is still a placeholder now, and is filled in before apply().
         if batch_update is not None:
             self._rows.update(batch_update, self._constrain)
 
     def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
-        if not len(self._rows):
+        if self._passive or not len(self._rows):
             return logits
         bitmask = self._bitmask_for(self._vocabulary_width())
         indices = self._rows.fill(bitmask.numpy())
@@ -164,6 +170,21 @@ class GramalignLogitsProcessor(LogitsProcessor):
                                  pin_memory=self._pin_memory and self._device.type != "cpu")
             self._bitmask = bitmask
         return bitmask
+
+
+_claims: "weakref.WeakValueDictionary[int, GramalignLogitsProcessor]" = weakref.WeakValueDictionary()
+_claims_lock = threading.Lock()
+
+
+def _claim_engine(processor: GramalignLogitsProcessor, vllm_config) -> bool:
+    """True when another live processor already serves the engine of ``vllm_config``."""
+    with _claims_lock:
+        owner = _claims.get(id(vllm_config))
+        if owner is not None and owner._vllm_config is vllm_config:
+            return True
+        processor._vllm_config = vllm_config
+        _claims[id(vllm_config)] = processor
+        return False
 
 
 def _eos_words(stops: tuple[int, ...], width: int) -> np.ndarray:
