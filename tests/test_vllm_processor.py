@@ -294,8 +294,12 @@ def _fake_vllm(monkeypatch, tokenizer):
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.delitem(sys.modules, "gramalign.integrations.vllm", raising=False)
+    import gramalign.integrations
     import gramalign.integrations.vllm as adapter
 
+    # Bound to the stand-ins: forget it after the test (setitem/setattr undo by removing).
+    monkeypatch.setitem(sys.modules, "gramalign.integrations.vllm", adapter)
+    monkeypatch.setattr(gramalign.integrations, "vllm", adapter, raising=False)
     return adapter
 
 

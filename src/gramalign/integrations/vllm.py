@@ -48,7 +48,7 @@ from ..masking.bitmask import bitmask_width
 from ..masking.compiler import CompiledGrammar, compile
 from ..masking.vocabulary import Vocabulary
 from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, RequestConstraint, _EndRequest, parse_request_constraint, stop_token_ids
-from .torch_ops import apply_token_bitmask_inplace
+from .torch_ops import unpack_token_bitmask
 
 logger = logging.getLogger(__name__)
 
@@ -109,9 +109,9 @@ class GramalignLogitsProcessor(LogitsProcessor):
             raise GramalignError(f"constrained rows {indices} do not fit a batch of {count} logits rows: "
                                  "the batch updates were not followed")
         if len(indices) == count:  # every row constrained: rows 0..count-1, no gather
-            apply_token_bitmask_inplace(logits, bitmask[:count])
+            _mask(logits, bitmask[:count], None)
         else:
-            apply_token_bitmask_inplace(logits, bitmask[indices], indices=indices)
+            _mask(logits, bitmask[indices], indices)
         return logits
 
     # -- grammars and vocabularies ---------------------------------------------------------
@@ -185,6 +185,26 @@ def _claim_engine(processor: GramalignLogitsProcessor, vllm_config) -> bool:
         processor._vllm_config = vllm_config
         _claims[id(vllm_config)] = processor
         return False
+
+
+def _mask(logits: "torch.Tensor", words: "torch.Tensor", rows: "list[int] | None") -> None:
+    """Forbidden logits of ``rows`` (all rows when None) to -inf. The rows were checked on the CPU,
+    so unlike ``apply_token_bitmask_inplace`` with ``indices`` nothing waits for the device here:
+    on a GPU the fill stays queued behind the step's forward pass."""
+    width = logits.shape[1]
+    device = logits.device
+    if device.type != "cpu":
+        words = words.to(device, non_blocking=True)
+    allowed = unpack_token_bitmask(words, min(width, 32 * words.shape[1]))
+    if allowed.shape[1] < width:  # padding ids past the vocabulary: never allowed
+        allowed = torch.cat([allowed, allowed.new_zeros(allowed.shape[0], width - allowed.shape[1])], dim=1)
+    if rows is None:
+        logits.masked_fill_(~allowed, float("-inf"))
+    else:
+        index = torch.tensor(rows, dtype=torch.long)
+        if device.type != "cpu":
+            index = index.pin_memory().to(device, non_blocking=True) if torch.cuda.is_available() else index.to(device)
+        logits[index] = logits[index].masked_fill(~allowed, float("-inf"))
 
 
 def _eos_words(stops: tuple[int, ...], width: int) -> np.ndarray:
