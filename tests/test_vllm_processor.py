@@ -403,3 +403,38 @@ def test_import_gramalign_imports_neither_vllm_nor_torch():
            "if m.split('.')[0] in ('vllm', 'torch')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_each_request_ends_on_its_own_stop_ids(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from tokenizer_zoo import gpt2_hf_fast
+
+    tokenizer = gpt2_hf_fast()
+    adapter = _fake_vllm(monkeypatch, tokenizer)
+    width = len(tokenizer)
+    config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: width),
+                             scheduler_config=SimpleNamespace(max_num_seqs=4))
+    processor = adapter.GramalignLogitsProcessor(config, "cpu", False)
+    eos, seven = tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("7")
+    plain, stopped = [], []
+    processor.update_state(FakeBatchUpdate(2, [], [
+        (0, params({"regex": "[0-9]{1,3}"}, eos=eos), None, plain),
+        # "7" stops this request in vLLM, so it can only be the end here, never a digit of the text
+        (1, params({"regex": "[0-9]{1,3}"}, eos=eos, stops=[seven]), None, stopped),
+    ], []))
+    logits = torch.zeros(2, width)
+    processor.apply(logits)
+    assert torch.isfinite(logits[0, seven]) and not torch.isfinite(logits[1, seven])
+    assert not torch.isfinite(logits[:, eos]).any()  # nothing written yet: no end allowed
+    one = tokenizer.convert_tokens_to_ids("1")
+    plain.append(one)
+    stopped.append(one)
+    logits = torch.zeros(2, width)
+    processor.apply(logits)
+    assert torch.isfinite(logits[0, eos]) and torch.isfinite(logits[1, eos])  # "1" is complete in both
+    plain.append(seven)
+    stopped.append(seven)  # ends request 1: its matcher terminates, request 0 reads "17"
+    logits = torch.zeros(2, width)
+    processor.apply(logits)
+    assert torch.isfinite(logits[0, one]) and torch.isfinite(logits[0, eos])
+    assert torch.isfinite(logits[1]).nonzero().flatten().tolist() == sorted([eos, seven])
