@@ -438,3 +438,20 @@ def test_each_request_ends_on_its_own_stop_ids(monkeypatch):
     processor.apply(logits)
     assert torch.isfinite(logits[0, one]) and torch.isfinite(logits[0, eos])
     assert torch.isfinite(logits[1]).nonzero().flatten().tolist() == sorted([eos, seven])
+
+
+def test_a_second_copy_for_the_same_engine_stands_aside(monkeypatch):
+    torch = pytest.importorskip("torch")
+    vocab_size = 64
+    adapter = _fake_vllm(monkeypatch, None)  # no vocabulary is built: nothing is constrained
+    config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: vocab_size),
+                             scheduler_config=SimpleNamespace(max_num_seqs=2))
+    first = adapter.GramalignLogitsProcessor(config, "cpu", False)
+    second = adapter.GramalignLogitsProcessor(config, "cpu", False)  # entry point + --logits-processors
+    other_engine = adapter.GramalignLogitsProcessor(SimpleNamespace(**vars(config)), "cpu", False)
+    assert (first._passive, second._passive, other_engine._passive) == (False, True, False)
+    update = FakeBatchUpdate(1, [], [(0, params({"regex": "a"}), None, [])], [])
+    second.update_state(update)
+    logits = torch.zeros(1, vocab_size)
+    assert second.apply(logits) is logits and torch.isfinite(logits).all()
+    assert len(second._rows) == 0
