@@ -20,12 +20,12 @@ PERSON = {"type": "object", "properties": {
     "name": {"type": "string", "minLength": 1, "maxLength": 12},
     "age": {"type": "integer", "minimum": 0, "maximum": 120},
     "languages": {"type": "array", "items": {"enum": ["en", "fr", "de", "es"]}, "maxItems": 3}},
-    "required": ["name", "age", "languages"]}
+    "required": ["name", "age", "languages"], "additionalProperties": False}
 ORDER = {"type": "object", "properties": {
     "item": {"enum": ["apple", "pear", "plum"]},
     "quantity": {"type": "integer", "minimum": 1, "maximum": 9},
     "express": {"type": "boolean"}},
-    "required": ["item", "quantity", "express"]}
+    "required": ["item", "quantity", "express"], "additionalProperties": False}
 PHONE = r"\(\d{3}\) \d{3}-\d{4}"
 DATE = r"(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
 SQL = r'''
@@ -34,7 +34,9 @@ columns: NAME ("," NAME)~0..2
 NAME: /[a-z]{1,8}/
 '''
 
-# (prompt, constraint, checker of the output text)
+# (prompt, constraint, checker of the output text). Every language is finite and short, so a
+# constrained output always ends inside the token budget (JSON Schema allows extra keys unless
+# additionalProperties is false, and a sampled model does write them).
 CASES = {
     "person": ("Describe a person as JSON with name, age and languages.", {"json_schema": PERSON},
                lambda text: jsonschema.validate(json.loads(text), PERSON)),

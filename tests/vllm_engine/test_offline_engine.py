@@ -46,11 +46,11 @@ def _check(name, output, vocabulary):
 def test_concurrent_requests_with_different_grammars_greedy_and_sampled(llm, chat_prompt, vocabulary):
     requests = []  # (case name or None, prompt, params)
     for name, (prompt, constraint, _) in CASES.items():
-        requests.append((name, prompt, SamplingParams(temperature=0, max_tokens=80,
+        requests.append((name, prompt, SamplingParams(temperature=0, max_tokens=120,
                                                       extra_args={"gramalign": constraint})))
     for seed, name in enumerate(["person", "order", "phone", "sql"]):
         prompt, constraint, _ = CASES[name]
-        requests.append((name, prompt, SamplingParams(temperature=1.0, top_p=0.95, seed=seed, max_tokens=80,
+        requests.append((name, prompt, SamplingParams(temperature=1.0, top_p=0.95, seed=seed, max_tokens=120,
                                                       extra_args={"gramalign": constraint})))
     requests.append((None, "Tell me about the moon.", SamplingParams(temperature=0, max_tokens=24)))
     outputs = llm.generate([chat_prompt(p) for _, p, _ in requests], [p for _, _, p in requests])

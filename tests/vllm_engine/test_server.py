@@ -82,12 +82,12 @@ def _xargs(constraint) -> dict:
 def _chat(client, prompt, constraint, **options):
     extra = _xargs(constraint) if constraint is not None else {}
     response = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": prompt}],
-                                              max_tokens=80, extra_body=extra, **options)
+                                              max_tokens=120, extra_body=extra, **options)
     return response.choices[0]
 
 
 def _completion(client, prompt, constraint, **options):
-    response = client.completions.create(model="smollm2", prompt=prompt, max_tokens=80,
+    response = client.completions.create(model="smollm2", prompt=prompt, max_tokens=120,
                                          extra_body=_xargs(constraint), **options)
     return response.choices[0]
 
