@@ -252,7 +252,9 @@ class ConstrainedRows:
         ``direction.name`` ``"SWAP"`` or ``"UNIDIRECTIONAL"``), in the documented order
         removed, added, moved. ``constrain(params)`` returns the request's compiled grammar (or
         None: unconstrained) and a label for log messages; it raises for a grammar that cannot
-        be compiled, and the row is then only allowed to end."""
+        be compiled, and the row is then only allowed to end. None (no change) does nothing."""
+        if batch_update is None:
+            return
         for index in batch_update.removed:
             self.remove(index)
         for index, params, _prompt, output in batch_update.added:
