@@ -9,7 +9,7 @@ bytes gramalign's vocabulary gives for the same ids.
 from __future__ import annotations
 
 import pytest
-from conftest import CASES
+from engine_cases import CASES
 
 from vllm import LLM, SamplingParams
 from vllm.exceptions import VLLMValidationError

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from conftest import CASES
+from engine_cases import CASES
 
 STARTUP_SECONDS = 420
 
