@@ -319,6 +319,10 @@ def test_processor_masks_constrained_rows_and_leaves_the_others(monkeypatch):
     cls.validate_params(params(None))
     with pytest.raises(ValueError, match="RegexError"):
         cls.validate_params(params({"regex": "(x"}))
+    both = params({"regex": "[0-9]+"})
+    both.structured_outputs = SimpleNamespace(json={"type": "integer"})
+    with pytest.raises(ValueError, match="cannot ask for both gramalign's constraint"):
+        cls.validate_params(both)
 
     eos = tokenizer.eos_token_id
     vocab = ga.Vocabulary.from_hf(tokenizer, vocab_size=width, eos_token_ids=[eos])

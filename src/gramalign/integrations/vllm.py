@@ -47,7 +47,7 @@ from ..errors import GramalignError
 from ..masking.bitmask import bitmask_width
 from ..masking.compiler import CompiledGrammar, compile
 from ..masking.vocabulary import Vocabulary
-from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, RequestConstraint, _EndRequest, parse_request_constraint, stop_token_ids
+from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, ConstraintError, RequestConstraint, _EndRequest, parse_request_constraint, stop_token_ids
 from .torch_ops import unpack_token_bitmask
 
 logger = logging.getLogger(__name__)
@@ -85,8 +85,14 @@ class GramalignLogitsProcessor(LogitsProcessor):
         """Refuse a malformed constraint or a grammar that does not compile (a ValueError
         subclass carrying gramalign's message, which vLLM turns into HTTP 400)."""
         constraint = parse_request_constraint(sampling_params.extra_args)
-        if constraint is not None:
-            constraint.grammar()
+        if constraint is None:
+            return
+        if getattr(sampling_params, "structured_outputs", None) is not None:
+            # Two masks on one row can leave no token at all; one constraint per request.
+            raise ConstraintError("a request cannot ask for both gramalign's constraint (extra argument "
+                                  f"{EXTRA_ARGS_KEY!r}) and vLLM's structured outputs (structured_outputs, "
+                                  "response_format, guided_*)")
+        constraint.grammar()
 
     def is_argmax_invariant(self) -> bool:
         return False  # masking changes which token is greedy
