@@ -103,12 +103,18 @@ def test_openai_clients_get_valid_outputs_concurrently_and_a_bad_grammar_gets_40
                                                     CASES["phone"][1], temperature=0)
         jobs[("free", None)] = pool.submit(_chat, server, "Say hi.", None, temperature=0)
         jobs[("bad", None)] = pool.submit(_chat, server, "Hello", {"regex": "(unclosed"}, temperature=0)
+        jobs[("both", None)] = pool.submit(_chat, server, "Hello", {"regex": "[a-z]+"}, temperature=0,
+                                           response_format={"type": "json_object"})
         for (kind, name), job in jobs.items():
             if kind == "bad":
                 with pytest.raises(openai.BadRequestError) as info:
                     job.result()
                 assert info.value.status_code == 400
                 assert "gramalign could not compile the request's regex: RegexError" in str(info.value)
+                continue
+            if kind == "both":
+                with pytest.raises(openai.BadRequestError, match="cannot ask for both gramalign's constraint"):
+                    job.result()
                 continue
             choice = job.result()
             text = choice.message.content if kind in ("chat", "sampled", "free") else choice.text
