@@ -6,13 +6,12 @@ import pytest
 
 import gramalign.grammar.grammar
 import gramalign.grammar.json_numbers
-import gramalign.integrations.batch_rows
 import gramalign.masking.gc_guard
 import gramalign.masking.matcher
 import gramalign.samplers.model
 
 
-@pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.grammar.json_numbers, gramalign.integrations.batch_rows,
+@pytest.mark.parametrize("module", [gramalign.grammar.grammar, gramalign.grammar.json_numbers,
                                     gramalign.masking.gc_guard, gramalign.masking.matcher, gramalign.samplers.model])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

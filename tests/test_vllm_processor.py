@@ -459,3 +459,12 @@ def test_a_second_copy_for_the_same_engine_stands_aside(monkeypatch):
     logits = torch.zeros(1, vocab_size)
     assert second.apply(logits) is logits and torch.isfinite(logits).all()
     assert len(second._rows) == 0
+
+
+def test_docstring_examples_of_batch_rows():
+    import doctest
+
+    import gramalign.integrations.batch_rows as batch_rows
+
+    result = doctest.testmod(batch_rows, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
