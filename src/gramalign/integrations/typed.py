@@ -29,9 +29,9 @@ import numpy as np
 from ..errors import IncompleteGeneration
 from ..grammar.grammar import Grammar
 from ..grammar.json_schema.types import is_schema_type, parse_as
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..masking.compiler import CompiledGrammar, compile
 from ..masking.gc_guard import gc_paused
-from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
 from ..samplers.masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens
 from ..samplers.model import checked_logprobs
 from .generate import generate, prompt_token_ids
