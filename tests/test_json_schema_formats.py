@@ -440,6 +440,11 @@ CHECKER_DEVIATIONS = [
     # ABNF strings are case-insensitive; the suite's iri tests accept "http://[V1.fe]".
     ("uri", lambda s: "[V" in s, "http://[V1.fe]", "rfc3986-validator rejects an upper-case IPvFuture v"),
     ("uri-reference", lambda s: "[V" in s, "//[V1.fe]", "rfc3986-validator rejects an upper-case IPvFuture v"),
+    # RFC 3987's ucschar runs to %xEFFFD and iprivate (in queries) to %x10FFFD.
+    ("iri", lambda s: any(ord(c) > 0xFFFF for c in s), "http://a/\U00010000",
+     "rfc3987-syntax rejects every character above U+FFFF"),
+    ("iri-reference", lambda s: any(ord(c) > 0xFFFF for c in s), "\U00010000",
+     "rfc3987-syntax rejects every character above U+FFFF"),
 ]
 
 
