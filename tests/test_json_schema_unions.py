@@ -211,3 +211,27 @@ def test_one_of_many_overlapping_strings_and_numbers_in_one_pass():
     patterns = [{"pattern": f"^[a-z]*{chr(97 + i % 26)}[a-z]{{{i % 7}}}$"} for i in range(40)]
     with pytest.raises(ga.SchemaCompileError, match="no JSON value"):  # every pattern is there twice
         ga.Grammar.from_json_schema({"type": "string", "oneOf": patterns * 2})
+
+
+def test_one_of_tool_branches_told_apart_by_a_const_name():
+    """Branches whose required "name" is a different constant are disjoint without products:
+    the oneOf is their union (checked against jsonschema), and 1,000 of them end with a clear
+    error in about a second (the pairwise checks took 8 s before reaching it)."""
+    import jsonschema
+
+    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+
+    def tool(name: str, argument: dict) -> dict:
+        return {"type": "object", "properties": {"name": {"const": name}, "arguments": argument},
+                "required": ["name", "arguments"], "additionalProperties": False}
+
+    schema = {"oneOf": [tool("add", {"type": "integer"}), tool("echo", {"type": "string"}),
+                        tool("echo2", {"type": "string"})]}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema)))
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [{"name": "add", "arguments": 1}, {"name": "add", "arguments": "x"}, {"name": "echo", "arguments": "x"},
+                  {"name": "echo2", "arguments": "y"}, {"name": "mul", "arguments": 1}, {"name": "echo"}]:
+        assert parser.accepts(json.dumps(value, separators=(",", ":")).encode()) == validator.is_valid(value), value
+    many = {"oneOf": [tool(f"k{i}", {"type": "integer"}) for i in range(1000)]}
+    with pytest.raises(ga.SchemaCompileError, match="more than 64 classes"):
+        ga.Grammar.from_json_schema(many)

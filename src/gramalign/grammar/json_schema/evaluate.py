@@ -14,6 +14,8 @@ import json
 import math
 from decimal import Decimal
 
+import numpy as np
+
 from ...errors import RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import StateLimitError
@@ -614,19 +616,33 @@ class Evaluator:
         once = [sum(getattr(b, kind) for b in branches) == 1 for kind in ("null", "true", "false")]
         result = Shape(*once, numbers, strings)
         objects = self._exclusive([b.objects for b in branches], pointer, self._objects_disjoint,
-                                  self._complement_objects, lambda a, b: meet_objects(a, b, self.max_states))
+                                  self._complement_objects, lambda a, b: meet_objects(a, b, self.max_states),
+                                  self._object_tag)
         arrays = self._exclusive([b.arrays for b in branches], pointer, self._arrays_disjoint,
                                  self._complement_arrays, meet_arrays)
         return Shape(result.null, result.true, result.false, result.number, result.string, objects, arrays)
 
-    def _exclusive(self, parts: list[tuple], pointer: str, disjoint, complement, meet_one) -> tuple:
+    def _exclusive(self, parts: list[tuple], pointer: str, disjoint, complement, meet_one, tag=None) -> tuple:
         """Alternatives of exactly one branch: a plain union when the branches are disjoint,
-        else each branch meets the complements of the others."""
+        else each branch meets the complements of the others. ``tag`` (optional) gives an
+        alternative a (key, constant) it must have; alternatives with different constants
+        for one key are disjoint without a product (tool-calling oneOfs tell 1,000 branches
+        apart by a "name" const, and pairwise products took seconds)."""
         present = [i for i, p in enumerate(parts) if p]
         if len(present) <= 1:
             return parts[present[0]] if present else ()
         if sum(any(x.is_unconstrained for x in parts[i]) for i in present) >= 2:
             return ()  # two branches take every object (array): each one is in two or more
+        if tag is not None:
+            tags = [[tag(x) for x in parts[i]] for i in present]
+            keys = {t[0] for row in tags for t in row if t is not None}
+            if len(keys) == 1 and all(t is not None for row in tags for t in row):
+                owners: dict = {}
+                for i, row in zip(present, tags):
+                    for t in row:
+                        owners.setdefault(t[1], set()).add(i)
+                if all(len(branches) == 1 for branches in owners.values()):
+                    return tuple(x for i in present for x in parts[i])
         if all(disjoint(x, y) for k, i in enumerate(present) for j in present[k + 1:]
                for x in parts[i] for y in parts[j]):
             return tuple(x for i in present for x in parts[i])
@@ -643,6 +659,20 @@ class Evaluator:
                                              "oneOf")
             result += [a for a in alternatives if a not in result]
         return tuple(result)
+
+    def _object_tag(self, shape: ObjectShape) -> "tuple[str, bytes] | None":
+        """(name, the one string its value may be) for the first required name whose value is a
+        single string, or None."""
+        for name in shape.names:
+            if name not in shape.required:
+                continue
+            value = shape.value_of(name)
+            if value is None:
+                continue
+            literal = _single_string(self.shape(value))
+            if literal is not None:
+                return name, literal
+        return None
 
     def _objects_disjoint(self, a: ObjectShape, b: ObjectShape, depth: int = 0) -> bool:
         if (a.max_properties is not None and b.min_properties > a.max_properties) or (
@@ -723,6 +753,24 @@ def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
             witnesses.append(ArrayShape(contains=(Contains(needed.ref, needed.maximum + 1, None, needed.pointer,
                                                            needed.start),)))
     return [w.normalized() for w in witnesses if not w.is_empty]
+
+
+def _single_string(shape: Shape) -> "bytes | None":
+    """The one value of ``shape`` when it is a single string (its contents), else None."""
+    if (shape.null or shape.true or shape.false or shape.number is not None or shape.objects or shape.arrays
+            or shape.string is None):
+        return None
+    dfa, state, text, seen = shape.string, shape.string.initial, bytearray(), set()
+    while state not in seen:
+        seen.add(state)
+        live = np.flatnonzero(dfa.transitions[state] >= 0)
+        if dfa.accepting[state]:
+            return bytes(text) if live.size == 0 else None
+        if live.size != 1:
+            return None
+        text.append(int(live[0]))
+        state = int(dfa.transitions[state, live[0]])
+    return None
 
 
 def _exactly_one_language(languages: list, minus, meet, join, max_states):
