@@ -556,8 +556,8 @@ class Evaluator:
             result = tuple(m for x in result for y in witnesses
                            if (m := meet_objects(x, y, self.max_states)) is not None)
             if len(result) > 64:
-                raise SchemaCompileError("the complement of these object constraints has too many cases", pointer,
-                                         "not")
+                raise SchemaCompileError("the complement of these object constraints (for not, if/else, or to "
+                                         "tell overlapping alternatives apart) has too many cases", pointer)
         return result
 
     def _object_witnesses(self, shape: ObjectShape, pointer: str) -> list[ObjectShape]:
@@ -603,8 +603,8 @@ class Evaluator:
             witnesses = _array_witnesses(shape, pointer)
             result = tuple(m for x in result for y in witnesses if (m := meet_arrays(x, y)) is not None)
             if len(result) > 64:
-                raise SchemaCompileError("the complement of these array constraints has too many cases", pointer,
-                                         "not")
+                raise SchemaCompileError("the complement of these array constraints (for not, if/else, or to "
+                                         "tell overlapping alternatives apart) has too many cases", pointer)
         return result
 
     def _exactly_one(self, branches: list[Shape], pointer: str) -> Shape:
