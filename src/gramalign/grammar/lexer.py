@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa import ByteDFA
-from .dfa_kernels import column_classes
+from .dfa import ByteDFA, distinct_columns
 from .grammar import Terminal
 from .lexer_kernels import copy_block, expand_product_rows, multi_member_product
 
@@ -121,7 +120,8 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     owner = np.repeat(np.arange(len(dfas)), sizes)
-    big = np.concatenate([_class_table(d)[:, _byte_classes_of(d)[0][representative]] for d in dfas])
+    big = np.concatenate([table[:, class_of_byte[representative]]
+                          for class_of_byte, table in map(_byte_classes_of, dfas)])
     np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)
 
     words = (len(ranked) + 63) // 64
@@ -178,13 +178,9 @@ def _byte_classes_of(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
     terminals (a ``format``, a JSON string body) recur in every grammar that uses them."""
     found = _CLASSES.get(dfa)
     if found is None:
-        class_of_byte, first_byte = column_classes(dfa.transitions)
-        found = _CLASSES[dfa] = (class_of_byte, np.ascontiguousarray(dfa.transitions[:, first_byte]))
+        table, class_of_byte = distinct_columns(dfa.transitions)
+        found = _CLASSES[dfa] = (class_of_byte, table)
     return found
-
-
-def _class_table(dfa: ByteDFA) -> np.ndarray:
-    return _byte_classes_of(dfa)[1]
 
 
 def _joint_byte_classes(dfas) -> tuple[np.ndarray, np.ndarray]:
