@@ -24,7 +24,8 @@ from .keywords import check_keyword_values, check_literal_strings, draft_keyword
 from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
-                     join, meet, meet_arrays, meet_objects, only)
+                     join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects, meet_strings,
+                     only)
 from .strings import any_string_contents, literal_contents_dfa, other_strings, with_length
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -609,9 +610,9 @@ class Evaluator:
 
     def _exactly_one(self, branches: list[Shape], pointer: str) -> Shape:
         """oneOf: values in exactly one branch."""
-        numbers = _exactly_one_language([b.number for b in branches], _minus_numbers, _meet_numbers, _join_numbers,
+        numbers = _exactly_one_language([b.number for b in branches], _minus_numbers, meet_numbers, join_numbers,
                                         self.max_states)
-        strings = _exactly_one_language([b.string for b in branches], _minus_strings, _meet_strings, _join_strings,
+        strings = _exactly_one_language([b.string for b in branches], _minus_strings, meet_strings, join_strings,
                                         self.max_states)
         once = [sum(getattr(b, kind) for b in branches) == 1 for kind in ("null", "true", "false")]
         result = Shape(*once, numbers, strings)
@@ -787,36 +788,6 @@ def _exactly_one_language(languages: list, minus, meet, join, max_states):
                     max_states)
         twice = join(twice, both, max_states)
     return once
-
-
-def _meet_numbers(a, b, max_states):
-    if a is None or b is None:
-        return None
-    if a == ALL_NUMBERS or b == ALL_NUMBERS:
-        return b if a == ALL_NUMBERS else a
-    result = intersect(a, b, max_states=max_states)
-    return None if is_empty_dfa(result) else result
-
-
-def _join_numbers(a, b, max_states):
-    if a is None or b is None:
-        return b if a is None else a
-    if a == ALL_NUMBERS or b == ALL_NUMBERS:
-        return ALL_NUMBERS
-    return union(a, b, max_states=max_states)
-
-
-def _meet_strings(a, b, max_states):
-    if a is None or b is None:
-        return None
-    result = intersect(a, b, max_states=max_states)
-    return None if is_empty_dfa(result) else result
-
-
-def _join_strings(a, b, max_states):
-    if a is None or b is None:
-        return b if a is None else a
-    return union(a, b, max_states=max_states)
 
 
 def _minus_numbers(a, b, max_states):
