@@ -198,7 +198,10 @@ def test_coverage_reuses_a_scratch_it_never_clears():
 @pytest.mark.parametrize("max_length", [3, 12, 40, 100])
 def test_a_bounded_string_admits_as_many_bytes_of_text_as_characters_remain(max_length):
     vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
-    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "maxLength": max_length}), vocab)
+    # the pattern (any string) keeps the bound in the automaton: alone, it would be counted
+    schema = {"type": "string", "maxLength": max_length, "pattern": "^[\\s\\S]*$"}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), vocab)
+    assert not any(t.length for t in compiled.store.tables.lexer.terminals)
     for used in range(max_length):
         depth = coverage_after(compiled, b'"' + b"a" * used)
         remaining = max_length - used
