@@ -132,13 +132,15 @@ GRAMMARS = {
 def test_fill_reach_equals_a_search_per_state(name):
     tables = build_parser_tables(GRAMMARS[name]())
     lexer = tables.lexer
-    # fill_reach reads no candidate set: every state reachable from a start tracks only
-    # candidates of that start, so the search under the candidates gives the same winners.
+    # fill_reach reads no candidate set: every state reachable from a start tracks only the
+    # terminals of that start (a superset of its parser states' candidates, see
+    # grammar/lexer_starts.py), so the search under those gives the same winners.
     reach_bits = np.zeros((lexer.num_states, lexer.words), dtype=np.uint64)
     reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
     for state in range(tables.table.num_states):
         cid = int(tables.candidate_id[state])
-        cand = tables.candidate_bits[state]
+        cand = tables.start_bits[cid]
+        assert not np.any(tables.candidate_bits[state] & ~cand)
         reachable = sorted(reachable_states(lexer, cid))
         for q in np.random.default_rng(state).permutation(reachable)[:12].tolist():
             fill_reach(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, reach_bits,

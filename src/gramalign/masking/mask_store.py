@@ -450,12 +450,17 @@ class GrammarMaskStore:
 
     def _build_context(self, key, state: int, hyp: np.ndarray) -> _ContextMasks:
         tables = self.tables
+        cid = self._candidate_id
         lexer = tables.lexer
         shadow_states = np.array([s for s in (hyp[SHADOW1], hyp[SHADOW2]) if s >= 0], dtype=np.int32)
-        shadow_cands = np.array([tables.candidate_bits[p] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
-                                                                      (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
+        # The context is shared by every parser state that lexes from this start, so it is
+        # classified for the terminals the start tracks (a superset of the state's own; the
+        # stack decides the rest, see grammar/lexer_starts.py).
+        starts = tables.start_bits
+        shadow_cands = np.array([starts[cid[p]] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
+                                                             (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
                                 dtype=np.uint64).reshape(len(shadow_states), lexer.words)
-        cand = tables.candidate_bits[state]
+        cand = starts[cid[state]]
         if self.shared is None:
             return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
         # Most contexts admit few first bytes and classify in a few thousand trie nodes,
