@@ -874,6 +874,20 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
 # ---------------------------------------------------------------------------------------
 
 
+@numba.njit(cache=True, nogil=True)
+def _top_states(state, parent, node, count):
+    """The states of the top ``count`` nodes of the stack ``node`` (fewer where it is shorter)."""
+    out = np.empty(count, np.int32)
+    n = 0
+    while n < count:
+        out[n] = state[node]
+        n += 1
+        node = parent[node]
+        if node < 0:
+            break
+    return out[:n]
+
+
 class StackPool:
     """The committed parser-stack (and block-stack) nodes of one matcher: two growable
     int32 arrays.
@@ -931,14 +945,7 @@ class StackPool:
 
     def depth_signature(self, node: int, depth: int) -> tuple[int, ...]:
         """The parser states of the top ``depth + 1`` nodes of the stack ``node``."""
-        state, parent = self.state, self.parent
-        signature = []
-        for _ in range(depth + 1):
-            signature.append(int(state[node]))
-            node = int(parent[node])
-            if node < 0:
-                break
-        return tuple(signature)
+        return tuple(_top_states(self.state, self.parent, node, depth + 1).tolist())
 
     def block_columns(self, blocks: int) -> tuple[int, ...]:
         """The columns of the open blocks of the block stack ``blocks``, innermost first."""
