@@ -204,16 +204,17 @@ def _lexer_with_shared_starts(ranked, sets: np.ndarray):
     return lexer, start_of_set, np.ascontiguousarray(sets[shared])
 
 
+@numba.njit(cache=True, nogil=True)
 def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> np.ndarray:
     """uint64 [parser states, words]: bit k set where lexer terminal k has an action (-1
-    columns, the ignored terminals, have none); all terminals of a word at once."""
-    bits = np.zeros((action.shape[0], words), dtype=np.uint64)
-    terminals = np.flatnonzero(term_column >= 0)
-    usable = action[:, term_column[terminals]] != 0
-    for word in range(words):
-        in_word = (terminals >> 6) == word
-        shifted = usable[:, in_word].astype(np.uint64) << (terminals[in_word] & 63).astype(np.uint64)
-        bits[:, word] = np.bitwise_or.reduce(shifted, axis=1)
+    columns, the ignored terminals, have none). A loop: numpy's fancy-indexed copy of the
+    action table took 150 ms on a 22k-state table."""
+    bits = np.zeros((action.shape[0], words), np.uint64)
+    for state in range(action.shape[0]):
+        for k in range(term_column.shape[0]):
+            column = term_column[k]
+            if column >= 0 and action[state, column] != 0:
+                bits[state, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
     return bits
 
 
