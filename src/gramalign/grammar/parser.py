@@ -43,7 +43,7 @@ from .grammar import Grammar
 from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lalr_kernels import goto_of
-from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
+from .lexer import LexerDFA, build_lexer, character_starts, rank_terminals, terminal_bits
 from .lexer_starts import largest_supersets, safe_to_share
 
 HYPOTHESIS_FIELDS = 9
@@ -276,7 +276,7 @@ def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray)
         raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
                            "opening quote; its length cannot be counted")
     tracks_column[first:first + dfa.num_states] = kind
-    tracks_column[first + int(dfa.transitions[dfa.initial, 0x22])] = kind + 1
+    tracks_column[first:first + dfa.num_states][character_starts(dfa)] = kind + 1
 
 
 # ---------------------------------------------------------------------------------------
