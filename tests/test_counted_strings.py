@@ -161,3 +161,15 @@ def test_masks_of_a_host_name_at_its_bound_equal_brute_force():
     text = json.dumps({"h": host}, separators=(",", ":")).encode()
     checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in [6, 7, 70, 200] + list(range(240, 262)))
     assert checked > 20
+
+
+def test_masks_of_strings_with_different_bounds_in_one_schema_equal_brute_force():
+    # one automaton in three blocks: their contexts are classified once and shared
+    schema = {"type": "object", "properties": {"a": schema_of(0, 5), "b": schema_of(3, 9), "c": schema_of(2, None)},
+              "required": ["a", "b", "c"], "additionalProperties": False}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
+    assert sum(t.length is not None for t in compiled.store.tables.lexer.terminals) == 3
+    text = json.dumps({"a": "é\\\"y", "b": "abc", "c": "longer text \U0001F642 here"}, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+    checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in range(5, len(text)))
+    assert checked > 30
