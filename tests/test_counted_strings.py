@@ -173,3 +173,22 @@ def test_masks_of_strings_with_different_bounds_in_one_schema_equal_brute_force(
                       ensure_ascii=False).encode()
     checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in range(5, len(text)))
     assert checked > 30
+
+
+def test_contexts_of_counted_strings_round_trip_through_the_disk_cache(tmp_path):
+    schema = {"type": "object", "properties": {"a": schema_of(0, 5), "b": schema_of(3, 90)}, "required": ["a", "b"]}
+    grammar = ga.Grammar.from_json_schema(schema)
+    text = json.dumps({"a": "xy", "b": "some words here"}, separators=(",", ":")).encode()
+    first = ga.compile(grammar, gpt2_vocabulary(), cache=False, cache_dir=tmp_path)
+    masks = []
+    for cut in range(4, len(text)):
+        matcher = first.matcher()
+        matcher.accept_string(text[:cut])
+        masks.append(matcher.allowed_token_ids().tolist())
+    first.save_cache()
+    second = ga.compile(grammar, gpt2_vocabulary(), cache=False, cache_dir=tmp_path)
+    assert second.store.num_contexts == first.store.num_contexts > 0
+    for k, cut in enumerate(range(4, len(text))):
+        matcher = second.matcher()
+        matcher.accept_string(text[:cut])
+        assert matcher.allowed_token_ids().tolist() == masks[k]

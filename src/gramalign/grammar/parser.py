@@ -83,7 +83,7 @@ class ParserTables:
     reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
     reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
-    layout: np.ndarray  # int32 [5]: see NEWLINE_TERMINAL etc.
+    layout: np.ndarray  # int32 [5 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
     bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
     tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
     start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
@@ -264,7 +264,7 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
 
 def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray) -> None:
     """Mark the states of counted terminal ``k`` (see ``Terminal.length``) with ``kind``, and
-    ``kind + 1`` at the state between characters. Its code points are counted from the
+    ``kind + 1`` at the states between two characters. Its code points are counted from the
     opening quote on, so every lexeme of it must enter its block on that quote: no other
     terminal may be alive with it after one byte."""
     terminal, first = lexer.terminals[k], int(lexer.block_start[k]) if lexer.block_start.size else -1

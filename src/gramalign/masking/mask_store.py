@@ -458,17 +458,17 @@ class GrammarMaskStore:
         automaton in as many blocks): classified once, in the first such block, where only
         that terminal is alive, so the others' contexts differ in their terminal bit alone."""
         canonical, first, terminal = twin
-        key = ("twin", canonical, terminal)
+        key = (canonical, TWIN, terminal, -1, -1, -1)  # the shape of the other keys (saved to disk alike)
         entry = self._contexts.get(key)
         if entry is not None:
             return entry
-        base = self._contexts.get(("twin", canonical, first))
+        base = self._contexts.get((canonical, TWIN, first, -1, -1, -1))
         if base is None:
             base = self._classify((canonical, cid, -1, -1, -1, -1), self.tables.lexer.bits_of(
                 [self.tables.lexer.terminals[first].name]), np.zeros(0, np.int32),
                 np.zeros((0, self.tables.lexer.words), np.uint64), self.trie.num_nodes)
             with self._lock:
-                base = self._contexts.setdefault(("twin", canonical, first), base)
+                base = self._contexts.setdefault((canonical, TWIN, first, -1, -1, -1), base)
         if terminal == first:
             return base
         reach = np.zeros_like(base.group_reach)
@@ -676,10 +676,14 @@ _MISSING = object()
 _NO_SKIP = np.zeros(256, dtype=np.uint8)
 _NO_SIGNATURE = np.zeros(0, dtype=np.int32)
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 """Version of the on-disk mask cache layout; files of another version are ignored (2: one
 lexer start per candidate set, so lexer states are numbered differently; 3: states of one
 terminal numbered in its block, see grammar/lexer_kernels)."""
+
+
+TWIN = -2
+"""The candidate-set slot of a context key shared by counted strings (no start has that id)."""
 
 
 def _counted_block_twins(tables: ParserTables) -> dict[int, tuple[int, int, int]]:
@@ -703,7 +707,8 @@ def grammar_hash(tables: ParserTables) -> str:
     """SHA-256 of everything about a grammar that its masks depend on."""
     grammar = tables.grammar
     digest = hashlib.sha256()
-    digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal) for t in grammar.terminals],
+    digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal, t.length)
+                                       for t in grammar.terminals],
                         [(r.name, r.alternatives, r.priority) for r in grammar.rules], grammar.start,
                         grammar.ignore, grammar.indentation, grammar.always_lexed)).encode("utf-8"))
     return digest.hexdigest()
