@@ -95,8 +95,15 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
         if rows is not None:
             rows = torch.where(rows < 0, rows + logits.shape[0], rows)
         fused_bitmask_kernel()(logits, bitmask, rows)
-        return
-    allowed = unpack_token_bitmask(bitmask, min(width, 32 * words))
+    else:
+        apply_token_bitmask_unpacked(logits, bitmask, rows)
+
+
+def apply_token_bitmask_unpacked(logits: torch.Tensor, bitmask: torch.Tensor, rows: "torch.Tensor | None") -> None:
+    """The torch path of ``apply_token_bitmask_inplace``, unchecked: bits unpacked to a boolean
+    tensor, then filled (``bitmask`` and ``rows`` on the logits' device)."""
+    width = logits.shape[1]
+    allowed = unpack_token_bitmask(bitmask, min(width, 32 * bitmask.shape[1]))
     if allowed.shape[1] < width:
         padding = torch.zeros(allowed.shape[0], width - allowed.shape[1], dtype=torch.bool, device=logits.device)
         allowed = torch.cat([allowed, padding], dim=1)
