@@ -121,13 +121,15 @@ def sampling_params(backend: str, schema: dict | None, max_tokens: int):
 
 def run_round(engine, backend: str, number: int, prompts: list[str], requests: list[Request],
               max_tokens: int) -> Round:
+    from vllm.exceptions import VLLMValidationError
+
     results = [Result() for _ in requests]
     prefix = f"{backend}-{number}-"
     start = time.perf_counter()
     for k, (prompt, request) in enumerate(zip(prompts, requests)):
         try:
             engine.add_request(prefix + str(k), prompt, sampling_params(backend, request.schema, max_tokens))
-        except ValueError as error:  # vLLM's validation errors are ValueErrors
+        except (ValueError, VLLMValidationError) as error:  # a request the backend refuses
             results[k].refused = f"{type(error).__name__}: {error}"[:200]
     while engine.has_unfinished_requests():
         for output in engine.step():
