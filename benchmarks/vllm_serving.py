@@ -21,7 +21,9 @@ round 1 then meets every schema for the first time (compiles included), round 2 
 requests (caches warm).
 
 Reported per backend and round: requests/s and output tokens/s over the round's wall time, time to
-first token (from the moment the round starts adding requests; p50 and max), requests refused at
+first token (from the moment the round starts adding requests; p50 and max), time per output token
+after the first (median over requests: the engine's step time as each request saw it, which unlike
+tokens/s does not drop when other rows finish early), requests refused at
 admission, outputs that finished (EOS) within the token budget, outputs valid against their schema
 (jsonschema, formats checked where jsonschema has a checker), and both.
 """
@@ -191,11 +193,14 @@ def row(round_: Round) -> str:
     ttft = [r.first_token for r in served if r.first_token is not None]
     p50 = f"{statistics.median(ttft):.2f}" if ttft else "-"
     worst = f"{max(ttft):.2f}" if ttft else "-"
+    per_token = [(r.end - r.first_token) / (r.tokens - 1) * 1000 for r in served
+                 if r.first_token is not None and r.tokens > 1]
+    tpot = f"{statistics.median(per_token):.0f}" if per_token else "-"
     finished = sum(r.finished for r in served)
     valid = sum(r.valid for r in served)
     both = sum(r.valid and r.finished for r in served)
     return (f"| {round_.backend} | {round_.number} | {len(served) / round_.seconds:.2f} | {tokens / round_.seconds:.1f} | "
-            f"{p50} | {worst} | {n - len(served)} | {finished}/{n} | {valid}/{n} | {both}/{n} |")
+            f"{p50} | {worst} | {tpot} | {n - len(served)} | {finished}/{n} | {valid}/{n} | {both}/{n} |")
 
 
 def main() -> None:
@@ -231,8 +236,9 @@ def main() -> None:
           f"schemas ({', '.join(sorted(set(r.family for r in requests)))}); max_tokens {args.max_tokens}, greedy, "
           f"max_num_seqs {args.max_num_seqs}")
     print()
-    print("| backend | round | requests/s | tokens/s | TTFT p50 (s) | TTFT max (s) | refused | finished | valid | valid and finished |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| backend | round | requests/s | tokens/s | TTFT p50 (s) | TTFT max (s) | ms/token p50 | refused | finished | "
+          "valid | valid and finished |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for round_ in rounds:
         print(row(round_))
     for round_ in rounds:
