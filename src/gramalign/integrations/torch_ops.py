@@ -1,4 +1,8 @@
-"""Token bitmasks as torch tensors, and applying them to logits on any device."""
+"""Token bitmasks as torch tensors, and applying them to logits on any device.
+
+On CUDA, where Triton imports, the mask is applied by one fused kernel (``triton_ops``); elsewhere
+by unpacking the bits to a boolean tensor and filling.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +90,20 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
                                f"got {tuple(rows.shape)}")
         if rows.numel() and (int(rows.min()) < -logits.shape[0] or int(rows.max()) >= logits.shape[0]):
             raise IndexError(f"indices out of range for {logits.shape[0]} logits rows")
-    allowed = unpack_token_bitmask(bitmask.to(logits.device, non_blocking=True), min(width, 32 * words))
+    bitmask = bitmask.to(logits.device, non_blocking=True)
+    if logits.device.type == "cuda" and logits.stride(1) == 1 and fused_bitmask_kernel() is not None:
+        if rows is not None:
+            rows = torch.where(rows < 0, rows + logits.shape[0], rows)
+        fused_bitmask_kernel()(logits, bitmask, rows)
+    else:
+        apply_token_bitmask_unpacked(logits, bitmask, rows)
+
+
+def apply_token_bitmask_unpacked(logits: torch.Tensor, bitmask: torch.Tensor, rows: "torch.Tensor | None") -> None:
+    """The torch path of ``apply_token_bitmask_inplace``, unchecked: bits unpacked to a boolean
+    tensor, then filled (``bitmask`` and ``rows`` on the logits' device)."""
+    width = logits.shape[1]
+    allowed = unpack_token_bitmask(bitmask, min(width, 32 * bitmask.shape[1]))
     if allowed.shape[1] < width:
         padding = torch.zeros(allowed.shape[0], width - allowed.shape[1], dtype=torch.bool, device=logits.device)
         allowed = torch.cat([allowed, padding], dim=1)
@@ -94,6 +111,20 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor, *,
         logits.masked_fill_(~allowed, float("-inf"))
     else:
         logits[rows] = logits[rows].masked_fill(~allowed, float("-inf"))
+
+
+_FUSED: list = []
+
+
+def fused_bitmask_kernel():
+    """``triton_ops.apply_token_bitmask_triton`` where Triton imports, else None (looked up once)."""
+    if not _FUSED:
+        try:
+            from .triton_ops import apply_token_bitmask_triton
+        except ImportError:
+            apply_token_bitmask_triton = None
+        _FUSED.append(apply_token_bitmask_triton)
+    return _FUSED[0]
 
 
 def _check_no_allowed_token_beyond(bitmask: torch.Tensor, width: int) -> None:
