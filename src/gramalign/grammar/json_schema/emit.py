@@ -159,7 +159,10 @@ class Emitter:
             return self._value_alternatives(shape, depth)
         except StateLimitError as exc:  # a string's JSON spelling (escapes) outgrew its contents
             pointer = first_pointer(ref)
-            node = self.evaluator.index.node(pointer) if pointer in self.evaluator.index.locations else None
+            try:
+                node = self.evaluator.index.node(pointer)
+            except SchemaCompileError:
+                node = None
             keyword = next((k for k in ("pattern", "format", "maxLength", "minLength", "enum", "const")
                             if isinstance(node, dict) and k in node), None)
             raise SchemaCompileError(f"an automaton for this value is too large: {exc}", pointer, keyword) from None
