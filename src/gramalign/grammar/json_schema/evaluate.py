@@ -160,11 +160,6 @@ class Evaluator:
         for keyword in ("unevaluatedProperties", "unevaluatedItems"):
             if keyword in node and node[keyword] is not True and node[keyword] != {}:
                 raise SchemaCompileError(f"{keyword} is not supported yet", pointer, keyword)
-        if node.get("uniqueItems") is True and "uniqueItems" not in self.approximate:
-            if not (isinstance(node.get("maxItems"), int) and node["maxItems"] <= 1):
-                raise SchemaCompileError("uniqueItems cannot be expressed by a grammar (it compares items with "
-                                         "each other); pass approximate={'uniqueItems'} to ignore it",
-                                         pointer, "uniqueItems")
         result = ANY_SHAPE
         parts = []
         if "type" in node:
@@ -184,6 +179,10 @@ class Evaluator:
             parts.append(only(objects=self._object_constraint(node, pointer)))
         if any(k in node for k in _ARRAY_KEYWORDS):
             parts.append(only(arrays=self._array_constraint(node, pointer)))
+        if node.get("uniqueItems") is True and "uniqueItems" not in self.approximate:
+            # exact where the items are few values (see .unique); one item cannot repeat
+            if not (isinstance(node.get("maxItems"), int) and node["maxItems"] <= 1):
+                parts.append(only(arrays=(ArrayShape(unique=pointer),)))
         if "$ref" in node:
             parts.append(self.shape(frozenset([self.index.resolve(node["$ref"], pointer)])))
         if "$dynamicRef" in node:
@@ -735,6 +734,10 @@ def _object_with(name: str, value: Ref | None, *, required: bool, order: tuple[s
 
 def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
     """Arrays outside ``shape``, as a union: one reason to fail per alternative."""
+    if shape.unique is not None:
+        raise SchemaCompileError("the complement of uniqueItems (arrays with a repeated item, for not, if/else or "
+                                 "overlapping oneOf branches) cannot be compiled; pass approximate={'uniqueItems'} "
+                                 "to ignore it", shape.unique, "uniqueItems")
     witnesses = []
     if shape.min_items > 0:
         witnesses.append(ArrayShape(max_items=shape.min_items - 1))
