@@ -20,7 +20,7 @@ from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
 from .registry import document_lookup
-from .resolve import SchemaIndex, draft_of, escape_pointer, json_text, local_pointer
+from .resolve import SchemaIndex, draft_of, inherited_draft, escape_pointer, json_text, local_pointer
 from .strict import close_objects
 from .types import is_schema_type, schema_of_type
 
@@ -165,7 +165,7 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
 
     def prepare(document, uri):  # a registry's document, checked (and closed) like the schema
         _check_json_data(document)
-        return close_objects(document, draft_of(document, draft)) if strict else document
+        return close_objects(document, inherited_draft(document, draft)) if strict else document
 
     index = None
     try:

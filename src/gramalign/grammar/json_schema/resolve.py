@@ -56,6 +56,12 @@ def draft_of(schema, default: "int | None" = None) -> int:
     return default
 
 
+def inherited_draft(document, referrer: int) -> int:
+    """The draft of a document read from the registry: its own ``$schema``, else the draft of
+    the schema that references it."""
+    return draft_of(document, None if referrer == UNDECLARED else referrer)
+
+
 def _without_scheme(uri: str) -> str:
     return uri.split("://", 1)[-1]
 
@@ -195,7 +201,7 @@ class SchemaIndex:
                                      local_pointer(location), "$ref")
         prefix = f"%{len(self.documents)}"
         try:
-            draft = draft_of(document, self.draft)
+            draft = inherited_draft(document, self.draft)
         except SchemaCompileError as exc:
             raise SchemaCompileError(f"{exc.message} in {uri}", local_pointer(location), "$ref") from None
         self.documents.append(_Document(document, draft, uri))
