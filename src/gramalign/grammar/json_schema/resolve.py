@@ -1,10 +1,20 @@
 """Where a JSON Schema's subschemas are, and what each ``$ref`` points to.
 
-Every subschema is identified by its JSON pointer from the document root (``""`` for the
-root, ``"/properties/a"``...). :class:`SchemaIndex` walks the document once, tracking base
-URIs (``$id``; ``id`` in draft 4), and records every pointer, every resource URI and every
-anchor (``$anchor``, and plain-name ``$id: "#foo"`` before 2019-09), so that resolving a
-reference is a dictionary lookup. Only references inside the document are supported.
+Every subschema is identified by its location: its JSON pointer from the document root
+(``""`` for the root, ``"/properties/a"``...), after ``"%n"`` for the n-th document read
+from the registry (:mod:`.registry`). :class:`SchemaIndex` walks each document once,
+tracking base URIs (``$id``; ``id`` in draft 4), and records every location, every resource
+URI and every anchor (``$anchor``, ``$dynamicAnchor``, and plain-name ``$id: "#foo"`` before
+2019-09), so that resolving a reference is a dictionary lookup; a URI outside the documents
+read so far is looked up in the registry, never fetched.
+
+``$dynamicRef`` and ``$recursiveRef`` depend on the dynamic scope: the resources evaluation
+went through to get there. Where the documents use them, every location starts with
+``"@k"``, the scope it is evaluated in, reduced to what can change a resolution (the first
+``$dynamicAnchor`` of each name a ``$dynamicRef`` uses, the 2019-09 recursive-anchor run,
+the innermost resource while something is still open), so a subschema reached through
+different scopes is evaluated once per scope, and there are at most
+:data:`MAX_DYNAMIC_SCOPES`. Schemas without dynamic references have plain locations.
 """
 
 from __future__ import annotations
@@ -17,7 +27,8 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from ...errors import SchemaCompileError
 
-__all__ = ["DRAFTS", "UNDECLARED", "SchemaIndex", "draft_of", "escape_pointer"]
+__all__ = ["DRAFTS", "MAX_DOCUMENTS", "MAX_DYNAMIC_SCOPES", "UNDECLARED", "SchemaIndex", "draft_of", "escape_pointer",
+           "inherited_draft", "local_pointer", "split_location"]
 
 DRAFTS = {
     "http://json-schema.org/draft-04/schema": 4,
