@@ -24,6 +24,7 @@ from ..dfa import ByteDFA
 from ..regex import regex_to_dfa
 from .resolve import json_text
 from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref
+from .strings import CountedStrings
 
 __all__ = ["MAX_UNIQUE_SETS", "MAX_UNIQUE_VALUES", "check_subsets", "item_values", "subsets_needed", "value_key"]
 
@@ -90,6 +91,8 @@ def _values_of_ref(evaluator, ref: Ref, limit: int, depth: int) -> list:
         for word in (_words(spelled, limit) if spelled.initial >= 0 else ()):
             text = word.decode()
             values.append(int(text) if "." not in text else Decimal(text))
+    if isinstance(shape.string, CountedStrings):  # long length bounds only: far more than `limit`
+        raise NotFinite
     if shape.string is not None:
         values += [word.decode("utf-8") for word in _words(shape.string, limit)]
     for array in shape.arrays:
