@@ -23,7 +23,7 @@ from ..automata import intersect
 from ..dfa import ByteDFA
 from ..regex import regex_to_dfa
 from .resolve import json_text
-from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref
+from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref, is_empty_dfa
 from .strings import CountedStrings
 
 __all__ = ["MAX_UNIQUE_SETS", "MAX_UNIQUE_VALUES", "check_subsets", "item_values", "subsets_needed", "value_key"]
@@ -88,7 +88,7 @@ def _values_of_ref(evaluator, ref: Ref, limit: int, depth: int) -> list:
         if shape.number == ALL_NUMBERS:
             raise NotFinite
         spelled = intersect(shape.number, _canonical_numbers(), max_states=evaluator.max_states)
-        for word in (_words(spelled, limit) if spelled.initial >= 0 else ()):
+        for word in (() if is_empty_dfa(spelled) else _words(spelled, limit)):
             text = word.decode()
             values.append(int(text) if "." not in text else Decimal(text))
     if isinstance(shape.string, CountedStrings):  # long length bounds only: far more than `limit`
