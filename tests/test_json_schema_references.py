@@ -198,3 +198,12 @@ def test_dynamic_scopes_are_bounded():
     shorter = {"$id": "https://example.invalid/chain", "$ref": f"r{count - 8}", "$defs": defs}
     grammar = Grammar.from_json_schema(shorter)
     assert _accepts(grammar, [1, 2]) and not _accepts(grammar, ["a"])
+
+
+def test_a_bad_registry_document_fails_only_where_it_is_used():
+    registry = {"http://example.invalid/bad.json": {"$schema": "http://example.invalid/unknown-dialect"}}
+    unused = {"$defs": {"never": {"$ref": "http://example.invalid/bad.json"}}, "type": "integer"}
+    grammar = Grammar.from_json_schema(unused, registry=registry)
+    assert _accepts(grammar, 3) and not _accepts(grammar, "3")
+    with pytest.raises(SchemaCompileError, match="bad.json"):
+        Grammar.from_json_schema({"$ref": "http://example.invalid/bad.json"}, registry=registry)

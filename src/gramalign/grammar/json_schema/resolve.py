@@ -199,7 +199,10 @@ class SchemaIndex:
             except ValueError:
                 continue
             if uri not in self.uris:
-                self._load(uri, location)
+                try:
+                    self._load(uri, location)
+                except SchemaCompileError:
+                    pass  # a document that cannot be read fails where it is used, if it is
 
     def _load(self, uri: str, location: str) -> bool:
         if self._lookup is None:
