@@ -20,7 +20,7 @@ from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
 from .registry import document_lookup
-from .resolve import SchemaIndex, draft_of, inherited_draft, escape_pointer, json_text, local_pointer
+from .resolve import SchemaIndex, draft_of, escape_pointer, inherited_draft, json_text, local_pointer
 from .strict import close_objects
 from .types import is_schema_type, schema_of_type
 

@@ -48,13 +48,17 @@ def document_lookup(registry, prepare):
     """A function (uri, referring pointer) -> the document at ``uri`` passed through
     ``prepare(document, uri)`` (checks, strict closing), or None when neither the registry
     nor the meta-schemas have it."""
-    resources = _resources(registry)
+    if registry is not None and not isinstance(registry, Mapping):
+        _resources(registry)  # the type error, at once
     found: dict[str, object] = {}
+    resources: list = []  # the registry as a mapping, made at the first remote reference (crawling costs)
 
     def lookup(uri: str, pointer: str):
         if uri in found:
             return found[uri]
-        document = _get(resources, uri)
+        if not resources:
+            resources.append(_resources(registry))
+        document = _get(resources[0], uri)
         if document is None:
             metaschemas = _metaschemas()
             document = _get(metaschemas, uri) if metaschemas is not None else None
