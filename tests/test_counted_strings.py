@@ -122,3 +122,54 @@ def test_generated_values_respect_both_bounds():
         jsonschema.validate(value, schema)
         seen.add(len(value))
     assert len(seen) > 1
+
+
+def long_hosts(total: int) -> list[str]:
+    """Host names of ``total`` octets and one more and one less, labels of at most 63."""
+    names = []
+    for length in (total - 1, total, total + 1):
+        labels, left = [], length
+        while left > 0:
+            size = min(63, left)
+            labels.append("a" * size)
+            left -= size + 1
+        names.append(".".join(labels)[:length])
+    return names
+
+
+@pytest.mark.parametrize("fmt", ["hostname", "email"])
+def test_counted_formats_mean_their_automata(fmt):
+    # the format's length bound is counted: the language is still the shipped automaton's
+    from gramalign.grammar.json_schema.formats import format_dfa
+
+    schema = {"type": "string", "format": fmt}
+    grammar = ga.Grammar.from_json_schema(schema)
+    assert any(t.length is not None for t in grammar.terminals)
+    parser = IncrementalParser(build_parser_tables(grammar))
+    exact = format_dfa(fmt)
+    hosts = long_hosts(253) + long_hosts(190) + ["x", "a-b.c", "-a.b", "a..b", "a" * 64, "ab--c.d"]
+    values = hosts if fmt == "hostname" else (
+        [local + "@" + host for local in ["a", "a" * 64, "a" * 65, '"q \\" x"', "a.b"] for host in hosts])
+    for value in values:
+        assert parser.accepts(json.dumps(value).encode()) == exact.matches(value.encode()), value[:80]
+
+
+def test_masks_of_a_host_name_at_its_bound_equal_brute_force():
+    schema = {"type": "object", "properties": {"h": {"type": "string", "format": "hostname"}}, "required": ["h"]}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
+    host = long_hosts(253)[1]
+    text = json.dumps({"h": host}, separators=(",", ":")).encode()
+    checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in [6, 7, 70, 200] + list(range(240, 262)))
+    assert checked > 20
+
+
+def test_masks_of_strings_with_different_bounds_in_one_schema_equal_brute_force():
+    # one automaton in three blocks: their contexts are classified once and shared
+    schema = {"type": "object", "properties": {"a": schema_of(0, 5), "b": schema_of(3, 9), "c": schema_of(2, None)},
+              "required": ["a", "b", "c"], "additionalProperties": False}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
+    assert sum(t.length is not None for t in compiled.store.tables.lexer.terminals) == 3
+    text = json.dumps({"a": "é\\\"y", "b": "abc", "c": "longer text \U0001F642 here"}, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+    checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in range(5, len(text)))
+    assert checked > 30

@@ -235,3 +235,24 @@ def test_one_of_tool_branches_told_apart_by_a_const_name():
     many = {"oneOf": [tool(f"k{i}", {"type": "integer"}) for i in range(1000)]}
     with pytest.raises(ga.SchemaCompileError, match="more than 64 classes"):
         ga.Grammar.from_json_schema(many)
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_any_of_branches_that_each_require_one_more_name(order):
+    # anyOf: one base, each branch requires another name: "one of these names is present"
+    base = {"type": "object", "properties": {"p": {"type": "integer"}, "q": {"type": "string"},
+                                             "r": {"type": "boolean"}, "s": {"type": "null"}, "t": {}},
+            "required": ["s"], "additionalProperties": False}
+    schema = {"anyOf": [{"allOf": [base, {"required": [name]}]} for name in "pqr"]}
+    grammar = ga.Grammar.from_json_schema(schema, property_order=order)
+    parser = IncrementalParser(build_parser_tables(grammar))
+    validator = jsonschema.Draft202012Validator(schema)
+    members = {"p": 1, "q": "x", "r": True, "s": None, "t": 1}
+    checked = 0
+    for size in range(len(members) + 1):
+        for names in itertools.combinations(members, size):
+            value = {name: members[name] for name in names}
+            text = json.dumps(value, separators=(",", ":"))
+            assert parser.accepts(text.encode()) == validator.is_valid(value), text
+            checked += validator.is_valid(value)
+    assert checked > 5

@@ -132,13 +132,15 @@ GRAMMARS = {
 def test_fill_reach_equals_a_search_per_state(name):
     tables = build_parser_tables(GRAMMARS[name]())
     lexer = tables.lexer
-    # fill_reach reads no candidate set: every state reachable from a start tracks only
-    # candidates of that start, so the search under the candidates gives the same winners.
+    # fill_reach reads no candidate set: every state reachable from a start tracks only the
+    # terminals of that start (a superset of its parser states' candidates, see
+    # grammar/lexer_starts.py), so the search under those gives the same winners.
     reach_bits = np.zeros((lexer.num_states, lexer.words), dtype=np.uint64)
     reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
     for state in range(tables.table.num_states):
         cid = int(tables.candidate_id[state])
-        cand = tables.candidate_bits[state]
+        cand = tables.start_bits[cid]
+        assert not np.any(tables.candidate_bits[state] & ~cand)
         reachable = sorted(reachable_states(lexer, cid))
         for q in np.random.default_rng(state).permutation(reachable)[:12].tolist():
             fill_reach(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, reach_bits,
@@ -198,7 +200,10 @@ def test_coverage_reuses_a_scratch_it_never_clears():
 @pytest.mark.parametrize("max_length", [3, 12, 40, 100])
 def test_a_bounded_string_admits_as_many_bytes_of_text_as_characters_remain(max_length):
     vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
-    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "maxLength": max_length}), vocab)
+    # the pattern (any string) keeps the bound in the automaton: alone, it would be counted
+    schema = {"type": "string", "maxLength": max_length, "pattern": "^[\\s\\S]*$"}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), vocab)
+    assert not any(t.length for t in compiled.store.tables.lexer.terminals)
     for used in range(max_length):
         depth = coverage_after(compiled, b'"' + b"a" * used)
         remaining = max_length - used

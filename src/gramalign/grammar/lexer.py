@@ -27,6 +27,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..errors import GrammarError
@@ -193,3 +194,75 @@ def _joint_byte_classes(dfas) -> tuple[np.ndarray, np.ndarray]:
     stacked = np.stack([_byte_classes_of(d)[0] for d in dfas], axis=1)  # [256, dfas]
     _, representative, byte_class = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
     return byte_class.reshape(256).astype(np.int64), representative.astype(np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _json_string_roles(transitions, initial):
+    """Where each state of a JSON string's automaton stands in the spelling of a character
+    (0: between characters, 1: after a backslash, 2-5: hex digits of a u-escape left + 1,
+    6-8: UTF-8 continuation bytes left + 5, 9: after the closing quote, 10: before the
+    opening quote), or -1 for every state when some state stands in two places."""
+    n = transitions.shape[0]
+    role = np.full(n, -1, np.int8)
+    stack = np.empty(n, np.int64)
+    role[initial] = 10
+    stack[0] = initial
+    top = 1
+    while top:
+        top -= 1
+        s = stack[top]
+        r = role[s]
+        for b in range(256):
+            t = transitions[s, b]
+            if t < 0:
+                continue
+            if r == 10:
+                nxt = 0 if b == 0x22 else -1
+            elif r == 0:
+                if b == 0x22:
+                    nxt = 9
+                elif b == 0x5C:
+                    nxt = 1
+                elif b < 0x80:
+                    nxt = 0
+                elif 0xC2 <= b <= 0xDF:
+                    nxt = 6
+                elif 0xE0 <= b <= 0xEF:
+                    nxt = 7
+                elif 0xF0 <= b <= 0xF4:
+                    nxt = 8
+                else:
+                    nxt = -1
+            elif r == 1:
+                nxt = 5 if b == 0x75 else 0
+            elif 2 <= r <= 5:
+                nxt = 0 if r == 2 else r - 1
+            elif 6 <= r <= 8:
+                nxt = 0 if r == 6 else r - 1
+            else:
+                nxt = -1
+            if nxt < 0 or (role[t] >= 0 and role[t] != nxt):
+                role[:] = -1
+                return role
+            if role[t] < 0:
+                role[t] = nxt
+                stack[top] = t
+                top += 1
+    return role
+
+
+def character_starts(dfa: ByteDFA) -> np.ndarray:
+    """bool per state of a JSON string literal's automaton: between two characters, where
+    the next byte starts one (or is the closing quote). Raises GrammarError where that is
+    not one place per state, or where a character may be a surrogate-pair escape (two
+    escapes, one code point)."""
+    role = _json_string_roles(dfa.transitions, dfa.initial)
+    between = role == 0
+    if (role < 0).any():
+        raise GrammarError("a counted terminal must spell JSON strings (one place in a character per state)")
+    high_surrogates = [b"\\u" + bytes([d, h]) for d in b"dD" for h in b"89abAB"]
+    for state in np.flatnonzero(between).tolist():
+        for escape in high_surrogates:
+            if dfa.advance(state, escape) >= 0:
+                raise GrammarError("a counted terminal cannot spell characters as surrogate-pair escapes")
+    return between

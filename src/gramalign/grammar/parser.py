@@ -43,7 +43,8 @@ from .grammar import Grammar
 from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lalr_kernels import goto_of
-from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
+from .lexer import LexerDFA, build_lexer, character_starts, rank_terminals, terminal_bits
+from .lexer_starts import largest_supersets, safe_to_share
 
 HYPOTHESIS_FIELDS = 9
 STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, BRACKETS, COLUMN, BLOCKS = range(HYPOTHESIS_FIELDS)
@@ -78,13 +79,14 @@ class ParserTables:
     table: ParseTable
     term_column: np.ndarray  # int32 [lexer terminals]: parser column, -1 for ignored terminals
     candidate_bits: np.ndarray  # uint64 [parser states, words]: lexer terminals usable there
-    candidate_id: np.ndarray  # int32 [parser states]: index of the distinct candidate set = its lexer start
+    candidate_id: np.ndarray  # int32 [parser states]: its lexer start, which tracks a superset of its candidates
     reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
     reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
     layout: np.ndarray  # int32 [5]: see NEWLINE_TERMINAL etc.
     bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
-    tracks_column: np.ndarray  # uint8 [lexer states]: inside a newline lexeme
+    tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
+    start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
 
     @property
     def nbytes(self) -> int:
@@ -165,11 +167,11 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
         candidate_bits |= terminal_bits(ranked, [grammar.indentation.newline])
     if grammar.always_lexed:
         candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
-    candidate_id, n_sets = _row_ranks(candidate_bits)
-    # One lexer start per distinct candidate set (start k for set k), see the lexer module.
-    starts = np.empty((n_sets, words), dtype=np.uint64)
-    starts[candidate_id] = candidate_bits
-    lexer = build_lexer(ranked, starts=starts)
+    set_id, n_sets = _row_ranks(candidate_bits)
+    sets = np.empty((n_sets, words), dtype=np.uint64)
+    sets[set_id] = candidate_bits
+    lexer, start_of_set, start_bits = _lexer_with_shared_starts(ranked, sets)
+    candidate_id = start_of_set[set_id].astype(np.int32)
     layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
     cache_bytes = lexer.num_states * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
@@ -180,19 +182,39 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
     accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
     return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
-                        reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column)
+                        reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column, start_bits)
 
 
+def _lexer_with_shared_starts(ranked, sets: np.ndarray):
+    """(lexer, the start of each candidate set, the terminals each start tracks): a set
+    lexes from the start of the largest set that contains it where that is exact (see
+    :mod:`.lexer_starts`), else from its own."""
+    root = largest_supersets(sets)
+    shared = np.unique(root)
+    lexer = build_lexer(ranked, starts=sets[shared])
+    start_of = {int(r): k for k, r in enumerate(shared.tolist())}
+    safe = safe_to_share(lexer, sets, root, start_of)
+    own = np.flatnonzero(~safe)
+    if own.size:  # these keep starts of their own: build the lexer once more with them
+        shared = np.concatenate([shared, own])
+        lexer = build_lexer(ranked, starts=sets[shared])
+        root = np.where(safe, root, np.arange(root.shape[0]))
+        start_of.update({int(k): shared.shape[0] - own.size + i for i, k in enumerate(own.tolist())})
+    start_of_set = np.array([start_of[int(r)] for r in root.tolist()], dtype=np.int64)
+    return lexer, start_of_set, np.ascontiguousarray(sets[shared])
+
+
+@numba.njit(cache=True, nogil=True)
 def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> np.ndarray:
     """uint64 [parser states, words]: bit k set where lexer terminal k has an action (-1
-    columns, the ignored terminals, have none); all terminals of a word at once."""
-    bits = np.zeros((action.shape[0], words), dtype=np.uint64)
-    terminals = np.flatnonzero(term_column >= 0)
-    usable = action[:, term_column[terminals]] != 0
-    for word in range(words):
-        in_word = (terminals >> 6) == word
-        shifted = usable[:, in_word].astype(np.uint64) << (terminals[in_word] & 63).astype(np.uint64)
-        bits[:, word] = np.bitwise_or.reduce(shifted, axis=1)
+    columns, the ignored terminals, have none). A loop: numpy's fancy-indexed copy of the
+    action table took 150 ms on a 22k-state table."""
+    bits = np.zeros((action.shape[0], words), np.uint64)
+    for state in range(action.shape[0]):
+        for k in range(term_column.shape[0]):
+            column = term_column[k]
+            if column >= 0 and action[state, column] != 0:
+                bits[state, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
     return bits
 
 
@@ -254,7 +276,7 @@ def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray)
         raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
                            "opening quote; its length cannot be counted")
     tracks_column[first:first + dfa.num_states] = kind
-    tracks_column[first + int(dfa.transitions[dfa.initial, 0x22])] = kind + 1
+    tracks_column[first:first + dfa.num_states][character_starts(dfa)] = kind + 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -853,6 +875,20 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
 # ---------------------------------------------------------------------------------------
 
 
+@numba.njit(cache=True, nogil=True)
+def _top_states(state, parent, node, count):
+    """The states of the top ``count`` nodes of the stack ``node`` (fewer where it is shorter)."""
+    out = np.empty(count, np.int32)
+    n = 0
+    while n < count:
+        out[n] = state[node]
+        n += 1
+        node = parent[node]
+        if node < 0:
+            break
+    return out[:n]
+
+
 class StackPool:
     """The committed parser-stack (and block-stack) nodes of one matcher: two growable
     int32 arrays.
@@ -910,14 +946,7 @@ class StackPool:
 
     def depth_signature(self, node: int, depth: int) -> tuple[int, ...]:
         """The parser states of the top ``depth + 1`` nodes of the stack ``node``."""
-        state, parent = self.state, self.parent
-        signature = []
-        for _ in range(depth + 1):
-            signature.append(int(state[node]))
-            node = int(parent[node])
-            if node < 0:
-                break
-        return tuple(signature)
+        return tuple(_top_states(self.state, self.parent, node, depth + 1).tolist())
 
     def block_columns(self, blocks: int) -> tuple[int, ...]:
         """The columns of the open blocks of the block stack ``blocks``, innermost first."""

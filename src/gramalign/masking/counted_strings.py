@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 from ..grammar.dfa import ByteDFA
+from ..grammar.lexer import character_starts
 from ..grammar.parser import COLUMN, COUNTED, COUNTED_BOUNDS, LEXEME, ParserTables
 from .trie import TokenTrie
 
@@ -31,8 +32,8 @@ near a bound."""
 @numba.njit(cache=True, nogil=True)
 def token_growth(transitions, between, start, node_byte, node_depth, subtree_end, token_start, token_ids, max_depth,
                  grow, closes):
-    """From state ``start`` of a counted string's automaton (``between``: its state between
-    two characters), write for every token its code
+    """From state ``start`` of a counted string's automaton (``between[s]``: state s lies
+    between two characters), write for every token its code
     points up to the closing quote or its end (``grow``) and whether it closes the string
     (``closes``); tokens the string cannot read are left alone. Returns the most code
     points a token adds."""
@@ -57,7 +58,7 @@ def token_growth(transitions, between, start, node_byte, node_depth, subtree_end
                 continue
             count = counts[depth - 1]
             shut = 0
-            if source == between:
+            if between[source]:
                 if byte == 0x22:
                     shut = 1
                 else:
@@ -179,7 +180,7 @@ def growth_of(dfa: ByteDFA, state: int, trie: TokenTrie, size: int) -> tuple:
     if found is None:
         grow = np.zeros(size, dtype=np.int32)
         closes = np.zeros(size, dtype=np.uint8)
-        between = int(dfa.transitions[dfa.initial, 0x22])
+        between = character_starts(dfa).astype(np.uint8)
         reach = token_growth(dfa.transitions, between, state, trie.node_byte, trie.node_depth, trie.subtree_end,
                              trie.token_start, trie.token_ids, trie.max_depth, grow, closes)
         long = np.flatnonzero(grow > LONG)

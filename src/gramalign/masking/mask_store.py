@@ -136,6 +136,7 @@ class GrammarMaskStore:
         # from the top of the stack alone: the fast path of fill().
         self._by_top: dict[tuple[int, ...], tuple[_ContextMasks, tuple]] = {}
         self._lengths = LengthFilter(tables, trie, vocabulary.size, self.width) if LengthFilter.needed(tables) else None
+        self._twins = _counted_block_twins(tables)
 
     @property
     def num_contexts(self) -> int:
@@ -438,6 +439,9 @@ class GrammarMaskStore:
     def _context(self, fields: list[int], state: int, hyp: np.ndarray) -> _ContextMasks:
         cid = self._candidate_id
         shadow1, shadow2 = fields[SHADOW1], fields[SHADOW2]
+        twin = self._twins.get(fields[LEXEME]) if self._twins else None
+        if twin is not None and shadow1 < 0 and shadow2 < 0:
+            return self._twin_context(twin, cid[state])
         key = (fields[LEXEME], cid[state],
                shadow1, cid[fields[SHADOW1_PARSER]] if shadow1 >= 0 else -1,
                shadow2, cid[fields[SHADOW2_PARSER]] if shadow2 >= 0 else -1)
@@ -448,14 +452,46 @@ class GrammarMaskStore:
                 entry = self._contexts.setdefault(key, entry)
         return entry
 
+    def _twin_context(self, twin: tuple[int, int, int], cid: int) -> _ContextMasks:
+        """The context of a state of a counted string's block, shared by every counted string
+        that spells the same automaton (a schema's strings of different length bounds are one
+        automaton in as many blocks): classified once, in the first such block, where only
+        that terminal is alive, so the others' contexts differ in their terminal bit alone."""
+        canonical, first, terminal = twin
+        key = ("twin", canonical, terminal)
+        entry = self._contexts.get(key)
+        if entry is not None:
+            return entry
+        base = self._contexts.get(("twin", canonical, first))
+        if base is None:
+            base = self._classify((canonical, cid, -1, -1, -1, -1), self.tables.lexer.bits_of(
+                [self.tables.lexer.terminals[first].name]), np.zeros(0, np.int32),
+                np.zeros((0, self.tables.lexer.words), np.uint64), self.trie.num_nodes)
+            with self._lock:
+                base = self._contexts.setdefault(("twin", canonical, first), base)
+        if terminal == first:
+            return base
+        reach = np.zeros_like(base.group_reach)
+        has = (base.group_reach[:, first >> 6] >> np.uint64(first & 63)) & np.uint64(1)
+        reach[:, terminal >> 6] = has << np.uint64(terminal & 63)
+        entry = _ContextMasks(base.inside, reach, base.group_masks, base.dependent_ids)
+        entry.lazy.update(base.lazy)
+        with self._lock:
+            return self._contexts.setdefault(key, entry)
+
     def _build_context(self, key, state: int, hyp: np.ndarray) -> _ContextMasks:
         tables = self.tables
+        cid = self._candidate_id
         lexer = tables.lexer
         shadow_states = np.array([s for s in (hyp[SHADOW1], hyp[SHADOW2]) if s >= 0], dtype=np.int32)
-        shadow_cands = np.array([tables.candidate_bits[p] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
-                                                                      (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
+        # The context is shared by every parser state that lexes from this start, so it is
+        # classified for the terminals the start tracks (a superset of the state's own; the
+        # stack decides the rest, see grammar/lexer_starts.py).
+        starts = tables.start_bits
+        shadow_cands = np.array([starts[cid[p]] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
+                                                             (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
                                 dtype=np.uint64).reshape(len(shadow_states), lexer.words)
-        cand = tables.candidate_bits[state]
+        cand = starts[cid[state]]
         if self.shared is None:
             return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
         # Most contexts admit few first bytes and classify in a few thousand trie nodes,
@@ -644,6 +680,23 @@ CACHE_FORMAT = 3
 """Version of the on-disk mask cache layout; files of another version are ignored (2: one
 lexer start per candidate set, so lexer states are numbered differently; 3: states of one
 terminal numbered in its block, see grammar/lexer_kernels)."""
+
+
+def _counted_block_twins(tables: ParserTables) -> dict[int, tuple[int, int, int]]:
+    """Lexer state -> (the same state in the first block of that automaton, its terminal,
+    this state's terminal) for the blocks of counted strings (see ``_twin_context``)."""
+    lexer = tables.lexer
+    first_of: dict[bytes, int] = {}
+    twins: dict[int, tuple[int, int, int]] = {}
+    for k, terminal in enumerate(lexer.terminals):
+        start = int(lexer.block_start[k]) if lexer.block_start.size else -1
+        if terminal.length is None or start < 0:
+            continue
+        first = first_of.setdefault(terminal.dfa.digest, k)
+        first_start = int(lexer.block_start[first])
+        for local in range(terminal.dfa.num_states):
+            twins[start + local] = (first_start + local, first, k)
+    return twins
 
 
 def grammar_hash(tables: ParserTables) -> str:

@@ -205,12 +205,14 @@ class Emitter:
         return alternatives
 
     def _counted_string_terminal(self, strings: CountedStrings) -> str:
-        """A string of ``minimum`` to ``maximum`` code points: the automaton of any string,
-        the bounds counted by the parser (see ``Terminal.length``)."""
+        """Strings of ``contents`` with ``minimum`` to ``maximum`` code points: the spelling of
+        the contents, the bounds counted by the parser (see ``Terminal.length``)."""
+        spelled = json_string_dfa(strings.contents, escapes=self.layout.escapes, max_states=self.max_states)
         length = (strings.minimum, -1 if strings.maximum is None else strings.maximum)
-        name = f"STRING_{length[0]}_{'inf' if length[1] < 0 else length[1]}"
-        if name not in self.terminals:
-            spelled = json_string_dfa(any_string_contents(), escapes=self.layout.escapes, max_states=self.max_states)
+        key = ("counted", spelled.digest, length)
+        name = self._terminal_names.get(key)
+        if name is None:
+            name = self._terminal_names[key] = f"STRING{len(self._terminal_names)}"
             self.terminals[name] = Terminal.from_dfa(name, spelled, length=length)
         return name
 

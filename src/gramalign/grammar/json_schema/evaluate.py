@@ -369,11 +369,14 @@ class Evaluator:
             raise SchemaCompileError(f"pattern {pattern!r}: {exc.message}", pointer, keyword) from None
 
     def _format(self, name: str, contents, pointer: str):
-        from .formats import UNSUPPORTED_FORMATS, format_dfa
+        from .formats import UNSUPPORTED_FORMATS, counted_format, format_dfa
 
         if name in UNSUPPORTED_FORMATS and "format" not in self.approximate:
             raise SchemaCompileError(f"format {name!r} is not supported; pass approximate={{'format'}} to "
                                      "ignore it", pointer, "format")
+        counted = counted_format(name)
+        if counted is not None and contents is any_string_contents():
+            return CountedStrings(0, counted[1], counted[0], known=lambda: format_dfa(name))
         dfa = format_dfa(name)
         if dfa is None:
             return contents  # unknown formats are annotations

@@ -10,6 +10,8 @@ of it depends on the schema, so ``format_data/`` holds one ``<format>.npz`` per 
 * ``spelling_*``: its JSON spelling for ``string_escapes="minimal"`` (the default), as
   :func:`~.strings.json_string_dfa` builds it, with ``spelling_bound``, the ``max_states``
   below which that construction raises :class:`~..dfa.StateLimitError`,
+* ``unbounded_*``, for ``hostname`` and ``email``: the automaton without its length bound,
+  which schemas count instead (:func:`~.formats.counted_format`),
 
 each in compact form: ``steps`` (the distinct columns of the byte table, [states, classes],
 each target stored as its difference from the source state, which compresses several times
@@ -176,6 +178,18 @@ def shipped_format_dfa(name: str, directory: Path | None = None) -> ByteDFA | No
     return contents
 
 
+def shipped_unbounded_dfa(name: str, directory: Path | None = None) -> ByteDFA | None:
+    """The shipped automaton of a counted format without its length bound (see
+    ``formats.counted_format``), or None."""
+    shipped = read_format_file(name, directory)
+    if shipped is None or "unbounded_initial" not in shipped._archive:
+        return None
+    try:
+        return shipped.automaton("unbounded")
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _decode(archive, prefix: str, *, lazy: bool = False) -> ByteDFA:
     """Read and check one compact automaton (every index it holds must be in range: numba
     kernels index with them unchecked) and expand its table, at once or, when ``lazy``, on
@@ -263,12 +277,19 @@ def format_arrays(name: str) -> tuple[dict[str, np.ndarray], dict[str, ByteDFA]]
     from .formats import build_format_dfa
     from .strings import _minimally_escaped, minimal_spelling_states
 
+    from .formats import build_unbounded_dfa
+
     contents = build_format_dfa(name)
     bound = minimal_spelling_states(contents)
     spelling = _minimally_escaped(contents, bound)  # raises if the bound were too small
     arrays = {**_compact(contents, "contents_"), **_compact(spelling, "spelling_"),
               "spelling_bound": np.array(bound, dtype=np.int64)}
-    return arrays, {"contents": contents, "spelling": spelling}
+    automata = {"contents": contents, "spelling": spelling}
+    unbounded = build_unbounded_dfa(name)
+    if unbounded is not None:  # a format whose length bound schemas count (formats.counted_format)
+        arrays.update(_compact(unbounded, "unbounded_"))
+        automata["unbounded"] = unbounded
+    return arrays, automata
 
 
 def _archive_bytes(arrays: dict[str, np.ndarray]) -> bytes:

@@ -233,16 +233,22 @@ def meet_strings(a, b, max_states: int = MAX_STATES):
         if a is None or b is None:
             return None
         if isinstance(a, CountedStrings) and isinstance(b, CountedStrings):
-            return a.meet(b)
+            if a.contents is b.contents:
+                return a.meet(b)
+            b = b.dfa(max_states=max_states)
         counted, other = (a, b) if isinstance(a, CountedStrings) else (b, a)
         if other is any_string_contents():
             return counted
+        if counted.contents is not any_string_contents():
+            other = _clean_dfa(intersect(other, counted.contents, max_states=max_states))
+            if other is None:
+                return None
         return _clean_dfa(with_length(other, counted.minimum, counted.maximum, max_states=max_states))
     return _meet_leaves(a, b, any_string_contents(), max_states)
 
 
 def join_strings(a, b, max_states: int = MAX_STATES):
-    if isinstance(a, CountedStrings) and isinstance(b, CountedStrings):
+    if isinstance(a, CountedStrings) and isinstance(b, CountedStrings) and a.contents is b.contents:
         joined = a.join(b)
         if joined is not None:
             return joined

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -100,36 +100,53 @@ measured on fresh values with the Llama-3.2 vocabulary, counting beat the automa
 
 @dataclass(frozen=True)
 class CountedStrings:
-    """Every string of ``minimum`` to ``maximum`` code points (None: no upper bound), kept
-    as its bounds instead of an automaton.
+    """The strings of ``contents`` (default: every string) with ``minimum`` to ``maximum``
+    code points (None: no upper bound), kept as the contents and the bounds instead of
+    one automaton.
 
     As one automaton, ``maxLength: 4096`` is ~10 states per code point (escapes, UTF-8
     sequences): 40k states to build and, in the lexer, a new state at every position of a
     value, so every mask of a fresh value classified the vocabulary anew (~0.4 ms), and
-    32767 was refused. The grammar emitter writes such a string as a terminal that spells
-    any string and leaves the bounds to the parser, which counts code points (see
-    ``Terminal.length``): its few lexer states repeat. Set operations with other string
-    languages build the automaton (:meth:`dfa`), as before."""
+    32767 was refused; the 253-octet bound of ``hostname`` made 125 states 24k. The
+    grammar emitter writes such strings as a terminal that spells the contents and leaves
+    the bounds to the parser, which counts code points (see ``Terminal.length``): its few
+    lexer states repeat. Set operations with other string languages build the automaton
+    (:meth:`dfa`), as before."""
 
     minimum: int
     maximum: int | None
+    contents: ByteDFA = field(default_factory=lambda: any_string_contents(), compare=False)
+    known: "Callable[[], ByteDFA] | None" = field(default=None, compare=False)  # gives :meth:`dfa` (shipped data)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, CountedStrings) and (self.minimum, self.maximum) == (other.minimum, other.maximum)
+                and self.contents.digest == other.contents.digest)
+
+    def __hash__(self) -> int:
+        return hash((self.minimum, self.maximum, self.contents.digest))
 
     def dfa(self, *, max_states: int = MAX_STATES) -> ByteDFA:
-        return with_length(any_string_contents(), self.minimum, self.maximum, max_states=max_states)
+        if self.known is not None:
+            return self.known()
+        return with_length(self.contents, self.minimum, self.maximum, max_states=max_states)
 
     def meet(self, other: "CountedStrings") -> "CountedStrings | None":
+        """Both bounds, for the same contents (None: no string)."""
         low = max(self.minimum, other.minimum)
         high = self.maximum if other.maximum is None else (
             other.maximum if self.maximum is None else min(self.maximum, other.maximum))
-        return None if high is not None and high < low else CountedStrings(low, high)
+        if high is not None and high < low:
+            return None
+        same = (low, high) == (self.minimum, self.maximum)
+        return CountedStrings(low, high, self.contents, self.known if same else None)
 
     def join(self, other: "CountedStrings") -> "CountedStrings | None":
-        """The union when it is one range, else None."""
+        """The union, for the same contents, when it is one range, else None."""
         first, second = sorted((self, other), key=lambda c: c.minimum)
         if first.maximum is not None and first.maximum + 1 < second.minimum:
             return None
         high = None if first.maximum is None or second.maximum is None else max(first.maximum, second.maximum)
-        return CountedStrings(first.minimum, high)
+        return CountedStrings(first.minimum, high, self.contents)
 
 
 def string_contents_dfa(strings, *, max_states: int = MAX_STATES) -> ByteDFA:
@@ -137,10 +154,12 @@ def string_contents_dfa(strings, *, max_states: int = MAX_STATES) -> ByteDFA:
     return strings.dfa(max_states=max_states) if isinstance(strings, CountedStrings) else strings
 
 
-def counted_or_dfa(contents: ByteDFA, minimum: int, maximum: int | None, *,
+def counted_or_dfa(contents: "ByteDFA | CountedStrings", minimum: int, maximum: int | None, *,
                    max_states: int = MAX_STATES) -> "ByteDFA | CountedStrings":
     """``with_length(contents, minimum, maximum)``, kept as a :class:`CountedStrings` where
-    the contents are any string and a bound is long."""
+    the contents are any string (and a bound is long) or already counted."""
+    if isinstance(contents, CountedStrings):
+        return contents.meet(CountedStrings(minimum, maximum, contents.contents))
     if contents is any_string_contents() and max(minimum, maximum or 0) > COUNTED_LENGTH:
         return CountedStrings(minimum, maximum)
     return with_length(contents, minimum, maximum, max_states=max_states)
