@@ -209,7 +209,9 @@ class Grammar:
         (exactly ``json.dumps``'s layout; ``max_depth`` bounds the nesting indented exactly,
         default 32), ``default_draft`` (the draft of a schema without ``$schema``; by default
         2020-12 reading draft-07's array ``items`` and ``dependencies`` as draft-07 does),
-        ``integer_fraction`` (also accept
+        ``registry`` (the documents remote ``$ref``s name: a mapping of URIs to schemas or a
+        ``referencing.Registry``; the meta-schemas come from ``jsonschema-specifications``,
+        nothing is fetched over the network), ``integer_fraction`` (also accept
         ``3.0`` for an integer, default False), ``approximate`` (keywords the
         compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``,
         ``strict``: objects that say nothing about extra keys (no ``additionalProperties`` nor

@@ -19,7 +19,8 @@ from ..dfa import StateLimitError
 from ..grammar import Grammar
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
-from .resolve import SchemaIndex, draft_of, escape_pointer, json_text
+from .registry import document_lookup
+from .resolve import SchemaIndex, draft_of, escape_pointer, inherited_draft, json_text, local_pointer
 from .strict import close_objects
 from .types import is_schema_type, schema_of_type
 
@@ -110,11 +111,19 @@ def _json_layout(indent, separators, whitespace: str, max_depth: int) -> tuple["
 _EXIT = object()
 
 
+def _in_document(exc: SchemaCompileError, index: SchemaIndex) -> SchemaCompileError:
+    """``exc`` with its location as a pointer in the document it lies in (named when it is
+    one of the registry's)."""
+    uri = index.document_uri(exc.pointer)
+    where = f" (in {uri})" if uri is not None and uri not in exc.message else ""
+    return SchemaCompileError(exc.message + where, local_pointer(exc.pointer), exc.keyword)
+
+
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
                         approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None,
                         indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
-                        max_depth: int = 32, default_draft: "int | None" = None) -> Grammar:
+                        max_depth: int = 32, default_draft: "int | None" = None, registry=None) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
     if strict is None:
         strict = is_schema_type(schema)  # Python types are closed records; a schema means what it says
@@ -152,14 +161,25 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
     indent_text, item_separator, key_separator = _json_layout(indent, separators, whitespace, max_depth)
     layout = Layout(max_whitespace if whitespace == "flexible" else None, string_escapes, property_order,
                     integer_fraction, indent_text, item_separator, key_separator, max_depth)
+    draft = draft_of(schema, default_draft)
+
+    def prepare(document, uri):  # a registry's document, checked (and closed) like the schema
+        _check_json_data(document)
+        return close_objects(document, inherited_draft(document, draft)) if strict else document
+
+    index = None
     try:
-        index = SchemaIndex(schema, draft_of(schema, default_draft))
+        index = SchemaIndex(schema, draft, document_lookup(registry, prepare))
         evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
         source = json_text(schema, sort_keys=True)
-        grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
+        grammar = Emitter(evaluator, layout, frozenset([index.root_location()]), max_states=max_states).grammar(source)
     except StateLimitError as exc:
         raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
     except RecursionError:  # the evaluator recurses once per nested subschema
         raise SchemaCompileError(f"the schema nests too deeply (Python's recursion limit is "
                                  f"{sys.getrecursionlimit()})") from None
+    except SchemaCompileError as exc:
+        if index is None or exc.pointer == local_pointer(exc.pointer):
+            raise
+        raise _in_document(exc, index) from None
     return Grammar(grammar.terminals, grammar.rules, grammar.start, source=source, strict=True)

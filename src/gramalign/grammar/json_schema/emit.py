@@ -11,8 +11,11 @@ alternatives' values for that key are pairwise equal, disjoint, or differ in JSO
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from ...errors import SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
@@ -23,6 +26,7 @@ from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
 from .strings import (CountedStrings, any_string_contents, json_literal_dfa, json_string_dfa, literal_contents_dfa,
                       other_strings, string_contents_dfa)
+from .unique import check_subsets, item_values, value_key
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
@@ -160,7 +164,10 @@ class Emitter:
             return self._value_alternatives(shape, depth)
         except StateLimitError as exc:  # a string's JSON spelling (escapes) outgrew its contents
             pointer = first_pointer(ref)
-            node = self.evaluator.index.node(pointer) if pointer in self.evaluator.index.locations else None
+            try:
+                node = self.evaluator.index.node(pointer)
+            except SchemaCompileError:
+                node = None
             keyword = next((k for k in ("pattern", "format", "maxLength", "minLength", "enum", "const")
                             if isinstance(node, dict) and k in node), None)
             raise SchemaCompileError(f"an automaton for this value is too large: {exc}", pointer, keyword) from None
@@ -444,7 +451,7 @@ class Emitter:
             ref, successors = next(iter(by_ref.items()))
             return [(self.value_rule(ref, depth), frozenset(successors))]
         refs = list(by_ref)
-        if all(_exclusive_refs(a, b) for k, a in enumerate(refs) for b in refs[k + 1:]):
+        if _distinct_constants(refs) or all(_exclusive_refs(a, b) for k, a in enumerate(refs) for b in refs[k + 1:]):
             # the refs are the classes (e.g. an item matching `contains` or not)
             classes = [(ref, shape, frozenset(by_ref[ref])) for ref in refs
                        if not (shape := self.evaluator.shape(ref)).is_empty]
@@ -505,9 +512,18 @@ class Emitter:
         caps = [s.max_items if s.max_items is not None else
                 max([len(s.prefix), s.min_items] + [c.start for c in s.contains]) for s in shapes]
         names: dict = {}
+        values = {}  # (x, i): the distinct values an item of a uniqueItems alternative can be there
+        for x, shape in enumerate(shapes):
+            if shape.unique is not None:
+                reachable = range(shape.max_items if shape.max_items is not None else caps[x] + 1)
+                for i in reachable:
+                    if shape.item(i) is not None:
+                        values[x, i] = item_values(self.evaluator, shape.item(i), shape.unique)
+                check_subsets(len({key for (y, _), found in values.items() if y == x for key, _ in found}),
+                              shape.max_items, shape.unique)
 
         def accepting(element) -> bool:
-            x, i, counts = element
+            x, i, counts, _ = element
             return i >= shapes[x].min_items and all(c >= needed.minimum for c, needed in
                                                    zip(counts, shapes[x].contains))
 
@@ -519,7 +535,7 @@ class Emitter:
             if _accepting_group(elements, accepting, group_of) == tag:
                 alternatives.append((self._close(rsqb, "]", first, depth),))
             moves = []
-            for x, i, counts in elements:
+            for x, i, counts, seen in elements:
                 shape = shapes[x]
                 if shape.max_items is not None and i >= shape.max_items:
                     continue
@@ -528,14 +544,20 @@ class Emitter:
                     continue
                 following = i + 1 if shape.max_items is not None else min(i + 1, caps[x])
                 for item_ref, new_counts in _contains_cases(ref, shape.contains, counts, i):
-                    moves.append((item_ref, (x, following, new_counts)))
+                    if shape.unique is None:
+                        moves.append((item_ref, (x, following, new_counts, seen)))
+                        continue
+                    # one move per value not written yet: the set written so far is the state
+                    for key, value in values[x, min(i, caps[x])]:
+                        if key not in seen:
+                            moves.append((item_ref | value, (x, following, new_counts, seen | {key})))
             lead = self._lead(comma, first, depth)
             for value_rule, successors in self._split_values(moves, self._nested(depth)):
-                if any(group_of[x] == tag for x, _, _ in successors):
+                if any(group_of[successor[0]] == tag for successor in successors):
                     alternatives.append(lead + (value_rule, state(successors, False)))
             return alternatives
 
-        start = frozenset((x, 0, (0,) * len(shape.contains)) for x, shape in enumerate(shapes))
+        start = frozenset((x, 0, (0,) * len(shape.contains), frozenset()) for x, shape in enumerate(shapes))
         return self._later(self._memo, ("arrays", groups, tag, depth), "array", lambda: [(lsqb, state(start, True))])
 
     # ------------------------------------------------------------------ the grammar
@@ -620,7 +642,26 @@ def _contains_cases(ref: Ref, contains: tuple, counts: tuple, position: int):
     return [(frozenset(literals), new_counts) for literals, new_counts in cases]
 
 
+@functools.lru_cache(maxsize=4096)
+def _constant_key(text: str) -> str:
+    return value_key(json.loads(text, parse_float=Decimal))
+
+
+def _constants(ref: Ref) -> set:
+    return {_constant_key(lit[1]) for lit in ref if isinstance(lit, tuple) and lit[0] == "const"}
+
+
+def _distinct_constants(refs: list) -> bool:
+    """Whether each ref holds one constant and no two the same value (uniqueItems' moves)."""
+    keys = [_constants(ref) for ref in refs]
+    return all(len(k) == 1 for k in keys) and len(set().union(*keys)) == len(refs)
+
+
 def _exclusive_refs(a: Ref, b: Ref) -> bool:
-    """Whether one ref holds the negation of (a subset of) the other's literals: then no value is in both."""
-    return any(isinstance(lit, tuple) and lit[0] == "not" and lit[1] <= other
-               for ref, other in ((a, b), (b, a)) for lit in ref)
+    """Whether one ref holds the negation of (a subset of) the other's literals, or the two
+    hold constants of different JSON values: then no value is in both."""
+    if any(isinstance(lit, tuple) and lit[0] == "not" and lit[1] <= other
+           for ref, other in ((a, b), (b, a)) for lit in ref):
+        return True
+    constants = [_constants(a), _constants(b)]
+    return bool(constants[0]) and bool(constants[1]) and not (constants[0] & constants[1])

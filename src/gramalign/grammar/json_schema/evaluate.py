@@ -34,9 +34,9 @@ _STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
                     "minProperties", "maxProperties")
 _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains")
-_REFUSED = {"$dynamicRef": "$dynamicRef", "$recursiveRef": "$recursiveRef"}
 _PLAIN_REF_KEYWORDS = frozenset(["$ref", "$comment", "$defs", "definitions", "$id", "$anchor", "$schema", "title",
-                                  "description", "default", "examples", "deprecated", "readOnly", "writeOnly"])
+                                  "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                                  "$dynamicAnchor", "$recursiveAnchor"])
 MAX_PROPERTIES = 1000
 """Most names (``properties`` plus ``required``) one object schema may have."""
 MAX_CONTAINS_COUNT = 50
@@ -112,7 +112,7 @@ class Evaluator:
     # ------------------------------------------------------------------ locations
 
     def shape_at(self, pointer: str) -> Shape:
-        pointer = self._end_of_ref_chain(pointer)
+        pointer = self._end_of_ref_chain(self.index.normalize(pointer))
         node = self.index.node(pointer)
         if node is True or node == {}:
             return ANY_SHAPE
@@ -120,12 +120,15 @@ class Evaluator:
             return EMPTY_SHAPE
         if not isinstance(node, dict):
             raise SchemaCompileError(f"a schema must be an object or a boolean, not {json_text(node)[:40]}", pointer)
+        outer, self.draft = self.draft, self.index.draft_at(pointer)  # a registry document's own draft
         try:
             return self._shape_of_keywords(node, pointer)
         except TooManyAlternatives as exc:
             raise SchemaCompileError(f"{exc}: the anyOf/oneOf/allOf combinations here multiply out", pointer) from None
         except StateLimitError as exc:
             raise SchemaCompileError(f"an automaton for this schema is too large: {exc}", pointer) from None
+        finally:
+            self.draft = outer
 
     def _end_of_ref_chain(self, pointer: str) -> str:
         """Follow schemas that are nothing but a ``$ref`` (and annotations) without recursing,
@@ -133,7 +136,7 @@ class Evaluator:
         seen = {pointer}
         node = self.index.node(pointer)
         while isinstance(node, dict) and isinstance(node.get("$ref"), str) and (
-                self.draft < 2019 or node.keys() <= _PLAIN_REF_KEYWORDS):
+                self.index.draft_at(pointer) < 2019 or node.keys() <= _PLAIN_REF_KEYWORDS):
             pointer = self.index.resolve(node["$ref"], pointer)
             if pointer in seen:
                 raise SchemaCompileError("this reference cycle never reaches a value (a chain of $ref that "
@@ -155,17 +158,9 @@ class Evaluator:
                 if isinstance(value, dict) and keyword not in ("const", "dependentRequired"):
                     value = [name for name in value] + [v for v in value.values() if isinstance(v, list)]
                 check_literal_strings(value, self.max_states, pointer, keyword)
-        for keyword, name in _REFUSED.items():
-            if keyword in node and keyword not in self.approximate:
-                raise SchemaCompileError(f"{name} is not supported yet", pointer, keyword)
         for keyword in ("unevaluatedProperties", "unevaluatedItems"):
             if keyword in node and node[keyword] is not True and node[keyword] != {}:
                 raise SchemaCompileError(f"{keyword} is not supported yet", pointer, keyword)
-        if node.get("uniqueItems") is True and "uniqueItems" not in self.approximate:
-            if not (isinstance(node.get("maxItems"), int) and node["maxItems"] <= 1):
-                raise SchemaCompileError("uniqueItems cannot be expressed by a grammar (it compares items with "
-                                         "each other); pass approximate={'uniqueItems'} to ignore it",
-                                         pointer, "uniqueItems")
         result = ANY_SHAPE
         parts = []
         if "type" in node:
@@ -185,8 +180,16 @@ class Evaluator:
             parts.append(only(objects=self._object_constraint(node, pointer)))
         if any(k in node for k in _ARRAY_KEYWORDS):
             parts.append(only(arrays=self._array_constraint(node, pointer)))
+        if node.get("uniqueItems") is True and "uniqueItems" not in self.approximate:
+            # exact where the items are few values (see .unique); one item cannot repeat
+            if not (isinstance(node.get("maxItems"), int) and node["maxItems"] <= 1):
+                parts.append(only(arrays=(ArrayShape(unique=pointer),)))
         if "$ref" in node:
             parts.append(self.shape(frozenset([self.index.resolve(node["$ref"], pointer)])))
+        if "$dynamicRef" in node:
+            parts.append(self.shape(frozenset([self.index.resolve_dynamic(node["$dynamicRef"], pointer)])))
+        if "$recursiveRef" in node:
+            parts.append(self.shape(frozenset([self.index.resolve_recursive(node["$recursiveRef"], pointer)])))
         parts += self._dependencies(node, pointer)
         for i, _ in enumerate(self._schema_list(node, "allOf", pointer) if "allOf" in node else ()):
             parts.append(self.shape(frozenset([f"{pointer}/allOf/{i}"])))
@@ -736,6 +739,10 @@ def _object_with(name: str, value: Ref | None, *, required: bool, order: tuple[s
 
 def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
     """Arrays outside ``shape``, as a union: one reason to fail per alternative."""
+    if shape.unique is not None:
+        raise SchemaCompileError("the complement of uniqueItems (arrays with a repeated item, for not, if/else or "
+                                 "overlapping oneOf branches) cannot be compiled; pass approximate={'uniqueItems'} "
+                                 "to ignore it", shape.unique, "uniqueItems")
     witnesses = []
     if shape.min_items > 0:
         witnesses.append(ArrayShape(max_items=shape.min_items - 1))

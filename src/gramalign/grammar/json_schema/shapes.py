@@ -106,13 +106,15 @@ class Contains:
 @dataclass(frozen=True, eq=False)
 class ArrayShape:
     """Arrays: a value per leading position, ``rest`` for the others (None: forbidden),
-    length bounds, and ``contains`` constraints (each counted separately)."""
+    length bounds, ``contains`` constraints (each counted separately), and ``unique``: the
+    location of a ``uniqueItems: true`` that applies (None: items may repeat)."""
 
     prefix: tuple[Ref | None, ...] = ()
     rest: Ref | None = ANY
     min_items: int = 0
     max_items: int | None = None
     contains: tuple[Contains, ...] = ()
+    unique: str | None = None
 
     def item(self, position: int) -> Ref | None:
         return self.prefix[position] if position < len(self.prefix) else self.rest
@@ -132,7 +134,7 @@ class ArrayShape:
     @property
     def is_unconstrained(self) -> bool:
         return (not self.prefix and self.rest == ANY and self.min_items == 0 and self.max_items is None
-                and not self.contains)
+                and not self.contains and self.unique is None)
 
     @property
     def is_empty(self) -> bool:
@@ -313,7 +315,8 @@ def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
     if len(contains) > MAX_CONTAINS:
         raise TooManyAlternatives(f"more than {MAX_CONTAINS} contains constraints on one array")
     shape = ArrayShape(prefix, meet_refs(a.rest, b.rest), max(a.min_items, b.min_items),
-                       min(maxima) if maxima else None, contains).normalized()
+                       min(maxima) if maxima else None, contains,
+                       a.unique if a.unique is not None else b.unique).normalized()
     return None if shape.is_empty else shape
 
 
