@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
+from .limits import check_time
 from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
                           subset_construction)
 
@@ -369,6 +370,7 @@ def nfa_to_byte_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
     Raises :class:`StateLimitError` as soon as determinisation needs more than
     ``max_states`` states.
     """
+    check_time("determinising an automaton")
     for label in nfa.labels:
         if label[0][0] < 0 or label[-1][1] > 255:
             raise ValueError(f"byte NFA label out of range 0..255: {label!r}")
@@ -670,11 +672,13 @@ def nfa_to_utf8_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
     point DFA (checked during subset construction) and the byte DFA (checked while
     encoding); exceeding it raises :class:`StateLimitError`.
     """
+    check_time("determinising an automaton")
     dfa, class_intervals = _determinize(nfa, max_states, UNICODE_SCALARS)
     dfa = _minimal(dfa)
     if dfa.num_states == 0:
         return empty_byte_dfa()
     encoder = _Utf8Encoder(dfa.num_states, max_states)
     for state, pieces in enumerate(_code_point_pieces(dfa, class_intervals)):
+        check_time("encoding an automaton in UTF-8")
         encoder.encode_state(state, pieces)
     return ByteDFA(encoder.table(), dfa.initial, np.concatenate([dfa.accepting, np.zeros(encoder.num_states - dfa.num_states, dtype=bool)]))

@@ -18,12 +18,13 @@ from ...errors import SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
 from ..dfa import ByteDFA, StateLimitError, literal_dfa
 from ..grammar import Grammar, Rule, Terminal
+from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
 from .strings import json_literal_dfa, json_string_dfa, literal_contents_dfa, other_strings
 
-MAX_RULES = 200_000
+MAX_RULES = DEFAULT_LIMITS.max_rules
 """Rules one schema may compile to."""
 MAX_VALUE_CLASSES = 64
 """Disjoint classes the competing value schemas of one key may split into."""
@@ -122,8 +123,8 @@ class Emitter:
 
     def _rule(self, name: str, alternatives: list[tuple[str, ...]]) -> str:
         self.rules[name] = alternatives
-        if len(self.rules) > MAX_RULES:
-            raise SchemaCompileError(f"the schema needs more than {MAX_RULES} grammar rules")
+        check_size("max_rules", len(self.rules), f"rule {name}", "grammar rules of the schema")
+        check_time(f"rule {name}")
         return name
 
     def _fresh(self, prefix: str) -> str:
