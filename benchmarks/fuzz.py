@@ -35,6 +35,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds before a case counts as a hang")
     parser.add_argument("--memory-mib", type=int, default=1024)
     parser.add_argument("--walks", type=int, default=3)
+    parser.add_argument("--max-seconds", type=float, default=float("inf"),
+                        help="start no case after this many seconds (the table then covers the cases run)")
     parser.add_argument("--verbose", action="store_true", help="print every case's outcome")
     args = parser.parse_args(argv)
     if args.cases < 1 or args.jobs < 1 or args.walks < 0:
@@ -59,7 +61,8 @@ def main(argv=None) -> int:
             print(f"... {done[0]} cases, {time.perf_counter() - started:.0f} s", flush=True)
 
     results = run_cases((make_case(args.seed, i) for i in indices), budget=args.budget, timeout=args.timeout,
-                        memory_mib=args.memory_mib, walks=args.walks, jobs=args.jobs, on_result=on_result)
+                        memory_mib=args.memory_mib, walks=args.walks, jobs=args.jobs, on_result=on_result,
+                        stop_after=args.max_seconds)
     elapsed = time.perf_counter() - started
     counts = summarize(results)
     by_family = collections.defaultdict(collections.Counter)

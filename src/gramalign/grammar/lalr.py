@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Grammar
-from .limits import active_limits, check_size, check_time
+from .limits import active_limits, check_estimate, check_size, check_time
 from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, rule_defects
 
 ERROR = 0
@@ -121,7 +121,9 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     automaton = lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, max_states)
     check_size("max_table_bytes", 4 * n_terminals * int(automaton[0]), "the LALR(1) action table",
                f"{int(automaton[0])}{'+' if automaton[0] > max_states else ''} states x {n_terminals} terminals x 4 bytes")
-    check_time("the LALR(1) look-aheads")
+    # the look-ahead kernel runs uninterrupted: ~20 ns per table cell measured (2-core VM,
+    # 122k states x 578 terminals in 1.5 s); refuse up front at half that rate
+    check_estimate(10e-9 * n_terminals * int(automaton[0]), "the LALR(1) look-aheads")
     action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, *automaton,
                                          start_symbol)
     rule_names = tuple(f"{rule.name} -> {' '.join(alternative) or '<empty>'}"

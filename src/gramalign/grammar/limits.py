@@ -25,7 +25,8 @@ from dataclasses import dataclass, fields
 
 from ..errors import LimitExceeded
 
-__all__ = ["CompileLimits", "DEFAULT_LIMITS", "active_limits", "applied", "check_time"]
+__all__ = ["CompileLimits", "DEFAULT_LIMITS", "active_limits", "applied", "check_estimate", "check_size",
+           "check_time"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,16 @@ def check_time(where: str = "") -> None:
     if budget is not None and time.monotonic() > budget.deadline:
         elapsed = time.monotonic() - budget.started
         raise LimitExceeded("max_compile_seconds", budget.seconds, f"{elapsed:.2f} s spent", where)
+
+
+def check_estimate(seconds: float, where: str = "") -> None:
+    """Raise LimitExceeded before a step that cannot be interrupted (a numba kernel) and is
+    estimated to need ``seconds`` more than the running compile has left."""
+    budget = _ACTIVE.get()
+    if budget is not None and time.monotonic() + seconds > budget.deadline:
+        elapsed = time.monotonic() - budget.started
+        raise LimitExceeded("max_compile_seconds", budget.seconds,
+                            f"{elapsed:.2f} s spent and about {seconds:.2f} s more needed", where)
 
 
 def check_size(limit: str, reached: int, where: str = "", detail: str = "") -> None:

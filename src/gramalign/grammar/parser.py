@@ -43,6 +43,7 @@ from .grammar import Grammar
 from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lalr_kernels import goto_of
+from .limits import check_time
 from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
 
 HYPOTHESIS_FIELDS = 9
@@ -148,6 +149,7 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
 
 def _build_parser_tables(grammar: Grammar) -> ParserTables:
     table = build_parse_table(grammar)
+    check_time("the parser tables")
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
     columns = {name: j for j, name in enumerate(table.terminals)}
@@ -159,6 +161,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
         candidate_bits |= terminal_bits(ranked, [grammar.indentation.newline])
     if grammar.always_lexed:
         candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
+    check_time("the parser tables")
     candidate_id, n_sets = _row_ranks(candidate_bits)
     # One lexer start per distinct candidate set (start k for set k), see the lexer module.
     starts = np.empty((n_sets, words), dtype=np.uint64)
@@ -182,11 +185,17 @@ def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> 
     columns, the ignored terminals, have none); all terminals of a word at once."""
     bits = np.zeros((action.shape[0], words), dtype=np.uint64)
     terminals = np.flatnonzero(term_column >= 0)
-    usable = action[:, term_column[terminals]] != 0
-    for word in range(words):
-        in_word = (terminals >> 6) == word
-        shifted = usable[:, in_word].astype(np.uint64) << (terminals[in_word] & 63).astype(np.uint64)
-        bits[:, word] = np.bitwise_or.reduce(shifted, axis=1)
+    columns = term_column[terminals]
+    in_word = [(terminals >> 6) == word for word in range(words)]
+    shifts = [(terminals[mask] & 63).astype(np.uint64) for mask in in_word]
+    # in blocks of rows, so that a large table (100M cells: seconds) stays within the budget
+    step = max(1, (1 << 22) // max(1, len(terminals)))
+    for start in range(0, action.shape[0], step):
+        check_time("the lexer candidates of the parser states")
+        usable = action[start:start + step, columns] != 0
+        for word in range(words):
+            shifted = usable[:, in_word[word]].astype(np.uint64) << shifts[word]
+            bits[start:start + step, word] = np.bitwise_or.reduce(shifted, axis=1)
     return bits
 
 

@@ -527,6 +527,7 @@ def _productive_rules(rules: dict) -> dict:
     waiting_on: dict[str, list[tuple[str, list[int]]]] = {}
     pending: list[str] = []
     for name, alternatives in rules.items():
+        check_time(f"rule {name}")
         for alt in alternatives:
             needed = [symbol for symbol in alt if symbol in rules]
             if not needed:
@@ -552,6 +553,7 @@ def _reachable_rules(rules: dict, start: str) -> dict:
     seen = {start}
     stack = [start]
     while stack:
+        check_time("the rules' reachability")
         for alt in rules[stack.pop()]:
             for symbol in alt:
                 if symbol in rules and symbol not in seen:

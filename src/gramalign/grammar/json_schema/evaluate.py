@@ -294,7 +294,9 @@ class Evaluator:
         if isinstance(value, str):
             return Shape(string=literal_contents_dfa([value]))
         if isinstance(value, list):
-            prefix = tuple(_const_ref(item) for item in value)
+            where = f"#{pointer}/{keyword}" if keyword else f"#{pointer}"
+            check_size("max_rules", len(value), where, "array items of a constant, one grammar rule each")
+            prefix = tuple(_const_ref(item) for item in value if check_time(where) is None)
             return Shape(arrays=(ArrayShape(prefix, None, len(value), len(value)),))
         if isinstance(value, dict):
             names = tuple(value)
