@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
-from .limits import check_time
+from .limits import check_size, check_time
 from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
                           subset_construction)
 
@@ -642,7 +642,9 @@ def _code_point_pieces(dfa: _ClassDFA, class_intervals: list[IntervalSet]) -> li
     adjacent = lo_arr[1:] == hi_arr[:-1] + 1
     result: list[_Pieces] = []
     chunk = max(1, 1_000_000 // len(atoms))
+    pieces = 0
     for first in range(0, n, chunk):
+        check_time("the code point ranges of an automaton")
         targets = dfa.table[first : first + chunk][:, class_arr]  # [rows, atoms]
         keep = targets != DEAD
         # A piece is a maximal run of adjacent atoms with one target.
@@ -652,6 +654,10 @@ def _code_point_pieces(dfa: _ClassDFA, class_intervals: list[IntervalSet]) -> li
         ends = keep.copy()
         ends[:, :-1] &= ~continues[:, 1:]
         start_rows, start_cols = np.nonzero(starts)
+        # each piece becomes a Python tuple (~100 bytes): refuse before building millions
+        pieces += len(start_rows)
+        check_size("max_work_bytes", 100 * pieces, "the code point ranges of an automaton",
+                   f"{n} states with {pieces}+ ranges, ~100 bytes each")
         _, end_cols = np.nonzero(ends)
         piece_lo = lo_arr[start_cols].tolist()
         piece_hi = hi_arr[end_cols].tolist()

@@ -55,6 +55,9 @@ class CompileLimits:
     """Members of one enum."""
     max_lexer_states: int = 200_000
     """States of a grammar's lexer automaton (terminals that multiply)."""
+    max_work_bytes: int = 512 << 20
+    """Scratch memory of one automaton step, estimated before it is allocated (the code point
+    ranges of a large Unicode automaton before its UTF-8 encoding)."""
     max_table_bytes: int = 512 << 20
     """Bytes of the LALR action table (states x terminals x 4), checked before allocating."""
 
