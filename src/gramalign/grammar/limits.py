@@ -37,8 +37,10 @@ class CompileLimits:
     positive integer.
     """
 
-    max_compile_seconds: "float | None" = 20.0
-    """Wall time of one front-end call or one ``compile`` (seconds)."""
+    max_compile_seconds: "float | None" = 60.0
+    """Wall time of one front-end call or one ``compile`` (seconds). Generous by default (the
+    largest legitimate schemas compile in seconds, more on a loaded machine); a server sets
+    what one request may cost."""
     max_schema_bytes: int = 16 << 20
     """Schema text (characters of a str, bytes of bytes)."""
     max_grammar_chars: int = 50_000
@@ -49,7 +51,7 @@ class CompileLimits:
     max_rules: int = 200_000
     """Grammar rules a JSON Schema compiles to; array bounds (minItems/maxItems) above it are
     refused up front, since every position up to them is a rule."""
-    max_branches: int = 1_000
+    max_branches: int = 10_000
     """Branches of one anyOf/oneOf/allOf."""
     max_enum: int = 200_000
     """Members of one enum."""
