@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
-from .limits import check_size, check_time
+from .limits import active_limits, check_size, check_time
 from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
                           subset_construction)
 
@@ -338,9 +338,10 @@ def _determinize(
     closure_offsets, closure_pool = epsilon_closures(n, eps_offsets, eps_targets, important)
     table, is_accepting, overflowed = subset_construction(
         n, nfa.initial, accepting, edge_offsets, expanded_class, expanded_target, closure_offsets, closure_pool,
-        num_classes, max_states)
+        num_classes, max_states, active_limits().max_subset_work)
     if overflowed:
-        raise StateLimitError(f"the DFA needs more than max_states={max_states} states "
+        raise StateLimitError(f"the DFA needs more than max_states={max_states} states or more than "
+                              f"max_subset_work={active_limits().max_subset_work} steps "
                               "(the pattern's automaton explodes under determinisation)")
     if table.shape[0] == 0:
         return _empty_class_dfa(num_classes), class_intervals
