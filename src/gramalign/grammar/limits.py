@@ -60,7 +60,7 @@ class CompileLimits:
     max_work_bytes: int = 512 << 20
     """Scratch memory of one automaton step, estimated before it is allocated (the code point
     ranges of a large Unicode automaton before its UTF-8 encoding)."""
-    max_subset_work: int = 200_000_000
+    max_subset_work: int = 100_000_000
     """NFA states one determinisation may visit (its time follows: wide subsets, as in
     ``(a{1,100}){1,100}``, took 18 s in a few hundred DFA states)."""
     max_table_bytes: int = 512 << 20
