@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     def on_result(case, report):
         done[0] += 1
         if report["outcome"] in FAILURES:
-            failures.append((case, report))
+            failures.append((case.index, report["outcome"]))
             print(f"FAIL {report['outcome']}: {case.describe()}\n    {report.get('detail', '')[:1500]}", flush=True)
         elif args.verbose:
             print(f"{report['outcome']} ({report.get('wall', 0):.2f} s): {case.describe()[:200]}"
@@ -82,9 +82,8 @@ def main(argv=None) -> int:
         other = sum(c.values()) - c["result"] - c["clear error"] - bad
         print(f"| {family} | {sum(c.values())} | {c['result']} | {c['clear error']} | {bad} | {other} | "
               f"{walls[family]:.1f} |")
-    for case, report in failures:
-        print(f"\nreproduce: python benchmarks/fuzz.py --seed {args.seed} --case {case.index} --verbose  "
-              f"# {report['outcome']}")
+    for index, outcome in failures:
+        print(f"\nreproduce: python benchmarks/fuzz.py --seed {args.seed} --case {index} --verbose  # {outcome}")
     return 1 if failures else 0
 
 

@@ -57,7 +57,11 @@ class Case:
     values: list = field(default_factory=list)  # schema values near the schema (output-form candidates)
     output_form: bool = False  # the values' serialisations are in the documented output form
 
+    description: str = ""  # set once the payload is dropped
+
     def describe(self) -> str:
+        if self.payload is None and self.description:
+            return self.description
         payload = self.payload
         try:
             text = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
