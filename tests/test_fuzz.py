@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_meth
                                 reason="each case runs in a forked process")
 
 SEED = 24
-CASES = 150
+CASES = 80
 
 
 @pytest.mark.slow
