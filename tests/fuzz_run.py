@@ -470,7 +470,7 @@ def warm_up() -> None:
             text = random_walk(compiled, rng, 100)
             if text is not None:
                 matcher_accepts(compiled, text)
-    for index in range(20):  # the random families of the generators, in this process
+    for index in range(8):  # the random families of the generators, in this process
         case = make_case(-1, index)
         if case.family != "random":
             continue
