@@ -17,11 +17,12 @@ loaded (see :mod:`gramalign.masking.gc_guard`).
 
 from __future__ import annotations
 
-from .errors import (ConcurrentUseError, GramalignError, GrammarError, IncompleteGeneration, ModelError,
+from .errors import (ConcurrentUseError, GramalignError, GrammarError, IncompleteGeneration, LimitExceeded, ModelError,
                      ParticlesExhausted, RegexError, SamplingError, SchemaCompileError, SchemaKeywordWarning,
                      StringRejected, TokenRejected, VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
+from .grammar.limits import CompileLimits
 from .grammar.json_schema.types import parse_as
 from .masking.batch import BatchMatcher
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
@@ -60,7 +61,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "BatchMatcher", "ByteDFA", "CompiledGrammar", "ConcurrentUseError", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
+    "BatchMatcher", "ByteDFA", "CompileLimits", "LimitExceeded", "CompiledGrammar", "ConcurrentUseError", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
     "RegexError", "SchemaCompileError", "SchemaKeywordWarning", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",

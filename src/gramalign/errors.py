@@ -49,6 +49,25 @@ class SchemaCompileError(GrammarError):
         super().__init__(f"{message} (at {where})")
 
 
+class LimitExceeded(GrammarError):
+    """Compiling went past one of its budgets (:class:`gramalign.CompileLimits`): ``limit``
+    names the budget, ``value`` is its setting, ``reached`` what the input needed or had
+    used when the compile stopped, and ``where`` the place (a JSON pointer as ``#/...``, a
+    rule, a terminal, a compile phase) or ``""``."""
+
+    def __init__(self, limit: str, value, reached, where: str = "", detail: str = ""):
+        self.limit = limit
+        self.value = value
+        self.reached = reached
+        self.where = where
+        text = f"compile limit {limit}={value} exceeded: {reached}"
+        if detail:
+            text += f" ({detail})"
+        if where:
+            text += f", at {where}"
+        super().__init__(text)
+
+
 class VocabularyError(GramalignError, ValueError):
     """A tokenizer cannot be turned into a Vocabulary (unknown kind, bad sizes, ...)."""
 

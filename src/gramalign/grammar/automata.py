@@ -17,6 +17,7 @@ import numpy as np
 from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_classes, distinct_columns, empty_byte_dfa, nfa_to_byte_dfa
 from .automaton_cache import AutomatonCache
 from .dfa_kernels import DIFFERENCE, INTERSECT, UNION, pair_product
+from .limits import check_time
 
 __all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union"]
 
@@ -64,6 +65,7 @@ across schemas (any string minus the same names, the same bounds on integers).""
 
 
 def _compute_product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
+    check_time("an automaton product")
     # bytes that neither automaton tells apart are one symbol of the product
     columns, class_of_byte = distinct_columns(np.concatenate([a.transitions, b.transitions]))
     table, accepting, overflowed = pair_product(columns[:a.num_states], a.initial, a.accepting,

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
+from .limits import active_limits, check_size, check_time
 from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
                           subset_construction)
 
@@ -337,9 +338,10 @@ def _determinize(
     closure_offsets, closure_pool = epsilon_closures(n, eps_offsets, eps_targets, important)
     table, is_accepting, overflowed = subset_construction(
         n, nfa.initial, accepting, edge_offsets, expanded_class, expanded_target, closure_offsets, closure_pool,
-        num_classes, max_states)
+        num_classes, max_states, active_limits().max_subset_work)
     if overflowed:
-        raise StateLimitError(f"the DFA needs more than max_states={max_states} states "
+        raise StateLimitError(f"the DFA needs more than max_states={max_states} states or more than "
+                              f"max_subset_work={active_limits().max_subset_work} steps "
                               "(the pattern's automaton explodes under determinisation)")
     if table.shape[0] == 0:
         return _empty_class_dfa(num_classes), class_intervals
@@ -369,6 +371,7 @@ def nfa_to_byte_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
     Raises :class:`StateLimitError` as soon as determinisation needs more than
     ``max_states`` states.
     """
+    check_time("determinising an automaton")
     for label in nfa.labels:
         if label[0][0] < 0 or label[-1][1] > 255:
             raise ValueError(f"byte NFA label out of range 0..255: {label!r}")
@@ -640,7 +643,9 @@ def _code_point_pieces(dfa: _ClassDFA, class_intervals: list[IntervalSet]) -> li
     adjacent = lo_arr[1:] == hi_arr[:-1] + 1
     result: list[_Pieces] = []
     chunk = max(1, 1_000_000 // len(atoms))
+    pieces = 0
     for first in range(0, n, chunk):
+        check_time("the code point ranges of an automaton")
         targets = dfa.table[first : first + chunk][:, class_arr]  # [rows, atoms]
         keep = targets != DEAD
         # A piece is a maximal run of adjacent atoms with one target.
@@ -650,6 +655,10 @@ def _code_point_pieces(dfa: _ClassDFA, class_intervals: list[IntervalSet]) -> li
         ends = keep.copy()
         ends[:, :-1] &= ~continues[:, 1:]
         start_rows, start_cols = np.nonzero(starts)
+        # each piece becomes a Python tuple (~100 bytes): refuse before building millions
+        pieces += len(start_rows)
+        check_size("max_work_bytes", 100 * pieces, "the code point ranges of an automaton",
+                   f"{n} states with {pieces}+ ranges, ~100 bytes each")
         _, end_cols = np.nonzero(ends)
         piece_lo = lo_arr[start_cols].tolist()
         piece_hi = hi_arr[end_cols].tolist()
@@ -670,11 +679,13 @@ def nfa_to_utf8_dfa(nfa: NFA, *, max_states: int = 50_000) -> ByteDFA:
     point DFA (checked during subset construction) and the byte DFA (checked while
     encoding); exceeding it raises :class:`StateLimitError`.
     """
+    check_time("determinising an automaton")
     dfa, class_intervals = _determinize(nfa, max_states, UNICODE_SCALARS)
     dfa = _minimal(dfa)
     if dfa.num_states == 0:
         return empty_byte_dfa()
     encoder = _Utf8Encoder(dfa.num_states, max_states)
     for state, pieces in enumerate(_code_point_pieces(dfa, class_intervals)):
+        check_time("encoding an automaton in UTF-8")
         encoder.encode_state(state, pieces)
     return ByteDFA(encoder.table(), dfa.initial, np.concatenate([dfa.accepting, np.zeros(encoder.num_states - dfa.num_states, dtype=bool)]))

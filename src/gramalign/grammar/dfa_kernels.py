@@ -510,14 +510,17 @@ def epsilon_closures(num_states, eps_offsets, eps_targets, important):
 
 @numba.njit(cache=True, nogil=True)
 def subset_construction(num_states, initial, accepting, edge_offsets, edge_class, edge_target,
-                        closure_offsets, closure_pool, num_classes, max_states):
+                        closure_offsets, closure_pool, num_classes, max_states, max_work):
     """Determinise an NFA over symbol classes (ε-moves given as closures).
 
     ``edge_*`` is the CSR of labelled edges by source (one entry per class an edge's label
     contains); ``closure_*`` the ε-closures (important states only, sorted). A DFA state is
     the sorted set of important NFA states. Returns (table int32 [states, classes],
-    accepting bool [states], overflowed); no states when the start closure is empty.
+    accepting bool [states], overflowed); no states when the start closure is empty. It
+    also overflows once more than ``max_work`` closure members were visited (its time
+    follows that count: wide subsets, as in ``(a{1,100}){1,100}``, cost seconds in few states).
     """
+    work = 0
     pool = np.empty(max(64, 4 * num_states), dtype=np.int64)
     offsets = np.zeros(64, dtype=np.int64)
     rows = np.empty((64, num_classes), dtype=np.int32)
@@ -575,12 +578,16 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
             length = 0
             for i in range(class_start[c], class_start[c + 1]):
                 t = bucketed[i]
+                work += closure_offsets[t + 1] - closure_offsets[t]
                 for j in range(closure_offsets[t], closure_offsets[t + 1]):
                     member = closure_pool[j]
                     if stamp[member] != stamp_value:
                         stamp[member] = stamp_value
                         buffer[length] = member
                         length += 1
+            work += 8 * length  # sorting, hashing and comparing the new subset
+            if work > max_work:
+                return rows[:0], is_accepting[:0], True
             if length == 0:
                 rows[position, c] = DEAD
                 continue

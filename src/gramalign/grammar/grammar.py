@@ -17,6 +17,7 @@ from functools import cached_property
 from ..errors import GrammarError, RegexError
 from .dfa import ByteDFA, literal_dfa
 from .regex import _SUPPORTED_FLAGS, regex_to_dfa
+from .limits import CompileLimits, applied, check_size
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,12 @@ class Grammar:
     from JSON Schemas are strict: a conflict there would silently change the language)."""
 
     @classmethod
-    def from_regex(cls, pattern: str, *, flags: int = 0) -> "Grammar":
+    def from_regex(cls, pattern: str, *, flags: int = 0, limits: "CompileLimits | None" = None) -> "Grammar":
         """The language of strings that ``re.fullmatch(pattern, s, flags)`` accepts.
 
         Raises :class:`gramalign.RegexError` (with the position in the pattern) for invalid or
-        unsupported syntax, before anything else is built.
+        unsupported syntax, before anything else is built, and
+        :class:`gramalign.LimitExceeded` past ``limits`` (see :class:`gramalign.CompileLimits`).
 
         >>> g = Grammar.from_regex(r"\\d{4}-\\d{2}-\\d{2}")
         >>> g.single_terminal().dfa.matches(b"2024-05-17")
@@ -137,7 +139,10 @@ class Grammar:
         if isinstance(pattern, re.Pattern):
             pattern, flags = pattern.pattern, pattern.flags | flags
         terminal = Terminal("PATTERN", pattern, flags)
-        terminal.dfa  # compile now so that errors surface at construction
+        with applied(limits):
+            if isinstance(pattern, str):
+                check_size("max_grammar_chars", len(pattern), "the regex")
+            terminal.dfa  # compile now so that errors surface at construction
         return cls(terminals=(terminal,), rules=(Rule("start", (("PATTERN",),)),), start="start",
                    source=pattern)
 
@@ -157,8 +162,10 @@ class Grammar:
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None,
-                  always_lexed: tuple[str, ...] = (), import_paths=()) -> "Grammar":
+                  always_lexed: tuple[str, ...] = (), import_paths=(),
+                  limits: "CompileLimits | None" = None) -> "Grammar":
         """A grammar written in Lark's EBNF; errors name the grammar line and column.
+        ``limits`` bounds the work (see :class:`gramalign.CompileLimits`).
 
         With ``indentation``, the grammar is laid out Python-style (see :class:`Indentation`)
         and its indent and dedent terminals must be ``%declare``-d. ``always_lexed`` names
@@ -173,7 +180,7 @@ class Grammar:
         from .lark_frontend import grammar_from_lark
 
         return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=tuple(always_lexed),
-                                 import_paths=tuple(import_paths))
+                                 import_paths=tuple(import_paths), limits=limits)
 
     @classmethod
     def from_lark_file(cls, path, *, start: str = "start", indentation: Indentation | None = None,
@@ -214,6 +221,7 @@ class Grammar:
         nothing is fetched over the network), ``integer_fraction`` (also accept
         ``3.0`` for an integer, default False), ``approximate`` (keywords the
         compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``,
+        ``limits`` (a :class:`gramalign.CompileLimits`: time, sizes; docs/limits.md),
         ``strict``: objects that say nothing about extra keys (no ``additionalProperties`` nor
         ``unevaluatedProperties``) are closed, as if ``additionalProperties`` were ``false``
         (see :mod:`gramalign.grammar.json_schema.strict`). The default keeps JSON Schema's

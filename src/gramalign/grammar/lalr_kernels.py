@@ -143,10 +143,11 @@ def _nonterminal_closure(a, rule_offsets, rule_symbols, lhs_offsets, lhs_rules, 
 
 
 @numba.njit(cache=True, nogil=True)
-def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
+def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, max_states):
     """The LR(0) automaton, states numbered breadth first from the initial state 0 with
     each state's successors in symbol order (so the numbering is canonical: it depends on
     the grammar only). A state is its sorted kernel items, found again by their hash.
+    Stops once more than ``max_states`` states exist (the caller refuses the grammar).
 
     Returns (number of states, kernel items as CSR by state: offsets, sorted items,
     transitions as CSR by source state: offsets, symbols in increasing order, targets)."""
@@ -187,7 +188,7 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
     symbol_start = np.zeros(n_symbols, dtype=np.int64)
     symbols = np.empty(n_symbols, dtype=np.int64)
     position = 0
-    while position < count:
+    while position < count and count <= max_states:
         size = 0
         for i in range(offsets[position], offsets[position + 1]):
             item = pool[i]

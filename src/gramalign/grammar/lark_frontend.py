@@ -21,6 +21,7 @@ from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
 from .first_match import LazyQuantifierError, first_match_dfa
+from .limits import CompileLimits, applied, check_size, check_time
 from .grammar import Grammar, Indentation, Rule, Terminal
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
@@ -38,14 +39,18 @@ class LarkGrammarError(GrammarError):
 
 
 def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None,
-                      always_lexed: tuple[str, ...] = (), import_paths=(), source_path: str | None = None) -> Grammar:
+                      always_lexed: tuple[str, ...] = (), import_paths=(), source_path: str | None = None,
+                      limits: "CompileLimits | None" = None) -> Grammar:
     """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``.
 
     ``%import`` looks in ``import_paths`` first (directories, as lark's option of that name),
     then, for a relative import (``%import .x``), in the directory of ``source_path`` (the
     file ``text`` was read from) or else the working directory, then in lark's grammars."""
     try:
-        return _grammar_from_lark(text, start, indentation, always_lexed, import_paths, source_path)
+        with applied(limits):
+            if isinstance(text, str):
+                check_size("max_grammar_chars", len(text), "the grammar text")
+            return _grammar_from_lark(text, start, indentation, always_lexed, import_paths, source_path)
     except RecursionError:  # lark's loader and transformers recurse once per nesting level
         raise LarkGrammarError(f"the grammar nests too deeply (Python's recursion limit is "
                                f"{sys.getrecursionlimit()}); flatten the deepest rule into several rules") from None
@@ -96,6 +101,7 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
     for terminal in sorted(lark_terminals, key=_lark_lexer_order):
         if terminal.name not in used:
             continue
+        check_time(f"terminal {terminal.name}")
         converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
                              isinstance(terminal.pattern, PatternStr))
         equivalent = _COMMON_EQUIVALENTS.get(converted.pattern)
@@ -197,6 +203,7 @@ def _check_productive(rules: tuple[Rule, ...], terminals: set[str], start: str, 
     changed = True
     while changed:
         changed = False
+        check_time("checking that the rules terminate")
         for rule in rules:
             if rule.name in productive:
                 continue

@@ -33,9 +33,10 @@ import numpy as np
 from ..errors import GrammarError
 from .dfa import ByteDFA, distinct_columns
 from .grammar import Terminal
+from .limits import DEFAULT_LIMITS, active_limits, check_time
 from .lexer_kernels import copy_block, expand_product_rows, multi_member_product
 
-MAX_LEXER_STATES = 200_000
+MAX_LEXER_STATES = DEFAULT_LIMITS.max_lexer_states
 """Product states before :func:`build_lexer` gives up (terminals that interact badly)."""
 
 
@@ -96,12 +97,14 @@ def rank_terminals(terminals) -> tuple[Terminal, ...]:
     return tuple(terminals[i] for i in order)
 
 
-def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: int = MAX_LEXER_STATES) -> LexerDFA:
+def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "int | None" = None) -> LexerDFA:
     """The product DFA of ``terminals`` (which must each match at least one non-empty text).
 
     ``starts`` (uint64 [k, words], bitsets over the terminals in rank order, see
     :func:`rank_terminals`) are the terminal sets of the k start states; by default one
-    start tracks every terminal."""
+    start tracks every terminal. ``max_states`` defaults to the compile's ``max_lexer_states``."""
+    if max_states is None:
+        max_states = active_limits().max_lexer_states
     ranked = rank_terminals(tuple(terminals))
     if not ranked:  # a grammar whose only sentence is "": every lexeme dies at once
         count = 1 if starts is None else int(np.asarray(starts).shape[0])
@@ -110,6 +113,7 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
                         np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     dfas = []
     for terminal in ranked:
+        check_time(f"terminal {terminal.name}")
         dfa = terminal.dfa
         if dfa.num_states == 0:
             raise GrammarError(f"terminal {terminal.name} matches no string at all")

@@ -43,6 +43,7 @@ from .grammar import Grammar
 from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lalr_kernels import goto_of
+from .limits import check_time
 from .lexer import LexerDFA, build_lexer, character_starts, rank_terminals, terminal_bits
 from .lexer_starts import largest_supersets, safe_to_share
 
@@ -156,6 +157,7 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
 
 def _build_parser_tables(grammar: Grammar) -> ParserTables:
     table = build_parse_table(grammar)
+    check_time("the parser tables")
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
     columns = {name: j for j, name in enumerate(table.terminals)}
@@ -167,6 +169,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
         candidate_bits |= terminal_bits(ranked, [grammar.indentation.newline])
     if grammar.always_lexed:
         candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
+    check_time("the parser tables")
     set_id, n_sets = _row_ranks(candidate_bits)
     sets = np.empty((n_sets, words), dtype=np.uint64)
     sets[set_id] = candidate_bits
@@ -208,7 +211,8 @@ def _lexer_with_shared_starts(ranked, sets: np.ndarray):
 def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> np.ndarray:
     """uint64 [parser states, words]: bit k set where lexer terminal k has an action (-1
     columns, the ignored terminals, have none). A loop: numpy's fancy-indexed copy of the
-    action table took 150 ms on a 22k-state table."""
+    action table took 150 ms on a 22k-state table (a 100M-cell table is ~0.2 s here, so the
+    compile budget is checked before, not inside)."""
     bits = np.zeros((action.shape[0], words), np.uint64)
     for state in range(action.shape[0]):
         for k in range(term_column.shape[0]):

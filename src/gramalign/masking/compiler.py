@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import GrammarError
 from ..grammar.grammar import Grammar
+from ..grammar.limits import CompileLimits, applied
 from ..heap import TRIM_AFTER_BYTES, release_freed_memory, released_on_failure
 from .bitmask import bitmask_width
 from .token_index import DFATokenIndex
@@ -98,7 +99,8 @@ _compiles = 0
 
 
 def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = None,
-            cache: bool = True, cache_dir: "str | os.PathLike | None" = None) -> CompiledGrammar:
+            cache: bool = True, cache_dir: "str | os.PathLike | None" = None,
+            limits: "CompileLimits | None" = None) -> CompiledGrammar:
     """Bind ``grammar`` to ``vocabulary``; reuse the result across sequences and threads.
 
     Compiling an equal grammar for the same vocabulary again returns the cached result
@@ -110,7 +112,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     lazily, per lexical context, the first time a matcher needs them; with ``cache_dir``
     (default: the ``GRAMALIGN_CACHE_DIR`` environment variable) they start from the masks
     saved there by :meth:`CompiledGrammar.save_cache`, in a file named by the grammar and
-    vocabulary hashes.
+    vocabulary hashes. ``limits`` bounds the time and size of building the parser tables
+    (a :class:`gramalign.CompileLimits`; raises :class:`gramalign.LimitExceeded`).
     """
     if not isinstance(grammar, Grammar):
         raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
@@ -118,7 +121,7 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
     cache_dir = cache_dir if cache_dir is not None else os.environ.get("GRAMALIGN_CACHE_DIR") or None
     if not cache:
-        with released_on_failure():
+        with released_on_failure(), applied(limits):
             compiled = _compile(grammar, vocabulary, eager, cache_dir)
         if compiled.memory_bytes >= TRIM_AFTER_BYTES:
             release_freed_memory()
@@ -129,7 +132,7 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         if found is not None and found.vocabulary is vocabulary:
             _compiled.move_to_end(key)
             return found
-    with released_on_failure():
+    with released_on_failure(), applied(limits):
         compiled = _compile(grammar, vocabulary, eager, cache_dir)
     global _compiles
     with _compiled_lock:

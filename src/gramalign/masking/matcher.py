@@ -211,6 +211,8 @@ class GrammarMatcher:
         possibility), and the result is cut at a whole UTF-8 character. The state is unchanged;
         use it to write forced text without asking the model (see :mod:`gramalign.samplers.jump_forward`).
         """
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 0:
+            raise ValueError(f"max_bytes must be a non-negative int, not {max_bytes!r}")
         if self._terminated:
             return b""
         vocabulary = self.compiled.vocabulary
@@ -342,7 +344,12 @@ class GrammarMatcher:
 
         The whole string counts as one step for :meth:`rollback`.
         """
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:  # bytes(5) would be five zero bytes, not an error
+            raise TypeError(f"accept_string needs str or bytes, got {type(text).__name__}")
         if self._terminated:
             raise StringRejected(text, 0, "the matcher has already terminated")
         mark = self._cursor.mark()
@@ -356,6 +363,9 @@ class GrammarMatcher:
     @_exclusive
     def rollback(self, num_steps: int = 1) -> None:
         """Undo the last ``num_steps`` accepted tokens (or strings)."""
+        if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)):
+            raise TypeError(f"num_steps must be an int, got {type(num_steps).__name__}")
+        num_steps = int(num_steps)
         if num_steps < 0 or num_steps > len(self._history):
             raise ValueError(f"cannot roll back {num_steps} steps: only {len(self._history)} were accepted")
         if num_steps == 0:

@@ -17,6 +17,7 @@ from ...errors import SchemaCompileError
 from ..automata import MAX_STATES
 from ..dfa import StateLimitError
 from ..grammar import Grammar
+from ..limits import DEFAULT_LIMITS, CompileLimits, applied
 from .emit import Emitter, Layout
 from .evaluate import Evaluator
 from .registry import document_lookup
@@ -27,7 +28,7 @@ from .types import is_schema_type, schema_of_type
 __all__ = ["compile_json_schema"]
 
 WHITESPACE_MODES = ("compact", "flexible")
-MAX_SCHEMA_BYTES = 16 << 20
+MAX_SCHEMA_BYTES = DEFAULT_LIMITS.max_schema_bytes
 
 
 MAX_NUMBER_DIGITS = 1000
@@ -121,17 +122,28 @@ def _in_document(exc: SchemaCompileError, index: SchemaIndex) -> SchemaCompileEr
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
-                        approximate=(), max_states: int = MAX_STATES, strict: "bool | None" = None,
+                        approximate=(), max_states: "int | None" = None, strict: "bool | None" = None,
                         indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
-                        max_depth: int = 32, default_draft: "int | None" = None, registry=None) -> Grammar:
+                        max_depth: int = 32, default_draft: "int | None" = None, registry=None,
+                        limits: "CompileLimits | None" = None) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
+    with applied(limits) as limits:
+        if max_states is None:
+            max_states = limits.max_states
+        return _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction,
+                        approximate, max_states, strict, indent, separators, max_depth, default_draft, registry, limits)
+
+
+def _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction, approximate,
+             max_states, strict, indent, separators, max_depth, default_draft, registry, limits) -> Grammar:
     if strict is None:
         strict = is_schema_type(schema)  # Python types are closed records; a schema means what it says
     if is_schema_type(schema):
         schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):
-        if len(schema) > MAX_SCHEMA_BYTES:
-            raise SchemaCompileError(f"the schema is larger than {MAX_SCHEMA_BYTES >> 20} MiB")
+        if len(schema) > limits.max_schema_bytes:
+            raise SchemaCompileError(f"the schema is larger than {limits.max_schema_bytes / (1 << 20):g} MiB "
+                                     f"(CompileLimits.max_schema_bytes={limits.max_schema_bytes})")
         try:  # exact decimals: a bound of 0.1000000000000000000001 is not the double 0.1
             schema = json.loads(schema, parse_float=Decimal, parse_int=_parse_int)
         except json.JSONDecodeError as exc:

@@ -21,6 +21,7 @@ from ...errors import SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
 from ..dfa import ByteDFA, StateLimitError, literal_dfa
 from ..grammar import Grammar, Rule, Terminal
+from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
@@ -28,7 +29,7 @@ from .strings import (CountedStrings, any_string_contents, json_literal_dfa, jso
                       other_strings, string_contents_dfa)
 from .unique import check_subsets, item_values, value_key
 
-MAX_RULES = 200_000
+MAX_RULES = DEFAULT_LIMITS.max_rules
 """Rules one schema may compile to."""
 MAX_VALUE_CLASSES = 64
 """Disjoint classes the competing value schemas of one key may split into."""
@@ -127,8 +128,8 @@ class Emitter:
 
     def _rule(self, name: str, alternatives: list[tuple[str, ...]]) -> str:
         self.rules[name] = alternatives
-        if len(self.rules) > MAX_RULES:
-            raise SchemaCompileError(f"the schema needs more than {MAX_RULES} grammar rules")
+        check_size("max_rules", len(self.rules), f"rule {name}", "grammar rules of the schema")
+        check_time(f"rule {name}")
         return name
 
     def _fresh(self, prefix: str) -> str:
@@ -580,6 +581,7 @@ def _productive_rules(rules: dict) -> dict:
     waiting_on: dict[str, list[tuple[str, list[int]]]] = {}
     pending: list[str] = []
     for name, alternatives in rules.items():
+        check_time(f"rule {name}")
         for alt in alternatives:
             needed = [symbol for symbol in alt if symbol in rules]
             if not needed:
@@ -605,6 +607,7 @@ def _reachable_rules(rules: dict, start: str) -> dict:
     seen = {start}
     stack = [start]
     while stack:
+        check_time("the rules' reachability")
         for alt in rules[stack.pop()]:
             for symbol in alt:
                 if symbol in rules and symbol not in seen:

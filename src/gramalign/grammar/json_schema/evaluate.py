@@ -16,8 +16,9 @@ from decimal import Decimal
 
 import numpy as np
 
-from ...errors import RegexError, SchemaCompileError
+from ...errors import LimitExceeded, RegexError, SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect, union
+from ..limits import check_size, check_time
 from ..dfa import StateLimitError
 from . import numbers as num
 from .keywords import check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords
@@ -127,6 +128,12 @@ class Evaluator:
             raise SchemaCompileError(f"{exc}: the anyOf/oneOf/allOf combinations here multiply out", pointer) from None
         except StateLimitError as exc:
             raise SchemaCompileError(f"an automaton for this schema is too large: {exc}", pointer) from None
+        except LimitExceeded as exc:
+            if exc.where.startswith("#"):
+                raise
+            # the innermost subschema names where a deep step (a product, a determinisation) ran out
+            where = f"#{pointer} ({exc.where})" if exc.where else f"#{pointer}"
+            raise LimitExceeded(exc.limit, exc.value, exc.reached, where) from None
         finally:
             self.draft = outer
 
@@ -146,6 +153,7 @@ class Evaluator:
         return pointer
 
     def _shape_of_keywords(self, node: dict, pointer: str) -> Shape:
+        check_time(f"#{pointer}")
         if "$ref" in node and self.draft < 2019:
             return self.shape(frozenset([self.index.resolve(node["$ref"], pointer)]))
         warn_misspelled_keywords(node, pointer)
@@ -169,6 +177,7 @@ class Evaluator:
             values = node["enum"]
             if not isinstance(values, list):
                 raise SchemaCompileError("enum must be an array", pointer, "enum")
+            check_size("max_enum", len(values), f"#{pointer}/enum", "enum members")
             parts.append(self._enum_shape(values, pointer))
         if "const" in node:
             parts.append(self.const_shape(node["const"], pointer, "const"))
@@ -196,6 +205,7 @@ class Evaluator:
         if "anyOf" in node:
             shape = EMPTY_SHAPE
             for i, _ in enumerate(self._schema_list(node, "anyOf", pointer)):
+                check_time(f"#{pointer}/anyOf/{i}")
                 shape = join(shape, self.shape(frozenset([f"{pointer}/anyOf/{i}"])), self.max_states)
             parts.append(shape)
         if "oneOf" in node:
@@ -222,6 +232,7 @@ class Evaluator:
         value = node.get(keyword, [])
         if not isinstance(value, list) or not value:
             raise SchemaCompileError(f"{keyword} must be a non-empty array of schemas", pointer, keyword)
+        check_size("max_branches", len(value), f"#{pointer}/{keyword}", f"branches of {keyword}")
         return value
 
     # ------------------------------------------------------------------ types and constants
@@ -287,7 +298,9 @@ class Evaluator:
         if isinstance(value, str):
             return Shape(string=literal_contents_dfa([value]))
         if isinstance(value, list):
-            prefix = tuple(_const_ref(item) for item in value)
+            where = f"#{pointer}/{keyword}" if keyword else f"#{pointer}"
+            check_size("max_rules", len(value), where, "array items of a constant, one grammar rule each")
+            prefix = tuple(_const_ref(item) for item in value if check_time(where) is None)
             return Shape(arrays=(ArrayShape(prefix, None, len(value), len(value)),))
         if isinstance(value, dict):
             names = tuple(value)
@@ -486,6 +499,12 @@ class Evaluator:
         maximum = _count(node, "maxItems", pointer, None)
         contains = self._contains(node, pointer)
         shape = ArrayShape(prefix, rest, minimum, maximum, contains).normalized()
+        # every array position up to the last one that differs is a grammar rule: refuse
+        # 10**30 positions here rather than after max_rules rules were built one by one
+        positions = shape.max_items if shape.max_items is not None else max(
+            [len(shape.prefix), shape.min_items] + [c.start for c in shape.contains])
+        check_size("max_rules", positions, f"#{pointer}/{'maxItems' if shape.max_items is not None else 'minItems'}",
+                   "array positions, one grammar rule each")
         return () if shape.is_empty else (shape,)
 
     def _contains(self, node: dict, pointer: str) -> tuple[Contains, ...]:

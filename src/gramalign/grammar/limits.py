@@ -1,0 +1,150 @@
+"""Compile budgets: the one place that says how much a compile may cost.
+
+A server compiles what its users send, so every front end (``Grammar.from_json_schema``,
+``from_lark``, ``from_regex``) and :func:`gramalign.compile` take ``limits=`` a
+:class:`CompileLimits` (the defaults below when omitted). Sizes are checked before the
+work they bound (an automaton, a table, a run of rules is refused from an estimate, not
+after it was built); wall time is checked inside the long Python loops (the JSON-Schema
+evaluator and emitter, every automaton operation, the LALR and lexer construction), and the
+numba kernels between those checks are bounded by state counts. Exceeding a budget raises
+:class:`~gramalign.errors.LimitExceeded` naming the limit, what was reached and where.
+
+The budget of the compile running in this thread (or task) lives in a context variable, so
+the deep layers read it without every signature carrying it; a compile started inside
+another (a grammar compiled while a schema compiles) keeps the earlier of the two deadlines.
+docs/limits.md documents the table.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+
+from ..errors import LimitExceeded
+
+__all__ = ["CompileLimits", "DEFAULT_LIMITS", "active_limits", "applied", "check_estimate", "check_size",
+           "check_time"]
+
+
+@dataclass(frozen=True)
+class CompileLimits:
+    """Budgets of one compile; see docs/limits.md for what each bounds.
+
+    ``max_compile_seconds`` may be None (no wall-time limit); every other field is a
+    positive integer.
+    """
+
+    max_compile_seconds: "float | None" = 60.0
+    """Wall time of one front-end call or one ``compile`` (seconds). Generous by default (the
+    largest legitimate schemas compile in seconds, more on a loaded machine); a server sets
+    what one request may cost."""
+    max_schema_bytes: int = 16 << 20
+    """Schema text (characters of a str, bytes of bytes)."""
+    max_grammar_chars: int = 50_000
+    """Lark grammar text or regex pattern (characters): lark's own loader, which cannot be
+    interrupted, takes ~40 µs a character on large grammars (20,000 rules: 20 s)."""
+    max_states: int = 50_000
+    """States of any one automaton a JSON Schema builds (the ``max_states`` option)."""
+    max_rules: int = 200_000
+    """Grammar rules a JSON Schema compiles to; array bounds (minItems/maxItems) above it are
+    refused up front, since every position up to them is a rule."""
+    max_branches: int = 10_000
+    """Branches of one anyOf/oneOf/allOf."""
+    max_enum: int = 200_000
+    """Members of one enum."""
+    max_lexer_states: int = 200_000
+    """States of a grammar's lexer automaton (terminals that multiply)."""
+    max_work_bytes: int = 512 << 20
+    """Scratch memory of one automaton step, estimated before it is allocated (the code point
+    ranges of a large Unicode automaton before its UTF-8 encoding)."""
+    max_subset_work: int = 100_000_000
+    """NFA states one determinisation may visit (its time follows: wide subsets, as in
+    ``(a{1,100}){1,100}``, took 18 s in a few hundred DFA states)."""
+    max_table_bytes: int = 512 << 20
+    """Bytes of the LALR action table (states x terminals x 4), checked before allocating."""
+
+    def __post_init__(self):
+        seconds = self.max_compile_seconds
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                    or not seconds > 0 or math.isnan(seconds)):
+            raise ValueError(f"CompileLimits.max_compile_seconds must be a positive number or None, not {seconds!r}")
+        for field in fields(self):
+            if field.name == "max_compile_seconds":
+                continue
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"CompileLimits.{field.name} must be a positive integer, not {value!r}")
+
+
+DEFAULT_LIMITS = CompileLimits()
+
+
+@dataclass(frozen=True)
+class _Budget:
+    limits: CompileLimits
+    started: float
+    deadline: float  # time.monotonic(); math.inf without a time limit
+    seconds: "float | None"  # the setting the deadline came from (for the message)
+
+
+_ACTIVE: "contextvars.ContextVar[_Budget | None]" = contextvars.ContextVar("gramalign_compile_budget", default=None)
+
+
+def active_limits() -> CompileLimits:
+    """The limits of the compile running here (the defaults outside one)."""
+    budget = _ACTIVE.get()
+    return DEFAULT_LIMITS if budget is None else budget.limits
+
+
+@contextmanager
+def applied(limits: "CompileLimits | None"):
+    """Run a compile under ``limits`` (None: the enclosing compile's, else the defaults)."""
+    outer = _ACTIVE.get()
+    if limits is None:
+        if outer is not None:
+            yield outer.limits
+            return
+        limits = DEFAULT_LIMITS
+    elif not isinstance(limits, CompileLimits):
+        raise TypeError(f"limits must be a gramalign.CompileLimits, not {type(limits).__name__}")
+    now = time.monotonic()
+    seconds = limits.max_compile_seconds
+    deadline = math.inf if seconds is None else now + seconds
+    if outer is not None and outer.deadline <= deadline:
+        budget = _Budget(limits, outer.started, outer.deadline, outer.seconds)
+    else:
+        budget = _Budget(limits, now, deadline, seconds)
+    token = _ACTIVE.set(budget)
+    try:
+        yield limits
+    finally:
+        _ACTIVE.reset(token)
+
+
+def check_time(where: str = "") -> None:
+    """Raise LimitExceeded once the running compile is past its deadline."""
+    budget = _ACTIVE.get()
+    if budget is not None and time.monotonic() > budget.deadline:
+        elapsed = time.monotonic() - budget.started
+        raise LimitExceeded("max_compile_seconds", budget.seconds, f"{elapsed:.2f} s spent", where)
+
+
+def check_estimate(seconds: float, where: str = "") -> None:
+    """Raise LimitExceeded before a step that cannot be interrupted (a numba kernel) and is
+    estimated to need ``seconds`` more than the running compile has left."""
+    budget = _ACTIVE.get()
+    if budget is not None and time.monotonic() + seconds > budget.deadline:
+        elapsed = time.monotonic() - budget.started
+        raise LimitExceeded("max_compile_seconds", budget.seconds,
+                            f"{elapsed:.2f} s spent and about {seconds:.2f} s more needed", where)
+
+
+def check_size(limit: str, reached: int, where: str = "", detail: str = "") -> None:
+    """Raise LimitExceeded when ``reached`` (an estimate made before the work) is above the
+    active ``limit`` (a CompileLimits field name)."""
+    value = getattr(active_limits(), limit)
+    if reached > value:
+        raise LimitExceeded(limit, value, reached, where, detail)

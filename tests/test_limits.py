@@ -1,0 +1,126 @@
+"""CompileLimits: every budget raises LimitExceeded naming the limit, its setting, what was
+reached and where, before the work it bounds; the hostile inputs of issue 24 end that way.
+
+The oracle of a size limit is the input's own size (the number of enum members, the array
+bound, the table the LALR construction would need, counted here independently); time limits
+are exercised with a deadline that has already passed, so the first check must fire whatever
+the machine's speed (no test measures time).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import gramalign as ga
+from gramalign.errors import LimitExceeded
+from gramalign.grammar.lalr import build_parse_table
+from gramalign.grammar.limits import active_limits, applied, check_time
+from fuzz_run import byte_vocabulary
+
+PAST = ga.CompileLimits(max_compile_seconds=1e-9)  # already over when the first check runs
+
+
+def test_defaults_and_validation():
+    limits = ga.CompileLimits()
+    assert limits.max_compile_seconds > 0 and limits.max_rules == 200_000 and limits.max_states == 50_000
+    assert ga.CompileLimits(max_compile_seconds=None).max_compile_seconds is None
+    for bad in ({"max_compile_seconds": 0}, {"max_compile_seconds": float("nan")}, {"max_compile_seconds": "1"},
+                {"max_rules": 0}, {"max_states": 1.5}, {"max_enum": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ga.CompileLimits(**bad)
+    with pytest.raises(TypeError, match="CompileLimits"):
+        ga.Grammar.from_json_schema({"type": "string"}, limits={"max_rules": 5})
+
+
+def test_array_bounds_beyond_max_rules_are_refused_before_any_rule():
+    # issue 24: minItems 10**30 took 1.5-6 s to reach max_rules one rule at a time
+    for keyword in ("minItems", "maxItems"):
+        with pytest.raises(LimitExceeded) as info:
+            ga.Grammar.from_json_schema({"type": "array", keyword: 10 ** 30})
+        assert (info.value.limit, info.value.value, info.value.reached) == ("max_rules", 200_000, 10 ** 30)
+        assert info.value.where == f"#/{keyword}"
+    small = ga.CompileLimits(max_rules=500)
+    with pytest.raises(LimitExceeded, match="max_rules=500") as info:
+        ga.Grammar.from_json_schema({"properties": {"a": {"minItems": 501}}}, limits=small)
+    assert info.value.where == "#/properties/a/minItems"
+    ga.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}, "minItems": 40}, limits=small)
+
+
+def test_a_constant_array_longer_than_max_rules_is_refused_at_its_keyword():
+    with pytest.raises(LimitExceeded) as info:
+        ga.Grammar.from_json_schema({"const": [0] * 300}, limits=ga.CompileLimits(max_rules=200))
+    assert (info.value.limit, info.value.reached, info.value.where) == ("max_rules", 300, "#/const")
+
+
+@pytest.mark.parametrize("schema, limit, reached, where", [
+    ({"enum": list(range(11))}, "max_enum", 11, "#/enum"),
+    ({"properties": {"a": {"anyOf": [{"type": "null"}] * 11}}}, "max_branches", 11, "#/properties/a/anyOf"),
+    ({"oneOf": [{"const": i} for i in range(12)]}, "max_branches", 12, "#/oneOf"),
+])
+def test_counts_of_members_and_branches(schema, limit, reached, where):
+    limits = ga.CompileLimits(max_enum=10, max_branches=10)
+    with pytest.raises(LimitExceeded) as info:
+        ga.Grammar.from_json_schema(schema, limits=limits)
+    assert (info.value.limit, info.value.value, info.value.reached, info.value.where) == (limit, 10, reached, where)
+
+
+def test_schema_text_and_grammar_text_sizes():
+    with pytest.raises(ga.SchemaCompileError, match="max_schema_bytes=100"):
+        ga.Grammar.from_json_schema('{"type": "string", "description": "' + "x" * 100 + '"}',
+                                    limits=ga.CompileLimits(max_schema_bytes=100))
+    grammar = 'start: "a" | "b"\n'
+    with pytest.raises(LimitExceeded, match="max_grammar_chars") as info:
+        ga.Grammar.from_lark(grammar, limits=ga.CompileLimits(max_grammar_chars=len(grammar) - 1))
+    assert info.value.reached == len(grammar)
+    with pytest.raises(LimitExceeded, match="max_grammar_chars"):
+        ga.Grammar.from_regex("a" * 11, limits=ga.CompileLimits(max_grammar_chars=10))
+    # the default refuses a 20,000-rule Lark text at once (lark's loader alone took 20 s on it)
+    chain = "start: r0\n" + "\n".join(f'r{i}: r{i + 1} "x" | "y"' for i in range(20_000)) + '\nr20000: "z"\n'
+    with pytest.raises(LimitExceeded) as info:
+        ga.Grammar.from_lark(chain)
+    assert info.value.limit == "max_grammar_chars" and info.value.reached == len(chain)
+
+
+def test_an_elapsed_deadline_stops_every_front_end_and_compile():
+    cases = [lambda: ga.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}},
+                                                 limits=PAST),
+             lambda: ga.Grammar.from_lark('start: WORD+\nWORD: /[a-z]+/\n%ignore " "\n', limits=PAST),
+             lambda: ga.Grammar.from_regex(r"[a-z]+@[a-z]+\.(com|org)", limits=PAST)]
+    for build in cases:
+        with pytest.raises(LimitExceeded) as info:
+            build()
+        assert info.value.limit == "max_compile_seconds" and info.value.value == 1e-9
+    grammar = ga.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}})
+    with pytest.raises(LimitExceeded, match="max_compile_seconds"):
+        ga.compile(grammar, byte_vocabulary(), limits=PAST, cache=False)
+    ga.compile(grammar, byte_vocabulary(), cache=False)  # the default budget is ample
+
+
+def test_the_lalr_table_is_refused_from_its_size_before_it_is_built():
+    grammar = ga.Grammar.from_lark("start: " + " | ".join(f'"w{i}" x' for i in range(40)) + '\nx: "a" | "b" x\n')
+    table = build_parse_table(grammar)
+    cells = table.action.size  # states x terminals, each int32
+    with applied(ga.CompileLimits(max_table_bytes=4 * cells)):
+        build_parse_table(grammar)
+    with applied(ga.CompileLimits(max_table_bytes=4 * cells - 1)):
+        with pytest.raises(LimitExceeded) as info:
+            build_parse_table(grammar)
+    assert info.value.limit == "max_table_bytes" and info.value.reached == 4 * cells
+
+
+def test_nested_compiles_keep_the_earlier_deadline_and_the_inner_limits():
+    with applied(PAST):
+        with applied(ga.CompileLimits(max_compile_seconds=None, max_rules=7)):
+            assert active_limits().max_rules == 7
+            with pytest.raises(LimitExceeded):
+                check_time("inner")
+        with applied(None):
+            assert active_limits() is PAST
+    assert active_limits() == ga.CompileLimits()
+    check_time("outside any compile: no budget")
+
+
+def test_limit_exceeded_is_a_grammar_error_with_its_fields():
+    exc = LimitExceeded("max_rules", 10, 11, "#/a", "grammar rules")
+    assert isinstance(exc, ga.GrammarError) and isinstance(exc, ga.GramalignError) and isinstance(exc, ValueError)
+    assert str(exc) == "compile limit max_rules=10 exceeded: 11 (grammar rules), at #/a"
