@@ -18,7 +18,7 @@ from ..automata import MAX_STATES
 from ..dfa import StateLimitError
 from ..grammar import Grammar
 from .emit import Emitter, Layout
-from .evaluate import Evaluator
+from .evaluate import Evaluator, TrackingNeeded
 from .resolve import SchemaIndex, draft_of, escape_pointer, json_text
 from .strict import close_objects
 from .types import is_schema_type, schema_of_type
@@ -154,9 +154,13 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
                     integer_fraction, indent_text, item_separator, key_separator, max_depth)
     try:
         index = SchemaIndex(schema, draft_of(schema, default_draft))
-        evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
         source = json_text(schema, sort_keys=True)
-        grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
+        try:
+            evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
+            grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
+        except TrackingNeeded:  # an unevaluated* keyword outside the document's own schemas
+            evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=True)
+            grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
     except StateLimitError as exc:
         raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
     except RecursionError:  # the evaluator recurses once per nested subschema
