@@ -158,7 +158,7 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
         try:
             evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
             grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
-        except TrackingNeeded:  # an unevaluated* keyword outside the document's own schemas
+        except TrackingNeeded:  # the schema uses unevaluatedProperties/unevaluatedItems
             evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=True)
             grammar = Emitter(evaluator, layout, frozenset([""]), max_states=max_states).grammar(source)
     except StateLimitError as exc:

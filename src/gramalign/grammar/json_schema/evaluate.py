@@ -60,28 +60,24 @@ def _is_number(value) -> bool:
 
 class TrackingNeeded(Exception):
     """An ``unevaluated*`` keyword was met by an evaluator that does not record what the
-    schemas evaluate: the compile starts again with ``track_evaluated=True``."""
+    schemas evaluate: the compile starts again with ``track_evaluated=True`` (what was
+    evaluated so far is cheap: it stopped at the first such keyword it reached)."""
 
 
 class Evaluator:
     """Evaluates references of one schema document; results are memoised.
 
-    With ``track_evaluated`` (by default: when the document has an ``unevaluatedProperties``
-    or ``unevaluatedItems`` keyword), shapes record what their schemas evaluated, which
-    costs shortcuts (an object that evaluated a name no longer absorbs others in a union),
-    so documents without those keywords do not pay for it."""
+    With ``track_evaluated``, shapes record what their schemas evaluated, which costs
+    shortcuts (an object that evaluated a name no longer absorbs others in a union), so it
+    is off until an ``unevaluated*`` keyword is met (:class:`TrackingNeeded`): documents
+    without one do not pay for it."""
 
     def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset(),
-                 track_evaluated: "bool | None" = None):
+                 track_evaluated: bool = False):
         self.index = index
         self.draft = index.draft
         self.max_states = max_states
         self.approximate = approximate
-        if track_evaluated is None:
-            track_evaluated = self.draft >= 2019 and any(
-                isinstance(location.node, dict) and ("unevaluatedProperties" in location.node
-                                                     or "unevaluatedItems" in location.node)
-                for location in index.locations.values())
         self.track_evaluated = track_evaluated
         self._shapes: dict[Ref, Shape] = {}
         self._in_progress: set = set()
@@ -459,7 +455,7 @@ class Evaluator:
                     literals.add(f"{pointer}/properties/{escape_pointer(name)}")
                 elif not matched:
                     literals = None if additional_ref is None else set(additional_ref)
-                value = None if literals is None else frozenset(literals)
+                value = None if literals is None else self._without_true(literals)
             if value is not None and key_filter is not None and not key_filter.matches(encoded):
                 value = None
             values.append(value)
@@ -478,6 +474,11 @@ class Evaluator:
         shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
                             int(maximum) if maximum is not None else None, evaluated=evaluated)
         return () if shape.is_empty else (shape,)
+
+    def _without_true(self, pointers) -> Ref:
+        """The conjunction of schema locations without those that are ``true`` or ``{}``: a
+        member whose schemas all allow anything is ``ANY``, which complements need not negate."""
+        return frozenset(p for p in pointers if not (isinstance(p, str) and _allows_anything(self.index.node(p))))
 
     def _extra_keys(self, names: list, key_filter, pattern_dfas: list, additional_ref) -> list:
         """(keys, value ref) for the keys not in ``names``: one disjoint key language per
@@ -503,7 +504,7 @@ class Evaluator:
                 if additional_ref is None:
                     continue
                 refs = set(additional_ref)
-            extras.append((keys, frozenset(refs)))
+            extras.append((keys, self._without_true(refs)))
         return extras
 
     def _array_constraint(self, node: dict, pointer: str) -> tuple[ArrayShape, ...]:
@@ -883,6 +884,10 @@ def _count(node: dict, keyword: str, pointer: str, default):
         raise SchemaCompileError(f"{keyword} must be a non-negative integer, not {json_text(value)[:40]}",
                                  pointer, keyword)
     return int(value)
+
+
+def _allows_anything(schema) -> bool:
+    return schema is True or (isinstance(schema, dict) and not schema)
 
 
 def _const_ref(value) -> Ref:
