@@ -34,12 +34,19 @@ class Terminal:
     literal: bool = False
     automaton: ByteDFA | None = field(default=None, compare=False, repr=False)
     """The terminal's DFA when it was built directly rather than from ``pattern``."""
+    length: "tuple[int, int] | None" = None
+    """For a JSON string whose automaton spells every string (``"`` then one state that every
+    character returns to, then ``"``): the fewest and most code points between the quotes
+    (-1: no most), counted by the parser instead of by automaton states (see
+    ``json_schema.strings.CountedStrings``)."""
 
     @classmethod
-    def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0) -> "Terminal":
+    def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0,
+                 length: "tuple[int, int] | None" = None) -> "Terminal":
         """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton,
         so equal automata make equal terminals (and share mask caches)."""
-        return cls(name, f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})", priority=priority, automaton=dfa)
+        return cls(name, f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})", priority=priority, automaton=dfa,
+                   length=length)
 
     @cached_property
     def dfa(self) -> ByteDFA:

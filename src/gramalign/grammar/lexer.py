@@ -52,6 +52,9 @@ class LexerDFA:
     # column classes, never coarser; known from the build, so nothing re-derives them.
     byte_class: np.ndarray
     class_byte: np.ndarray
+    # The first state of each terminal's block (its own states, in its own order), -1 for a
+    # terminal never alone in a lexeme (int64 [terminals]).
+    block_start: np.ndarray
 
     @property
     def num_states(self) -> int:
@@ -103,7 +106,7 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
         count = 1 if starts is None else int(np.asarray(starts).shape[0])
         return LexerDFA((), np.full((count, 256), -1, dtype=np.int32), count, np.zeros((count, 1), dtype=np.uint64),
                         np.zeros((count, 1), dtype=np.uint64), np.zeros(256, dtype=np.int64),
-                        np.zeros(1, dtype=np.int64))
+                        np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     dfas = []
     for terminal in ranked:
         dfa = terminal.dfa
@@ -167,7 +170,7 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: in
         alive_bits[block, t >> 6] = bit  # trimmed: every state of a terminal can still accept
         accept_bits[block, t >> 6] = np.where(dfa.accepting, bit, np.uint64(0))
     return LexerDFA(ranked, transitions, start_offsets.shape[0] - 1, accept_bits, alive_bits,
-                    byte_class, representative)
+                    byte_class, representative, block_start)
 
 
 _CLASSES: "weakref.WeakKeyDictionary[ByteDFA, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()

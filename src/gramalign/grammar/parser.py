@@ -48,8 +48,14 @@ from .lexer import LexerDFA, build_lexer, rank_terminals, terminal_bits
 HYPOTHESIS_FIELDS = 9
 STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, BRACKETS, COLUMN, BLOCKS = range(HYPOTHESIS_FIELDS)
 
-# Entries of the ``layout`` array (all -1 for grammars without an Indentation layout).
-NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE = range(5)
+# Entries of the ``layout`` array (all -1 for grammars without an Indentation layout),
+# then the fewest and most code points of each counted terminal (see ``Terminal.length``).
+NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTED_BOUNDS = range(6)
+# ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
+# there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
+# j (``COUNTED + 2 * j``, plus one in the state between two characters).
+NEWLINE = 1
+COUNTED = 2
 SCRATCH_BASE = 1 << 29
 MAX_HYPOTHESES = 16
 
@@ -205,9 +211,16 @@ def _row_ranks(rows: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
-    layout = np.full(5, -1, dtype=np.int32)
+    counted = [k for k, terminal in enumerate(lexer.terminals) if terminal.length is not None]
+    if counted and grammar.ignore:
+        raise GrammarError("counted string terminals need a grammar without ignored terminals (a token "
+                           "that opens one must start with its quote for its masks to count it)")
+    layout = np.full(COUNTED_BOUNDS + 2 * len(counted), -1, dtype=np.int32)
     bracket_delta = np.zeros(len(lexer.terminals), dtype=np.int32)
-    tracks_column = np.zeros(lexer.num_states, dtype=np.uint8)
+    tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
+    for j, k in enumerate(counted):
+        layout[COUNTED_BOUNDS + 2 * j:COUNTED_BOUNDS + 2 * j + 2] = lexer.terminals[k].length
+        _mark_counted(lexer, k, COUNTED + 2 * j, tracks_column)
     spec = grammar.indentation
     if spec is None:
         return layout, bracket_delta, tracks_column
@@ -221,9 +234,27 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
             if name in names:
                 bracket_delta[names.index(name)] = delta
     word, bit = newline >> 6, np.uint64(1) << np.uint64(newline & 63)
-    tracks_column[:] = (lexer.alive_bits[:, word] & bit) != 0
-    tracks_column[:lexer.num_starts] = 0
+    in_newline = (lexer.alive_bits[:, word] & bit) != 0
+    in_newline[:lexer.num_starts] = False
+    tracks_column[in_newline] = NEWLINE
     return layout, bracket_delta, tracks_column
+
+
+def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray) -> None:
+    """Mark the states of counted terminal ``k`` (see ``Terminal.length``) with ``kind``, and
+    ``kind + 1`` at the state between characters. Its code points are counted from the
+    opening quote on, so every lexeme of it must enter its block on that quote: no other
+    terminal may be alive with it after one byte."""
+    terminal, first = lexer.terminals[k], int(lexer.block_start[k]) if lexer.block_start.size else -1
+    word, bit = k >> 6, np.uint64(1) << np.uint64(k & 63)
+    alive = np.flatnonzero((lexer.alive_bits[:, word] & bit) != 0)
+    dfa = terminal.dfa
+    shared = alive[(alive >= lexer.num_starts) & ((alive < first) | (alive >= first + dfa.num_states))]
+    if first < 0 or shared.size:
+        raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
+                           "opening quote; its length cannot be counted")
+    tracks_column[first:first + dfa.num_states] = kind
+    tracks_column[first + int(dfa.transitions[dfa.initial, 0x22])] = kind + 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -499,7 +530,7 @@ def next_column(tracks_column, layout, lexeme, column, byte):
     """The column of a newline lexeme once ``byte`` took it to lexer state ``lexeme`` (0 in
     other lexemes): spaces and tabs after the last line break, up to a comment (-1 after
     one; a comment always runs to a line break, except at the end of the text)."""
-    if not tracks_column[lexeme] or byte == 10:
+    if tracks_column[lexeme] != NEWLINE or byte == 10:
         return 0
     if column < 0:
         return column
@@ -511,6 +542,31 @@ def next_column(tracks_column, layout, lexeme, column, byte):
     if byte == 35:
         return -1
     return column
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def lexer_step(lx_trans, tracks_column, layout, q, counter, byte):
+    """(the lexer state after ``byte`` in state ``q``, -1 when the lexeme dies; the
+    hypothesis's COLUMN field after it). In a counted string the field is the code points
+    so far: each character starts in the state between characters, and a character past
+    the most, or the closing quote before the fewest, kills the lexeme. A negative count
+    is not checked (the mask store's count-free walks, see ``GrammarMaskStore.fill``)."""
+    went_on = lx_trans[q, byte]
+    if went_on < 0:
+        return went_on, 0
+    if tracks_column[went_on] < COUNTED:
+        return went_on, next_column(tracks_column, layout, went_on, counter, byte)
+    source = tracks_column[q]
+    if source < COUNTED:
+        return went_on, 0  # the opening quote
+    if counter < 0 or not source & 1:
+        return went_on, counter
+    bounds = COUNTED_BOUNDS + source - COUNTED - 1
+    if byte == 0x22:
+        return (went_on, counter) if counter >= layout[bounds] else (-1, 0)
+    if 0 <= layout[bounds + 1] <= counter:
+        return -1, 0
+    return went_on, counter + 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -609,7 +665,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     state = _node_state(pool_state, scratch_state, node)
     cand = cand_bits[state]
     q = hyp[LEXEME]
-    went_on = lx_trans[q, byte]
+    went_on, counter = lexer_step(lx_trans, tracks_column, layout, q, hyp[COLUMN], byte)
     if went_on >= 0 and _intersects(lx_alive[went_on], cand):
         if n_out >= out.shape[0]:
             return n_out, alloc, TOO_AMBIGUOUS
@@ -619,7 +675,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
         out[n_out, SHADOW1_PARSER] = hyp[SHADOW1_PARSER] if s1 >= 0 else -1
         out[n_out, SHADOW2] = s2
         out[n_out, SHADOW2_PARSER] = hyp[SHADOW2_PARSER] if s2 >= 0 else -1
-        out[n_out, COLUMN] = next_column(tracks_column, layout, went_on, hyp[COLUMN], byte)
+        out[n_out, COLUMN] = counter
         n_out += 1
     if q < lx_starts:
         return n_out, alloc, OK

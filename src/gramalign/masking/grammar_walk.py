@@ -18,7 +18,7 @@ import numpy as np
 
 from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1,
                               SHADOW2, STACK, TOO_AMBIGUOUS, _node_state, advance_hypothesis, fill_reach,
-                              free_terminal, next_column, reachable_winners, usable_meets)
+                              free_terminal, lexer_step, reachable_winners, usable_meets)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -66,7 +66,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                         simple = False  # the lexeme could end here: take the general path
                         break
             if simple:
-                went_on = lx_trans[q, byte]
+                went_on, counter = lexer_step(lx_trans, tracks_column, layout, q, levels[above, h, COLUMN], byte)
                 if went_on < 0:
                     continue
                 if not reach_done[went_on]:
@@ -95,8 +95,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 for f in range(HYPOTHESIS_FIELDS):
                     levels[depth, n_out, f] = levels[above, h, f]
                 levels[depth, n_out, LEXEME] = went_on
-                levels[depth, n_out, COLUMN] = next_column(tracks_column, layout, went_on,
-                                                           levels[above, h, COLUMN], byte)
+                levels[depth, n_out, COLUMN] = counter
                 for w in range(words):
                     usable[depth, n_out, w] = usable[above, h, w]
                     known[depth, n_out, w] = known[above, h, w]

@@ -39,6 +39,7 @@ from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL
                               SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
                               end_lexeme, usable_meets)
 from .bitmask import bitmask_width
+from .counted_strings import LengthFilter
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
                             context_signature, remap_terminal_bits, shared_cache_for,
                             warm_kernels)
@@ -134,6 +135,7 @@ class GrammarMaskStore:
         # (top parser state, lexer state, shadows) -> (context, part) for parts computed
         # from the top of the stack alone: the fast path of fill().
         self._by_top: dict[tuple[int, ...], tuple[_ContextMasks, tuple]] = {}
+        self._lengths = LengthFilter(tables, trie, vocabulary.size, self.width) if LengthFilter.needed(tables) else None
 
     @property
     def num_contexts(self) -> int:
@@ -236,6 +238,15 @@ class GrammarMaskStore:
 
     def fill(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
         """Write into ``row`` (uint32 words) the non-EOS tokens allowed after ``hyps``."""
+        if self._lengths is not None:
+            filters = [self._lengths.allowed(hyp) for hyp in hyps]
+            if any(f is not None for f in filters):
+                self._fill_counted(parser, hyps, row, filters)
+                return
+        self._fill_unbounded(parser, hyps, row)
+
+    def _fill_unbounded(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
+        """``fill`` without length filters (see :mod:`.counted_strings`)."""
         if hyps.shape[0] == 1:
             # The common case: one hypothesis whose lexeme cannot end here, seen before by
             # this parser (stack nodes are immutable, so the whole row is its key), or whose
@@ -254,6 +265,23 @@ class GrammarMaskStore:
         finally:
             if parser.pool.used != mark:
                 parser.truncate(mark)
+
+    def _fill_counted(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray, filters) -> None:
+        """``fill`` where a counted string is near a bound: each such hypothesis's mask as if
+        its string had no bounds (count -1: not checked), narrowed by its length filter."""
+        part = np.empty_like(row)
+        for h, allowed in enumerate(filters):
+            hyp = hyps[h:h + 1]
+            if allowed is not None and hyp[0, LEXEME] >= self._starts:
+                hyp = hyp.copy()
+                hyp[0, COLUMN] = -1
+            self._fill_unbounded(parser, hyp, part)
+            if allowed is not None:
+                part &= allowed
+            if h == 0:
+                np.copyto(row, part)
+            else:
+                row |= part
 
     def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray,
                          overwrite: bool = False) -> None:
@@ -277,7 +305,12 @@ class GrammarMaskStore:
         else:
             ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
             if ended is not None:
-                if ended.shape[0]:
+                allowed = self._lengths.allowed(ended[0]) if self._lengths is not None and ended.shape[0] else None
+                if allowed is not None:  # the next lexeme may be a counted string
+                    part = np.empty_like(row)
+                    self._fill_hypothesis(parser, ended, part, overwrite=True)
+                    row |= part & allowed
+                elif ended.shape[0]:
                     self._fill_hypothesis(parser, ended, row)
             else:
                 self.walk(parser, hyp, row)

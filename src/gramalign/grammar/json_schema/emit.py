@@ -12,7 +12,7 @@ alternatives' values for that key are pairwise equal, disjoint, or differ in JSO
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
@@ -21,7 +21,8 @@ from ..grammar import Grammar, Rule, Terminal
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
 from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
-from .strings import json_literal_dfa, json_string_dfa, literal_contents_dfa, other_strings
+from .strings import (CountedStrings, any_string_contents, json_literal_dfa, json_string_dfa, literal_contents_dfa,
+                      other_strings, string_contents_dfa)
 
 MAX_RULES = 200_000
 """Rules one schema may compile to."""
@@ -177,7 +178,15 @@ class Emitter:
             alternatives.append((self._literal_terminal("FALSE", "false"),))
         if shape.number is not None:
             alternatives.append((self._terminal("NUMBER", self._number_spellings(shape.number)),))
-        if shape.string is not None:
+        if isinstance(shape.string, CountedStrings) and self.layout.escapes == "minimal":
+            alternatives.append((self._counted_string_terminal(shape.string),))
+        elif isinstance(shape.string, CountedStrings):
+            # With every escape, a surrogate pair is two escapes but one code point: not
+            # counted here (yet), so the bounds are spelled out.
+            alternatives.append((self._terminal("STRING", json_string_dfa(
+                self._materialized(shape.string), escapes=self.layout.escapes,
+                max_states=self.max_states)),))
+        elif shape.string is not None:
             alternatives.append((self._terminal("STRING", json_string_dfa(shape.string, escapes=self.layout.escapes,
                                                                 max_states=self.max_states)),))
         if depth >= self.layout.max_depth and self.layout.indent is not None:
@@ -187,6 +196,21 @@ class Emitter:
         if shape.arrays:
             alternatives.append((self.arrays_rule(*(arrays or ((shape.arrays,), 0)), depth),))
         return alternatives
+
+    def _counted_string_terminal(self, strings: CountedStrings) -> str:
+        """A string of ``minimum`` to ``maximum`` code points: the automaton of any string,
+        the bounds counted by the parser (see ``Terminal.length``)."""
+        length = (strings.minimum, -1 if strings.maximum is None else strings.maximum)
+        name = f"STRING_{length[0]}_{'inf' if length[1] < 0 else length[1]}"
+        if name not in self.terminals:
+            spelled = json_string_dfa(any_string_contents(), escapes=self.layout.escapes, max_states=self.max_states)
+            self.terminals[name] = Terminal.from_dfa(name, spelled, length=length)
+        return name
+
+    def _materialized(self, strings: CountedStrings) -> ByteDFA:
+        """The automaton of counted strings, where they cannot be counted (a StateLimitError
+        names the schema location in ``_located_alternatives``)."""
+        return string_contents_dfa(strings, max_states=self.max_states)
 
     def _number_spellings(self, numbers) -> ByteDFA:
         """The spellings to emit. Shapes hold every spelling of their values (complements
@@ -448,13 +472,19 @@ class Emitter:
         array_classes = [shape.arrays for _, shape, _ in classes if shape.arrays]
         object_groups = tuple(object_classes) if len(object_classes) > 1 else None
         array_groups = tuple(array_classes) if len(array_classes) > 1 else None
-        if object_groups is None and array_groups is None:
+        # A counted string's length is counted from its opening quote, so where several
+        # classes have strings (their terminals all start with a quote), each is an automaton.
+        uncounted = (sum(shape.string is not None for _, shape, _ in classes) > 1
+                     and any(isinstance(shape.string, CountedStrings) for _, shape, _ in classes))
+        if object_groups is None and array_groups is None and not uncounted:
             return [(self.value_rule(ref, depth), successors) for ref, _, successors in classes]
         result = []
         for ref, shape, successors in classes:
             objects = (object_groups, object_groups.index(shape.objects)) if object_groups and shape.objects else None
             arrays = (array_groups, array_groups.index(shape.arrays)) if array_groups and shape.arrays else None
-            rule = self._later(self._memo, ("class", ref, objects, arrays, depth), "value",
+            if uncounted and isinstance(shape.string, CountedStrings):
+                shape = replace(shape, string=self._materialized(shape.string))
+            rule = self._later(self._memo, ("class", ref, objects, arrays, depth, uncounted), "value",
                                lambda shape=shape, objects=objects, arrays=arrays:
                                self._value_alternatives(shape, depth, objects, arrays))
             result.append((rule, successors))

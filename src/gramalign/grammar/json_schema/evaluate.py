@@ -26,8 +26,9 @@ from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
                      join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects, meet_strings,
-                     only)
-from .strings import any_string_contents, literal_contents_dfa, other_strings, with_length
+                     minus_strings, only)
+from .strings import (CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa, other_strings,
+                      string_contents_dfa)
 from .unevaluated import unevaluated_items, unevaluated_properties
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -388,12 +389,12 @@ class Evaluator:
         if maximum is not None and maximum < minimum:
             return None
         try:
-            contents = with_length(contents, minimum, maximum, max_states=self.max_states)
+            contents = counted_or_dfa(contents, minimum, maximum, max_states=self.max_states)
         except StateLimitError:
             raise SchemaCompileError(f"string lengths {minimum}..{maximum} together with the other string "
                                      f"constraints need more than {self.max_states} automaton states",
                                      pointer, "maxLength" if maximum is not None else "minLength") from None
-        return None if is_empty_dfa(contents) else contents
+        return None if not isinstance(contents, CountedStrings) and is_empty_dfa(contents) else contents
 
     def _pattern(self, pattern, pointer: str, keyword: str):
         if not isinstance(pattern, str):
@@ -437,7 +438,8 @@ class Evaluator:
         key_filter = None
         if "propertyNames" in node:
             key_shape = self.shape(frozenset([f"{pointer}/propertyNames"]))
-            key_filter = key_shape.string if key_shape.string is not None else literal_contents_dfa([])
+            key_filter = (literal_contents_dfa([]) if key_shape.string is None
+                          else string_contents_dfa(key_shape.string, max_states=self.max_states))
         names = list(properties) + [r for r in required if r not in properties]
         if len(names) > MAX_PROPERTIES:
             raise SchemaCompileError(f"an object with more than {MAX_PROPERTIES} named properties (this one names "
@@ -679,7 +681,7 @@ class Evaluator:
         """oneOf: values in exactly one branch."""
         numbers = _exactly_one_language([b.number for b in branches], _minus_numbers, meet_numbers, join_numbers,
                                         self.max_states)
-        strings = _exactly_one_language([b.string for b in branches], _minus_strings, meet_strings, join_strings,
+        strings = _exactly_one_language([b.string for b in branches], minus_strings, meet_strings, join_strings,
                                         self.max_states)
         once = [sum(getattr(b, kind) for b in branches) == 1 for kind in ("null", "true", "false")]
         result = Shape(*once, numbers, strings)
@@ -779,8 +781,8 @@ class Evaluator:
             if x.number == ALL_NUMBERS or y.number == ALL_NUMBERS or not is_empty_dfa(
                     intersect(x.number, y.number, max_states=self.max_states)):
                 return False
-        if x.string is not None and y.string is not None and not is_empty_dfa(
-                intersect(x.string, y.string, max_states=self.max_states)):
+        if x.string is not None and y.string is not None and meet_strings(x.string, y.string,
+                                                                            self.max_states) is not None:
             return False
         if not all(self._objects_disjoint(a, b, depth) for a in x.objects for b in y.objects):
             return False
@@ -826,7 +828,7 @@ def _array_witnesses(shape: ArrayShape, pointer: str) -> list[ArrayShape]:
 def _single_string(shape: Shape) -> "bytes | None":
     """The one value of ``shape`` when it is a single string (its contents), else None."""
     if (shape.null or shape.true or shape.false or shape.number is not None or shape.objects or shape.arrays
-            or shape.string is None):
+            or shape.string is None or isinstance(shape.string, CountedStrings)):
         return None
     dfa, state, text, seen = shape.string, shape.string.initial, bytearray(), set()
     while state not in seen:
@@ -864,13 +866,6 @@ def _minus_numbers(a, b, max_states):
         return None
     if a == ALL_NUMBERS:
         return complement_numbers(b, max_states)
-    result = difference(a, b, max_states=max_states)
-    return None if is_empty_dfa(result) else result
-
-
-def _minus_strings(a, b, max_states):
-    if a is None or b is None:
-        return a
     result = difference(a, b, max_states=max_states)
     return None if is_empty_dfa(result) else result
 

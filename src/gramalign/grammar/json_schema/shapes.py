@@ -25,7 +25,7 @@ from typing import Union
 from ..automata import MAX_STATES, difference, intersect, union
 from ..dfa import DEAD, ByteDFA
 from .numbers import decimals
-from .strings import any_string_contents, literal_contents_dfa
+from .strings import CountedStrings, any_string_contents, literal_contents_dfa, string_contents_dfa, with_length
 
 Literal = Union[str, tuple]
 Ref = frozenset  # of literals; the empty frozenset is "any value"
@@ -180,7 +180,7 @@ class Shape:
     true: bool = False
     false: bool = False
     number: ByteDFA | str | None = None  # None, ALL_NUMBERS, or exponent-free spellings
-    string: ByteDFA | None = None  # contents
+    string: "ByteDFA | CountedStrings | None" = None  # contents
     objects: tuple[ObjectShape, ...] = ()
     arrays: tuple[ArrayShape, ...] = ()
     notes: tuple[str, ...] = field(default=(), compare=False)
@@ -260,10 +260,25 @@ def complement_numbers(a, max_states: int = MAX_STATES):
 
 
 def meet_strings(a, b, max_states: int = MAX_STATES):
+    if isinstance(a, CountedStrings) or isinstance(b, CountedStrings):
+        if a is None or b is None:
+            return None
+        if isinstance(a, CountedStrings) and isinstance(b, CountedStrings):
+            return a.meet(b)
+        counted, other = (a, b) if isinstance(a, CountedStrings) else (b, a)
+        if other is any_string_contents():
+            return counted
+        return _clean_dfa(with_length(other, counted.minimum, counted.maximum, max_states=max_states))
     return _meet_leaves(a, b, any_string_contents(), max_states)
 
 
 def join_strings(a, b, max_states: int = MAX_STATES):
+    if isinstance(a, CountedStrings) and isinstance(b, CountedStrings):
+        joined = a.join(b)
+        if joined is not None:
+            return joined
+    if a is not None and b is not None:
+        a, b = string_contents_dfa(a, max_states=max_states), string_contents_dfa(b, max_states=max_states)
     return _join_leaves(a, b, any_string_contents(), max_states)
 
 
@@ -272,7 +287,17 @@ def complement_strings(a, max_states: int = MAX_STATES):
         return any_string_contents()
     if a is any_string_contents():
         return None
+    a = string_contents_dfa(a, max_states=max_states)
     return _clean_dfa(difference(any_string_contents(), a, max_states=max_states))
+
+
+def minus_strings(a, b, max_states: int = MAX_STATES):
+    """Strings of ``a`` not in ``b`` (None: none)."""
+    if a is None or b is None:
+        return a
+    result = difference(string_contents_dfa(a, max_states=max_states), string_contents_dfa(b, max_states=max_states),
+                        max_states=max_states)
+    return _clean_dfa(result)
 
 
 def meet_objects(a: ObjectShape, b: ObjectShape, max_states: int = MAX_STATES) -> ObjectShape | None:

@@ -1,0 +1,190 @@
+"""Masks inside counted strings (``Terminal.length``): the length bounds as a filter.
+
+A counted string runs in the few lexer states of "any JSON string"; the hypothesis's
+COLUMN field counts its code points (see ``parser.lexer_step``). The mask store computes
+its masks as if the string had no bounds, so its contexts repeat at every position of
+every value, and :class:`LengthFilter` narrows them where a bound is within a token's
+reach: fewer code points so far than the fewest (a closing quote must wait), or fewer left
+than a token may add before the most. Per lexer state of the string, one walk of the
+vocabulary trie records each token's code points up to the closing quote (or its end) and
+whether it closes the string; the filter is then a comparison per token.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+import numba
+import numpy as np
+
+from ..grammar.dfa import ByteDFA
+from ..grammar.parser import COLUMN, COUNTED, COUNTED_BOUNDS, LEXEME, ParserTables
+from .trie import TokenTrie
+
+FILTER_ROWS = 256
+"""Filters kept per grammar (least recently used out): one per lexer state and count met
+near a bound."""
+
+
+@numba.njit(cache=True, nogil=True)
+def token_growth(transitions, between, start, node_byte, node_depth, subtree_end, token_start, token_ids, max_depth,
+                 grow, closes):
+    """From state ``start`` of a counted string's automaton (``between``: its state between
+    two characters), write for every token its code
+    points up to the closing quote or its end (``grow``) and whether it closes the string
+    (``closes``); tokens the string cannot read are left alone. Returns the most code
+    points a token adds."""
+    states = np.empty(max_depth + 1, np.int32)
+    counts = np.zeros(max_depth + 1, np.int32)
+    closed = np.zeros(max_depth + 1, np.uint8)
+    states[0] = start
+    most = 0
+    i = 0
+    n_nodes = node_byte.shape[0]
+    while i < n_nodes:
+        depth = node_depth[i]
+        if closed[depth - 1]:  # past the closing quote: other lexemes, counted elsewhere
+            counts[depth] = counts[depth - 1]
+            closed[depth] = 1
+        else:
+            source = states[depth - 1]
+            byte = node_byte[i]
+            target = transitions[source, byte]
+            if target < 0:
+                i = subtree_end[i]
+                continue
+            count = counts[depth - 1]
+            shut = 0
+            if source == between:
+                if byte == 0x22:
+                    shut = 1
+                else:
+                    count += 1
+            states[depth] = target
+            counts[depth] = count
+            closed[depth] = shut
+        for k in range(token_start[i], token_start[i + 1]):
+            grow[token_ids[k]] = counts[depth]
+            closes[token_ids[k]] = closed[depth]
+        most = max(most, counts[depth])
+        i += 1
+    return most
+
+
+class LengthFilter:
+    """The tokens a counted string's bounds allow, per (lexer state, code points so far).
+    At a lexer start, the tokens that open a counted string (the grammar has no ignored
+    terminals, so a token that opens one starts with its quote) are checked from 0."""
+
+    def __init__(self, tables: ParserTables, trie: TokenTrie, vocab_size: int, width: int):
+        self._kinds = tables.tracks_column
+        self._layout = tables.layout
+        self._trans = tables.lexer.transitions
+        self._trie = trie
+        self._size = vocab_size
+        self._width = width
+        self._growth: dict[int, tuple] = {}
+        self._counted = [k for k, t in enumerate(tables.lexer.terminals) if t.length is not None]
+        self._dfas = {k: tables.lexer.terminals[k].dfa for k in self._counted}
+        self._block_start = tables.lexer.block_start
+        self._starts = tables.lexer.num_starts
+        self._rows: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def needed(tables: ParserTables) -> bool:
+        return bool((tables.tracks_column >= COUNTED).any())
+
+    def allowed(self, hyp: np.ndarray) -> "np.ndarray | None":
+        """The uint32 row of tokens the bounds allow this hypothesis (one row of
+        ``HYPOTHESIS_FIELDS``), or None where no token can reach a bound. Tokens that end
+        the string inside them and go on are also checked by the exact walk; the filter
+        agrees with it, as it counts only up to the closing quote."""
+        q, count = int(hyp[LEXEME]), int(hyp[COLUMN])
+        if q < self._starts:  # a token may open a counted string (counted from 0) and go on in it
+            kind = int(self._kinds[self._trans[q, 0x22]]) if self._trans[q, 0x22] >= 0 else 0
+            count = 0
+        else:
+            kind = int(self._kinds[q])
+        if kind < COUNTED or count < 0:
+            return None
+        at = COUNTED_BOUNDS + ((kind - COUNTED) & ~1)
+        fewest, most = int(self._layout[at]), int(self._layout[at + 1])
+        if count >= fewest and (most < 0 or count + self._trie.max_depth <= most):
+            return None  # a token has at most max_depth bytes, so at most as many code points
+        growth = self._growth_of(q)
+        if count >= fewest and count + growth[4] <= most:
+            return None
+        key = (q, count)
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows.move_to_end(key)
+                return row
+        row = self._row(growth, count, fewest, most)
+        with self._lock:
+            self._rows[key] = row
+            if len(self._rows) > FILTER_ROWS:
+                self._rows.popitem(last=False)
+        return row
+
+    def _row(self, growth, count: int, fewest: int, most: int) -> np.ndarray:
+        """Every token but those that would pass the most code points, or close the string
+        before the fewest."""
+        grow, long, descending, closers, _ = growth
+        if most < 0:
+            too_long = long[:0]
+        elif most - count >= LONG:
+            too_long = long[:np.searchsorted(descending, count - most, side="left")]
+        else:
+            too_long = np.flatnonzero(grow > most - count)
+        too_short = closers[count + grow[closers] < fewest]
+        forbidden = np.concatenate((too_long, too_short))
+        row = np.full(self._width, 0xFFFFFFFF, dtype=np.uint32)
+        if forbidden.size > self._size // 8:
+            ok = np.ones(32 * self._width, dtype=bool)
+            ok[forbidden] = False
+            return np.packbits(ok, bitorder="little").view(np.uint32)
+        np.bitwise_and.at(row, forbidden >> 5, ~(np.uint32(1) << (forbidden & 31).astype(np.uint32)))
+        return row
+
+    def _growth_of(self, q: int) -> tuple:
+        found = self._growth.get(q)
+        if found is None:
+            kind = int(self._kinds[q if q >= self._starts else self._trans[q, 0x22]])
+            terminal = self._counted[(kind - COUNTED) >> 1]
+            dfa = self._dfas[terminal]
+            local = dfa.initial if q < self._starts else q - int(self._block_start[terminal])
+            found = self._growth[q] = growth_of(dfa, local, self._trie, self._size)
+        return found
+
+
+_GROWTH: "weakref.WeakKeyDictionary[TokenTrie, dict]" = weakref.WeakKeyDictionary()
+_GROWTH_LOCK = threading.Lock()
+LONG = 16
+"""Code points above which the tokens are listed apart (few tokens add more)."""
+
+
+def growth_of(dfa: ByteDFA, state: int, trie: TokenTrie, size: int) -> tuple:
+    """(code points of each token from ``state`` of a counted string's automaton ``dfa``, the
+    tokens adding more than :data:`LONG` sorted most first, their negated code points, the
+    tokens that close the string, the most code points), kept per vocabulary: every
+    counted string of every grammar spells the same automaton."""
+    key = (dfa.digest, state)
+    with _GROWTH_LOCK:
+        per_trie = _GROWTH.setdefault(trie, {})
+        found = per_trie.get(key)
+    if found is None:
+        grow = np.zeros(size, dtype=np.int32)
+        closes = np.zeros(size, dtype=np.uint8)
+        between = int(dfa.transitions[dfa.initial, 0x22])
+        reach = token_growth(dfa.transitions, between, state, trie.node_byte, trie.node_depth, trie.subtree_end,
+                             trie.token_start, trie.token_ids, trie.max_depth, grow, closes)
+        long = np.flatnonzero(grow > LONG)
+        long = long[np.argsort(-grow[long], kind="stable")]
+        found = (grow, long, -grow[long], np.flatnonzero(closes), int(reach))
+        with _GROWTH_LOCK:
+            per_trie[key] = found
+    return found

@@ -1,0 +1,124 @@
+"""Strings with length bounds, counted by the parser instead of spelled out as automata.
+
+The language is checked against the jsonschema validator (lengths around both bounds, with
+ASCII, multi-byte characters, escapes and surrogate pairs, which count as one code point);
+masks against a brute-force scan of the vocabulary through the parser, at every position of
+values that run into both bounds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+
+import gramalign as ga
+from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.masking.bitmask import unpack_bitmask_row
+
+from test_grammar_masks import assert_mask_equals_brute_force, gpt2_vocabulary
+
+BOUNDS = [(0, 1), (1, None), (2, 2), (0, 5), (3, 9), (0, 100), (64, 70), (22, 4096), (1, 131072), (90, None)]
+CHARACTERS = ["a", "é", "中", "\U0001F642", "\n", '"', "\\", "\x01"]
+
+
+def schema_of(low, high) -> dict:
+    schema = {"type": "string"}
+    if low:
+        schema["minLength"] = low
+    if high is not None:
+        schema["maxLength"] = high
+    return schema
+
+
+def spellings(text: str, escapes: str) -> list[str]:
+    """The minimal spelling; with every escape also each character outside ASCII as a
+    u-escape (astral ones as surrogate pairs: two escapes, one code point)."""
+    return [json.dumps(text, ensure_ascii=False)] + ([json.dumps(text)] if escapes == "all" else [])
+
+
+# with every escape the bounds are spelled out as automata: only the smaller ones compile
+@pytest.mark.parametrize("low,high,escapes", [(low, high, "minimal") for low, high in BOUNDS]
+                         + [(low, high, "all") for low, high in BOUNDS if (high or 0) <= 1000])
+def test_parser_agrees_with_jsonschema_around_the_bounds(low, high, escapes):
+    schema = schema_of(low, high)
+    grammar = ga.Grammar.from_json_schema(schema, string_escapes=escapes)
+    counted = any(t.length is not None for t in grammar.terminals)
+    assert counted == (escapes == "minimal"), "minimal escapes count the bounds; every escape spells them out"
+    parser = IncrementalParser(build_parser_tables(grammar))
+    lengths = {0, 1, 2, low - 1, low, low + 1} | ({high - 1, high, high + 1} if high is not None else {low + 300})
+    checked = 0
+    for length in sorted(n for n in lengths if 0 <= n <= 140_000):
+        for k, character in enumerate(CHARACTERS):
+            # mostly one character, with one other character somewhere, so escapes and
+            # multi-byte sequences sit at the bounds
+            text = list(character * length)
+            if length:
+                text[(k * 7) % length] = CHARACTERS[(k + 3) % len(CHARACTERS)]
+            value = "".join(text)
+            expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+            for spelled in spellings(value, escapes):
+                assert parser.accepts(spelled.encode()) == expected, (low, high, length, spelled[:40])
+                checked += 1
+    assert checked >= 3 * len(CHARACTERS)
+
+
+def test_unbounded_strings_next_to_counted_ones_keep_their_own_language():
+    schema = {"type": "object", "properties": {"short": schema_of(1, 3), "free": {"type": "string"}},
+              "required": ["short", "free"], "additionalProperties": False}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema)))
+    validator = jsonschema.Draft202012Validator(schema)
+    for short in ["", "a", "abc", "abcd", "\U0001F642\U0001F642\U0001F642"]:
+        for free in ["", "x" * 50]:
+            text = json.dumps({"short": short, "free": free}, separators=(",", ":"), ensure_ascii=False)
+            assert parser.accepts(text.encode()) == validator.is_valid({"short": short, "free": free}), text
+
+
+def test_competing_string_classes_are_spelled_exactly():
+    # the strings of 1..5 code points and the others compete for one value: both are automata
+    schema = {"type": "object", "properties": {"v": {"oneOf": [schema_of(1, 5), {"type": "string", "pattern": "^a"}]}},
+              "required": ["v"]}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema)))
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ["", "a", "b", "abcde", "bcdef", "abcdef", "bcdefg"]:
+        text = json.dumps({"v": value}, separators=(",", ":"))
+        assert parser.accepts(text.encode()) == validator.is_valid({"v": value}), text
+
+
+@pytest.mark.parametrize("low,high", [(0, 12), (5, 40), (30, None)])
+def test_masks_equal_brute_force_up_to_both_bounds(low, high):
+    schema = {"type": "object", "properties": {"s": schema_of(low, high)}, "required": ["s"]}
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
+    value = "ab é中\\\"x\U0001F642 " * 8
+    value = value[:high + 2] if high is not None else value
+    text = json.dumps({"s": value}, separators=(",", ":"), ensure_ascii=False).encode()
+    # every prefix inside the string, up to and past the most code points
+    prefixes = [text[:n] for n in range(5, len(text))]
+    checked = sum(assert_mask_equals_brute_force(compiled, prefix) for prefix in prefixes)
+    assert checked > 20
+
+
+def test_generated_values_respect_both_bounds():
+    schema = schema_of(4, 9)
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
+    rng = np.random.default_rng(0)
+    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+    seen = set()
+    vocab = compiled.vocabulary
+    for _ in range(30):
+        matcher = compiled.matcher()
+        written = b""
+        while not matcher.is_terminated():
+            matcher.fill_next_token_bitmask(mask, 0)
+            allowed = np.flatnonzero(unpack_bitmask_row(mask[0], vocab.size))
+            closing = [t for t in allowed.tolist() if b'"' in vocab.token_bytes[t][1:]]
+            token = int(rng.choice(closing if closing and rng.random() < 0.3 else allowed))
+            matcher.accept_token(token)
+            if token not in vocab.eos_token_ids:
+                written += vocab.token_bytes[token]
+        value = json.loads(written.decode())
+        jsonschema.validate(value, schema)
+        seen.add(len(value))
+    assert len(seen) > 1
