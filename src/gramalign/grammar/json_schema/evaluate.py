@@ -254,7 +254,7 @@ class Evaluator:
                                      else "unevaluatedItems") from None
         if objects is shape.objects and arrays is shape.arrays:
             return shape
-        return Shape(shape.null, shape.true, shape.false, shape.number, shape.string, objects, arrays)
+        return replace(shape, objects=objects, arrays=arrays)
 
     def _schema_list(self, node: dict, keyword: str, pointer: str) -> list:
         value = node.get(keyword, [])

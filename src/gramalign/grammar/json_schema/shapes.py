@@ -5,7 +5,8 @@ the numbers (an automaton over their spellings), the strings (an automaton over 
 contents), and lists of :class:`ObjectShape` and :class:`ArrayShape` alternatives. Object
 members and array items are not shapes but *references* (:data:`Ref`): a frozenset of
 literals whose conjunction is the value set — a schema location (its JSON pointer), a
-constant (``("const", json)``) or a negation (``("not", ref)``). References keep recursion
+constant (``("const", json)``), a negation (``("not", ref)``) or a disjunction
+(``("or", refs)``: an item that ``contains`` or ``unevaluatedItems`` takes). References keep recursion
 lazy: a property whose schema is ``{"$ref": "#"}`` is just the literal ``""``.
 
 Intersection (``allOf``) is :func:`meet`, union (``anyOf``) :func:`join`; complements live
