@@ -121,7 +121,8 @@ def _run(draft: str, whitespace: str, property_order: str = "schema", integer_fr
 @pytest.mark.slow
 @pytest.mark.parametrize("draft,whitespace,property_order,integer_fraction", [
     ("draft2020-12", "compact", "schema", True), ("draft7", "compact", "schema", False),
-    ("draft2020-12", "flexible", "schema", False), ("draft7", "compact", "any", True)])
+    ("draft2020-12", "flexible", "schema", False), ("draft7", "compact", "any", True),
+    ("draft2019-09", "compact", "any", True), ("draft2020-12", "compact", "any", True)])
 def test_compiled_schemas_agree_with_the_suite(draft, whitespace, property_order, integer_fraction):
     """With property_order='any', every object is written with its members reversed and no
     valid instance may be rejected for its key order. Without integer_fraction, a valid 1.0

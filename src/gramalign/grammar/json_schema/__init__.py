@@ -19,7 +19,7 @@ from ..dfa import StateLimitError
 from ..grammar import Grammar
 from ..limits import DEFAULT_LIMITS, CompileLimits, applied
 from .emit import Emitter, Layout
-from .evaluate import Evaluator
+from .evaluate import Evaluator, TrackingNeeded
 from .registry import document_lookup
 from .resolve import SchemaIndex, draft_of, escape_pointer, inherited_draft, json_text, local_pointer
 from .strict import close_objects
@@ -182,9 +182,14 @@ def _compile(schema, whitespace, max_whitespace, string_escapes, property_order,
     index = None
     try:
         index = SchemaIndex(schema, draft, document_lookup(registry, prepare))
-        evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
         source = json_text(schema, sort_keys=True)
-        grammar = Emitter(evaluator, layout, frozenset([index.root_location()]), max_states=max_states).grammar(source)
+        root = frozenset([index.root_location()])
+        try:
+            evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
+            grammar = Emitter(evaluator, layout, root, max_states=max_states).grammar(source)
+        except TrackingNeeded:  # the schema uses unevaluatedProperties/unevaluatedItems
+            evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=True)
+            grammar = Emitter(evaluator, layout, root, max_states=max_states).grammar(source)
     except StateLimitError as exc:
         raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
     except RecursionError:  # the evaluator recurses once per nested subschema

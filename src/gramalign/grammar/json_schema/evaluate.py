@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from decimal import Decimal
 
 import numpy as np
@@ -23,12 +24,13 @@ from ..dfa import StateLimitError
 from . import numbers as num
 from .keywords import check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords
 from .resolve import SchemaIndex, escape_pointer, json_text
-from .shapes import (ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
+from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
                      join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects, meet_strings,
                      minus_strings, only)
 from .strings import (CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa, other_strings,
                       string_contents_dfa)
+from .unevaluated import unevaluated_items, unevaluated_properties
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
@@ -58,14 +60,27 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
 
 
-class Evaluator:
-    """Evaluates references of one schema document; results are memoised."""
+class TrackingNeeded(Exception):
+    """An ``unevaluated*`` keyword was met by an evaluator that does not record what the
+    schemas evaluate: the compile starts again with ``track_evaluated=True`` (what was
+    evaluated so far is cheap: it stopped at the first such keyword it reached)."""
 
-    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset()):
+
+class Evaluator:
+    """Evaluates references of one schema document; results are memoised.
+
+    With ``track_evaluated``, shapes record what their schemas evaluated, which costs
+    shortcuts (an object that evaluated a name no longer absorbs others in a union), so it
+    is off until an ``unevaluated*`` keyword is met (:class:`TrackingNeeded`): documents
+    without one do not pay for it."""
+
+    def __init__(self, index: SchemaIndex, *, max_states: int = MAX_STATES, approximate: frozenset[str] = frozenset(),
+                 track_evaluated: bool = False):
         self.index = index
         self.draft = index.draft
         self.max_states = max_states
         self.approximate = approximate
+        self.track_evaluated = track_evaluated
         self._shapes: dict[Ref, Shape] = {}
         self._in_progress: set = set()
 
@@ -108,6 +123,11 @@ class Evaluator:
             return self.complement(self.shape(literal[1]), literal[2])
         if kind == "keys":  # a synthesized object shape (see complement)
             return literal[1]
+        if kind == "or":  # values in any of the refs (an item unevaluatedItems or a contains takes)
+            shape = EMPTY_SHAPE
+            for ref in sorted(literal[1], key=repr):
+                shape = join(shape, self.shape(ref), self.max_states)
+            return shape
         raise AssertionError(literal)
 
     # ------------------------------------------------------------------ locations
@@ -166,9 +186,8 @@ class Evaluator:
                 if isinstance(value, dict) and keyword not in ("const", "dependentRequired"):
                     value = [name for name in value] + [v for v in value.values() if isinstance(v, list)]
                 check_literal_strings(value, self.max_states, pointer, keyword)
-        for keyword in ("unevaluatedProperties", "unevaluatedItems"):
-            if keyword in node and node[keyword] is not True and node[keyword] != {}:
-                raise SchemaCompileError(f"{keyword} is not supported yet", pointer, keyword)
+        if not self.track_evaluated and ("unevaluatedProperties" in node or "unevaluatedItems" in node):
+            raise TrackingNeeded
         result = ANY_SHAPE
         parts = []
         if "type" in node:
@@ -218,7 +237,8 @@ class Evaluator:
             condition = self.shape(frozenset([f"{pointer}/if"]))
             then = self.shape(frozenset([f"{pointer}/then"])) if "then" in node else ANY_SHAPE
             otherwise = self.shape(frozenset([f"{pointer}/else"])) if "else" in node else ANY_SHAPE
-            if "then" in node or "else" in node:
+            # a passing `if` evaluates what it names, even without then/else
+            if "then" in node or "else" in node or condition.annotated:
                 negated = self.complement(condition, f"{pointer}/if")
                 parts.append(join(meet(condition, then, self.max_states), meet(negated, otherwise, self.max_states),
                                   self.max_states))
@@ -226,7 +246,28 @@ class Evaluator:
             result = meet(result, part, self.max_states)
             if result.is_empty:
                 break
+        if self.track_evaluated:
+            result = self._unevaluated(node, pointer, result)
         return result
+
+    def _unevaluated(self, node: dict, pointer: str, shape: Shape) -> Shape:
+        """``shape`` with unevaluatedProperties/unevaluatedItems applied (see :mod:`.unevaluated`)."""
+        objects, arrays = shape.objects, shape.arrays
+        try:
+            if "unevaluatedProperties" in node and objects:
+                value = _schema_ref(f"{pointer}/unevaluatedProperties", node["unevaluatedProperties"])
+                objects = unevaluated_properties(objects, value, lambda p: self._pattern(p, pointer, "patternProperties"),
+                                                 self._objects_disjoint, pointer, self.max_states)
+            if "unevaluatedItems" in node and arrays:
+                value = _schema_ref(f"{pointer}/unevaluatedItems", node["unevaluatedItems"])
+                arrays = unevaluated_items(arrays, value, self._arrays_disjoint, pointer)
+        except TooManyAlternatives as exc:
+            raise SchemaCompileError(f"{exc}: the combinations unevaluated* splits into multiply out", pointer,
+                                     "unevaluatedProperties" if "unevaluatedProperties" in node
+                                     else "unevaluatedItems") from None
+        if objects is shape.objects and arrays is shape.arrays:
+            return shape
+        return replace(shape, objects=objects, arrays=arrays)
 
     def _schema_list(self, node: dict, keyword: str, pointer: str) -> list:
         value = node.get(keyword, [])
@@ -435,7 +476,7 @@ class Evaluator:
                     literals.add(f"{pointer}/properties/{escape_pointer(name)}")
                 elif not matched:
                     literals = None if additional_ref is None else set(additional_ref)
-                value = None if literals is None else frozenset(literals)
+                value = None if literals is None else self._without_true(literals)
             if value is not None and key_filter is not None and not key_filter.matches(encoded):
                 value = None
             values.append(value)
@@ -447,9 +488,18 @@ class Evaluator:
             if pattern_dfas or additional_ref is not None else ()
         minimum = _count(node, "minProperties", pointer, 0)
         maximum = _count(node, "maxProperties", pointer, None)
+        evaluated = frozenset()
+        if self.track_evaluated:
+            evaluated = frozenset([ALL_KEYS]) if "additionalProperties" in node else frozenset(
+                [("name", name) for name in properties] + [("pattern", p) for p in patterns])
         shape = ObjectShape(tuple(names), tuple(values), frozenset(required), tuple(extras), int(minimum),
-                            int(maximum) if maximum is not None else None)
+                            int(maximum) if maximum is not None else None, evaluated=evaluated)
         return () if shape.is_empty else (shape,)
+
+    def _without_true(self, pointers) -> Ref:
+        """The conjunction of schema locations without those that are ``true`` or ``{}``: a
+        member whose schemas all allow anything is ``ANY``, which complements need not negate."""
+        return frozenset(p for p in pointers if not (isinstance(p, str) and _allows_anything(self.index.node(p))))
 
     def _extra_keys(self, names: list, key_filter, pattern_dfas: list, additional_ref) -> list:
         """(keys, value ref) for the keys not in ``names``: one disjoint key language per
@@ -475,7 +525,7 @@ class Evaluator:
                 if additional_ref is None:
                     continue
                 refs = set(additional_ref)
-            extras.append((keys, frozenset(refs)))
+            extras.append((keys, self._without_true(refs)))
         return extras
 
     def _array_constraint(self, node: dict, pointer: str) -> tuple[ArrayShape, ...]:
@@ -505,7 +555,24 @@ class Evaluator:
             [len(shape.prefix), shape.min_items] + [c.start for c in shape.contains])
         check_size("max_rules", positions, f"#{pointer}/{'maxItems' if shape.max_items is not None else 'minItems'}",
                    "array positions, one grammar rule each")
+        if self.track_evaluated:
+            shape = replace(shape, **self._items_evaluated(node, pointer))
         return () if shape.is_empty else (shape,)
+
+    def _items_evaluated(self, node: dict, pointer: str) -> dict:
+        """The items an array schema's keywords evaluate: its tuple, all items (``items`` as a
+        schema, ``additionalItems`` after a tuple), and in 2020-12 those ``contains`` matches."""
+        items = node.get("items")
+        tuple_form = isinstance(items, list)
+        prefix = node.get("prefixItems") if self.draft >= 2020 and not tuple_form else items if tuple_form else None
+        every = ("items" in node and not tuple_form) or (tuple_form and "additionalItems" in node)
+        matched = frozenset()
+        if self.draft >= 2020 and "contains" in node:  # 2019-09's contains evaluates nothing
+            ref = _schema_ref(f"{pointer}/contains", node["contains"])
+            every = every or ref == ANY
+            matched = frozenset([ref]) if ref not in (None, ANY) else matched
+        return {"evaluated_prefix": len(prefix) if isinstance(prefix, list) else 0, "evaluated_all": every,
+                "evaluated_by": matched}
 
     def _contains(self, node: dict, pointer: str) -> tuple[Contains, ...]:
         """``contains`` with minContains/maxContains (2019-09 on; before, at least one match)."""
@@ -576,7 +643,7 @@ class Evaluator:
     def _complement_objects(self, objects, pointer: str) -> tuple[ObjectShape, ...]:
         if not objects:
             return (ANY_OBJECT,)
-        if any(o.is_unconstrained for o in objects):
+        if any(o.accepts_all for o in objects):
             return ()
         result: tuple[ObjectShape, ...] = (ANY_OBJECT,)
         for shape in objects:  # not (A or B) = not A and not B
@@ -624,7 +691,7 @@ class Evaluator:
     def _complement_arrays(self, arrays, pointer: str) -> tuple[ArrayShape, ...]:
         if not arrays:
             return (ANY_ARRAY,)
-        if any(a.is_unconstrained for a in arrays):
+        if any(a.accepts_all for a in arrays):
             return ()
         result: tuple[ArrayShape, ...] = (ANY_ARRAY,)
         for shape in arrays:  # not (A or B) = not A and not B
@@ -659,7 +726,7 @@ class Evaluator:
         present = [i for i, p in enumerate(parts) if p]
         if len(present) <= 1:
             return parts[present[0]] if present else ()
-        if sum(any(x.is_unconstrained for x in parts[i]) for i in present) >= 2:
+        if sum(any(x.accepts_all for x in parts[i]) for i in present) >= 2:
             return ()  # two branches take every object (array): each one is in two or more
         if tag is not None:
             tags = [[tag(x) for x in parts[i]] for i in present]
@@ -841,6 +908,10 @@ def _count(node: dict, keyword: str, pointer: str, default):
         raise SchemaCompileError(f"{keyword} must be a non-negative integer, not {json_text(value)[:40]}",
                                  pointer, keyword)
     return int(value)
+
+
+def _allows_anything(schema) -> bool:
+    return schema is True or (isinstance(schema, dict) and not schema)
 
 
 def _const_ref(value) -> Ref:

@@ -5,11 +5,17 @@ the numbers (an automaton over their spellings), the strings (an automaton over 
 contents), and lists of :class:`ObjectShape` and :class:`ArrayShape` alternatives. Object
 members and array items are not shapes but *references* (:data:`Ref`): a frozenset of
 literals whose conjunction is the value set — a schema location (its JSON pointer), a
-constant (``("const", json)``) or a negation (``("not", ref)``). References keep recursion
+constant (``("const", json)``), a negation (``("not", ref)``) or a disjunction
+(``("or", refs)``: an item that ``contains`` or ``unevaluatedItems`` takes). References keep recursion
 lazy: a property whose schema is ``{"$ref": "#"}`` is just the literal ``""``.
 
 Intersection (``allOf``) is :func:`meet`, union (``anyOf``) :func:`join`; complements live
 in the compiler, which can evaluate references.
+
+Object and array alternatives also carry what their schema *evaluated* (the keys, the item
+positions), for ``unevaluatedProperties``/``unevaluatedItems``: a value in several
+alternatives of a union was evaluated by all of them, so :func:`meet` unites the sets and
+:func:`join` keeps alternatives apart where their sets differ (see :mod:`.unevaluated`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from .strings import CountedStrings, any_string_contents, literal_contents_dfa, 
 Literal = Union[str, tuple]
 Ref = frozenset  # of literals; the empty frozenset is "any value"
 ANY: Ref = frozenset()
+ALL_KEYS = ("all",)  # ObjectShape.evaluated: every key (additionalProperties, unevaluatedProperties)
 ALL_NUMBERS = "all"  # Shape.number: every JSON number, exponents included
 
 
@@ -46,6 +53,8 @@ class ObjectShape:
     other keys, each with the value its members must have (keys in no extra are forbidden),
     and ``some``: (keys, value) pairs each needing at least one member with a key in
     ``keys`` and a value in ``value`` (complements of closed objects need them).
+    ``evaluated`` names the keys the schema evaluated: ``("name", n)``, ``("pattern",
+    regex)`` or :data:`ALL_KEYS` (empty unless the document uses ``unevaluatedProperties``).
     """
 
     names: tuple[str, ...] = ()
@@ -55,6 +64,7 @@ class ObjectShape:
     min_properties: int = 0
     max_properties: int | None = None
     some: tuple[tuple[ByteDFA, Ref], ...] = ()
+    evaluated: frozenset = frozenset()
 
     def value_of(self, name: str) -> Ref | None:
         """The value constraint on key ``name`` (None: the key is forbidden)."""
@@ -67,10 +77,16 @@ class ObjectShape:
         return None
 
     @property
-    def is_unconstrained(self) -> bool:
+    def accepts_all(self) -> bool:
+        """Every object is in it (what it evaluated aside)."""
         return (not self.names and not self.required and self.min_properties == 0 and self.max_properties is None
                 and len(self.extras) == 1 and self.extras[0][1] == ANY
                 and self.extras[0][0] is any_string_contents() and not self.some)
+
+    @property
+    def is_unconstrained(self) -> bool:
+        """Every object, and nothing evaluated: a neutral element of :func:`meet_objects`."""
+        return not self.evaluated and self.accepts_all
 
     @property
     def is_empty(self) -> bool:
@@ -107,7 +123,9 @@ class Contains:
 class ArrayShape:
     """Arrays: a value per leading position, ``rest`` for the others (None: forbidden),
     length bounds, ``contains`` constraints (each counted separately), and ``unique``: the
-    location of a ``uniqueItems: true`` that applies (None: items may repeat)."""
+    location of a ``uniqueItems: true`` that applies (None: items may repeat). The items the
+    schema evaluated: the first ``evaluated_prefix``, all (``evaluated_all``), and those in
+    any ref of ``evaluated_by`` (2020-12 ``contains``)."""
 
     prefix: tuple[Ref | None, ...] = ()
     rest: Ref | None = ANY
@@ -115,6 +133,13 @@ class ArrayShape:
     max_items: int | None = None
     contains: tuple[Contains, ...] = ()
     unique: str | None = None
+    evaluated_prefix: int = 0
+    evaluated_all: bool = False
+    evaluated_by: frozenset = frozenset()
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self.evaluated_prefix or self.evaluated_all or self.evaluated_by)
 
     def item(self, position: int) -> Ref | None:
         return self.prefix[position] if position < len(self.prefix) else self.rest
@@ -132,9 +157,13 @@ class ArrayShape:
         return replace(self, prefix=prefix, max_items=max_items)
 
     @property
-    def is_unconstrained(self) -> bool:
+    def accepts_all(self) -> bool:
         return (not self.prefix and self.rest == ANY and self.min_items == 0 and self.max_items is None
                 and not self.contains and self.unique is None)
+
+    @property
+    def is_unconstrained(self) -> bool:
+        return not self.evaluated and self.accepts_all
 
     @property
     def is_empty(self) -> bool:
@@ -163,6 +192,11 @@ class Shape:
     def is_empty(self) -> bool:
         return not (self.null or self.true or self.false or self.number is not None or self.string is not None
                     or self.objects or self.arrays)
+
+    @property
+    def annotated(self) -> bool:
+        """Whether an object or array alternative records what it evaluated."""
+        return any(o.evaluated for o in self.objects) or any(a.evaluated for a in self.arrays)
 
     @property
     def is_any(self) -> bool:
@@ -298,7 +332,8 @@ def meet_objects(a: ObjectShape, b: ObjectShape, max_states: int = MAX_STATES) -
     if len(some) > MAX_SOME:
         raise TooManyAlternatives(f"more than {MAX_SOME} 'some member' conditions on one object")
     shape = ObjectShape(names, values, a.required | b.required, tuple(extras),
-                        max(a.min_properties, b.min_properties), min(maxima) if maxima else None, some)
+                        max(a.min_properties, b.min_properties), min(maxima) if maxima else None, some,
+                        a.evaluated | b.evaluated)
     return None if shape.is_empty else shape
 
 
@@ -316,7 +351,8 @@ def meet_arrays(a: ArrayShape, b: ArrayShape) -> ArrayShape | None:
         raise TooManyAlternatives(f"more than {MAX_CONTAINS} contains constraints on one array")
     shape = ArrayShape(prefix, meet_refs(a.rest, b.rest), max(a.min_items, b.min_items),
                        min(maxima) if maxima else None, contains,
-                       a.unique if a.unique is not None else b.unique).normalized()
+                       a.unique if a.unique is not None else b.unique, max(a.evaluated_prefix, b.evaluated_prefix),
+                       a.evaluated_all or b.evaluated_all, a.evaluated_by | b.evaluated_by).normalized()
     return None if shape.is_empty else shape
 
 
@@ -344,9 +380,9 @@ def meet(a: Shape, b: Shape, max_states: int = MAX_STATES) -> Shape:
 
 def join(a: Shape, b: Shape, max_states: int = MAX_STATES) -> Shape:
     """Values in ``a`` or ``b``."""
-    if a.is_empty or b.is_any:
+    if a.is_empty or (b.is_any and not a.annotated):
         return b
-    if b.is_empty or a.is_any:
+    if b.is_empty or (a.is_any and not b.annotated):
         return a
     objects = _join_alternatives(a.objects, b.objects)
     arrays = _join_alternatives(a.arrays, b.arrays)
@@ -357,9 +393,10 @@ def join(a: Shape, b: Shape, max_states: int = MAX_STATES) -> Shape:
 
 
 def _join_alternatives(a: tuple, b: tuple) -> tuple:
-    if any(x.is_unconstrained for x in a):
+    # an alternative taking every value absorbs the others unless they evaluated something
+    if any(x.is_unconstrained for x in a) and not any(y.evaluated for y in b):
         return a
-    if any(x.is_unconstrained for x in b):
+    if any(x.is_unconstrained for x in b) and not any(y.evaluated for y in a):
         return b
     return a + tuple(x for x in b if x not in a)
 
