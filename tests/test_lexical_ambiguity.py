@@ -101,3 +101,85 @@ def test_masks_along_walks_through_ambiguous_text_never_raise():
             matcher.accept_token(token)
             text += vocab.token_bytes[token]
         assert_mask_equals_brute_force(compiled, text)
+
+
+# --------------------------------------------------------------------------- Python, SynCode style
+
+# lark's own python.lark (read from the installed lark, as SynCode's Python grammar is
+# derived from it) with its three terminals whose lookarounds read outside the lexeme or
+# whose lazy repeats are not first-match-exact written greedily, as a user would.
+_REGULAR_FORMS = {
+    "STRING": r"""STRING: /([ubf]?r?|r[ubf])("([^"\\\n]|\\.)*"|'([^'\\\n]|\\.)*')/i""",
+    "LONG_STRING": r"""LONG_STRING: /([ubf]?r?|r[ubf])("{3}("{0,2}([^"\\]|\\.))*"{3}|'{3}('{0,2}([^'\\]|\\.))*'{3})/is""",
+    "DEC_NUMBER": r"""DEC_NUMBER: /0(_?0)*|[1-9](_?[0-9])*/""",
+}
+
+
+@lru_cache(maxsize=None)
+def syncode_style_python() -> str:
+    import re
+    from pathlib import Path
+
+    text = (Path(lark.__file__).parent / "grammars" / "python.lark").read_text()
+    for name, form in _REGULAR_FORMS.items():  # a definition and its continuation lines
+        text, count = re.subn(rf"(?m)^{name}\s*:.*(\n[ \t]+\|.*)*$", lambda _: form, text)
+        assert count == 1, name
+    return text
+
+
+@lru_cache(maxsize=None)
+def python_pair():
+    from lark.indenter import PythonIndenter
+
+    text = syncode_style_python()
+    oracle = lark.Lark(text, parser="lalr", postlex=PythonIndenter(), start="file_input")
+    grammar = ga.Grammar.from_lark(text, start="file_input", indentation=ga.Indentation())
+    return oracle, grammar
+
+
+def docstring_heavy_files(count: int):
+    from python_oracle import stdlib_python_files
+
+    files = [(path.read_text(encoding="utf-8").count('"""'), path) for path in stdlib_python_files(40)]
+    return [path for n, path in sorted(files, key=lambda item: -item[0])[:count] if n >= 6]
+
+
+def test_stdlib_modules_with_docstrings_agree_with_lark_byte_by_byte():
+    oracle, grammar = python_pair()
+    parser = IncrementalParser(build_parser_tables(grammar))
+    files = docstring_heavy_files(8)
+    assert len(files) >= 6
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert lark_accepts(oracle, text), path
+        assert parser.accepts(text.encode()), path
+        # Damaged copies: a docstring opened and never closed, one closed twice, quotes mixed.
+        at = text.index('"""')
+        for damaged in (text[:at] + '"""' + text[at:], text[:at + 3] + '"""' + text[at + 3:],
+                        text.replace('"""', "'''", 1), text + '"""\n'):
+            assert parser.accepts(damaged.encode()) == lark_accepts(oracle, damaged), (path, damaged[at - 20:at + 20])
+
+
+def test_masks_after_opening_triple_quotes_in_stdlib_modules():
+    """Token by token through real modules: every mask is filled without an exception, and
+    right after an opening triple quote the mask equals a brute-force scan."""
+    from tokenizer_zoo import gpt2_hf_fast
+
+    _, grammar = python_pair()
+    compiled = ga.compile(grammar, gpt2_vocabulary())
+    tokenizer = gpt2_hf_fast()
+    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+    checked = 0
+    for path in docstring_heavy_files(2):
+        text = path.read_text(encoding="utf-8")
+        cut = text.index('"""', text.index('"""', text.index('"""') + 3) + 3) + 200  # past the second docstring
+        matcher = compiled.matcher()
+        data = b""
+        for token in tokenizer.encode(text[:cut]):
+            matcher.fill_next_token_bitmask(mask, 0)
+            assert (int(mask[0, token >> 5]) >> (token & 31)) & 1, (path, data[-40:])
+            matcher.accept_token(token)
+            data += compiled.vocabulary.token_bytes[token]
+            if data.endswith(b'"""') and checked < 6:
+                checked += assert_mask_equals_brute_force(compiled, data)
+    assert checked >= 3
