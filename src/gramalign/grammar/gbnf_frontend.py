@@ -18,6 +18,7 @@ Repetitions become left-recursive helper rules (LALR-friendly).
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 
 from ..errors import GrammarError
@@ -171,8 +172,11 @@ def _sequence(reader: _Reader, nested: bool) -> tuple:
                         reader.fail("a character range runs backwards", start)
                 ranges.append((low, high))
             reader.pos += 1
-            intervals = _normalized(ranges)
-            item = ("chars", _complement(intervals) if negated else intervals)
+            intervals = _without_surrogates(_normalized(ranges))
+            intervals = _complement(intervals) if negated else intervals
+            if not intervals:
+                reader.fail("this character class matches no character", start)
+            item = ("chars", intervals)
         elif char == ".":
             reader.pos += 1
             item = ("chars", _complement(()))
@@ -394,8 +398,6 @@ def _class_range(low: int, high: int) -> str:
 
 def _check_table(grammar: Grammar, rules: dict[str, tuple]) -> None:
     """LALR(1) must take the character-level grammar as it is; say which GBNF rules do not fit."""
-    import re
-
     from .lalr import build_parse_table
 
     try:

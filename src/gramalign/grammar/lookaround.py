@@ -22,6 +22,8 @@ language.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import RegexError
@@ -109,14 +111,6 @@ def _first_inside(items, numbers: dict[int, int]) -> int:
     return -1
 
 
-def _combine_flags(flags: int, add: int, remove: int) -> int:
-    import re
-
-    if add & (re.ASCII | re.LOCALE | re.UNICODE):
-        flags &= ~(re.ASCII | re.LOCALE | re.UNICODE)
-    return (flags | add) & ~remove
-
-
 def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list[tuple]]:
     """The pattern as alternatives of flat sequences of ("piece", item, flags) and
     ("assert", (op, direction, body, number), flags) entries."""
@@ -127,6 +121,8 @@ def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list
         elif not has_lookaround([(op, av)]):
             options = [[("piece", (op, av), flags)]]
         elif op is _SUBPATTERN:
+            from .regex import _combine_flags  # the regex module imports this one
+
             options = _flat(list(av[3]), _combine_flags(flags, av[1], av[2]), pattern, numbers)
         elif op is _BRANCH:
             options = [sequence for alternative in av[1]
@@ -179,7 +175,7 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
     words = concatenate(parts, max_states=max_states)
     if words.initial == DEAD:
         return words
-    anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], _dotall(), False, False)
+    anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], re.DOTALL, False, False)
     markers = list(range(FIRST_MARKER, FIRST_MARKER + len(conditions)))
     loose_anything = _ignoring(anything, markers)
     for marker, direction, positive, body in conditions:
@@ -191,12 +187,6 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
                                                                                       loose_anything]
         words = intersect(words, concatenate(around, max_states=max_states), max_states=max_states)
     return _erased(words, markers, max_states)
-
-
-def _dotall() -> int:
-    import re
-
-    return re.DOTALL
 
 
 def _single_byte(byte: int) -> ByteDFA:
