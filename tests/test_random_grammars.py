@@ -6,9 +6,9 @@ where contextual longest-match lexing, shadows and the mask store's classificati
 most delicate. The oracle feeds each token to the incremental parser the slow way; every
 step of random walks through the masks must agree with it exactly.
 
-Some random grammars need more pending longest-match lookaheads than the parser tracks
-(e.g. ``/[ab]+c/`` stays undecided across any run of a's and b's that other terminals
-split); those walks must stop with the documented GrammarError, never a wrong mask.
+Some random grammars keep many longest-match lookaheads pending (``/[ab]+c/`` stays
+undecided across any run of a's and b's that other terminals split): masks must still be
+exact there, and never raise.
 """
 
 from __future__ import annotations
@@ -86,12 +86,7 @@ def test_random_grammar_masks_equal_brute_force(seed):
         data = b""
         for _ in range(12):
             mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
-            try:
-                matcher.fill_next_token_bitmask(mask, 0)
-            except ga.GrammarError as exc:
-                assert "lexically ambiguous" in str(exc)
-                TOO_AMBIGUOUS_SEEDS.add(seed)
-                break
+            matcher.fill_next_token_bitmask(mask, 0)
             got = unpack_bitmask_row(mask[0], vocab.size)
             expected = brute_force(compiled, data)
             assert np.array_equal(got, expected), (text, data, [vocab.token_bytes[t] for t in
@@ -104,11 +99,3 @@ def test_random_grammar_masks_equal_brute_force(seed):
             matcher.accept_token(token)
             data += vocab.token_bytes[token]
     assert steps >= 4
-
-
-TOO_AMBIGUOUS_SEEDS: set[int] = set()
-
-
-def test_few_random_grammars_exceed_the_lookahead_limit():
-    """Runs after the parametrized test above (pytest keeps file order)."""
-    assert len(TOO_AMBIGUOUS_SEEDS) <= 6, sorted(TOO_AMBIGUOUS_SEEDS)

@@ -23,7 +23,10 @@ or the two reach that repeat together and the argument goes on from there, with 
 repeats); that repeat is not the first, so its body is one character wide, and A's run of
 it covers every character up to where B leaves it. So A could have stopped there and gone
 on as B does: a smaller count at that repeat, with the counts before it unchanged, i.e. a
-lexicographically smaller match than A, which is impossible.
+lexicographically smaller match than A, which is impossible. Lookaheads and lookbehinds
+(zero-width pieces, accepted by the regex module only where they read inside the match)
+leave the argument as it is: from that point A's new route meets them at B's positions in
+the same text, so it passes them as B does.
 
 Any other pattern with a lazy quantifier is refused (:class:`LazyQuantifierError`), never
 read greedily.
@@ -43,10 +46,11 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 _MIN_REPEAT = _sre_parse.MIN_REPEAT
+_ASSERTS = (_sre_parse.ASSERT, _sre_parse.ASSERT_NOT)
 _SUBPATTERN = _sre_parse.SUBPATTERN
-# Anchors and lookaheads read the text after the match, which the terminal's language
-# does not see; back-references are not regular. (Lookbehinds read only what precedes a
-# position; whether the regex engine supports them is its own business.)
+# Anchors read the text around the match, which the terminal's language does not see;
+# back-references are not regular. Lookaheads and lookbehinds are zero-width pieces: the
+# regex module accepts them only where they read inside the match (see .lookaround).
 _OUTSIDE = {_sre_parse.AT, _sre_parse.GROUPREF, _sre_parse.GROUPREF_EXISTS}
 
 
@@ -84,8 +88,8 @@ def first_match_dfa(pattern: str, flags: int = 0) -> ByteDFA | None:
             low, high = _sre_parse.SubPattern(parsed.state, [(op, av)]).getwidth()
             if low != high:
                 raise LazyQuantifierError("a piece of variable width besides the lazy quantifiers")
-        if _uses(op, av, _OUTSIDE) or _has_lookahead([(op, av)]):
-            raise LazyQuantifierError("an anchor, lookahead or back-reference")
+        if _uses(op, av, _OUTSIDE):
+            raise LazyQuantifierError("an anchor or back-reference")
     greedy = regex_to_dfa(pattern, flags=flags)
     if greedy.num_states == 0:
         return greedy
@@ -120,18 +124,11 @@ def _children(op, av):
 
 
 def _has_lazy(items) -> bool:
-    return any((op is _MIN_REPEAT and av[0] != av[1]) or any(_has_lazy(c) for c in _children(op, av))
+    """A lazy repeat outside assertions (inside one it does not change what matches)."""
+    return any((op is _MIN_REPEAT and av[0] != av[1])
+               or (op not in _ASSERTS and any(_has_lazy(c) for c in _children(op, av)))
                for op, av in items)
 
 
 def _uses(op, av, ops) -> bool:
     return op in ops or any(_uses(o, a, ops) for child in _children(op, av) for o, a in child)
-
-
-def _has_lookahead(items) -> bool:
-    for op, av in items:
-        if op in (_sre_parse.ASSERT, _sre_parse.ASSERT_NOT) and av[0] >= 0:
-            return True
-        if any(_has_lookahead(child) for child in _children(op, av)):
-            return True
-    return False

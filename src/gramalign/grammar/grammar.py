@@ -204,6 +204,20 @@ class Grammar:
                                       import_paths=tuple(import_paths))
 
     @classmethod
+    def from_gbnf(cls, text: str, *, start: str = "root") -> "Grammar":
+        """A grammar in llama.cpp's GBNF (character-level rules, ``root`` the start); errors
+        name the line and column. The character-level grammar must be LALR(1) (see
+        :mod:`gramalign.grammar.gbnf_frontend`).
+
+        >>> g = Grammar.from_gbnf('root ::= "a" [0-9]+ # a comment')
+        >>> g.start
+        'g:root'
+        """
+        from .gbnf_frontend import grammar_from_gbnf
+
+        return grammar_from_gbnf(text, start=start)
+
+    @classmethod
     def from_json_schema(cls, schema, **options) -> "Grammar":
         """The language of JSON texts that ``schema`` validates: a dict, bool or JSON string,
         or a Python type pydantic can describe (a model, dataclass, TypedDict, ``list[int]``;

@@ -22,6 +22,7 @@ from lark.lexer import PatternStr
 from ..errors import GrammarError, RegexError
 from .first_match import LazyQuantifierError, first_match_dfa
 from .limits import CompileLimits, applied, check_size, check_time
+from .lookaround import LookaroundError
 from .grammar import Grammar, Indentation, Rule, Terminal
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
@@ -114,12 +115,22 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
             dfa = converted.dfa
         except LazyQuantifierError as exc:
             raise LarkGrammarError(
-                f"terminal {terminal.name}: lark takes the first match of /{terminal.pattern.value}/ (a lazy "
-                f"quantifier), which gramalign reproduces only where it is the shortest match, and this pattern "
-                f"has {exc}; write it greedily, saying where the lexeme stops (e.g. /\"[^\"]*\"/ rather than "
-                f"/\".*?\"/; see docs/grammars.md)", _definition_line(terminal.name, text)) from None
+                f"terminal {terminal.name}{_imported(terminal.name, text)}: lark takes the first match of "
+                f"/{terminal.pattern.value}/ (a lazy quantifier), which gramalign reproduces only where it is the "
+                f"shortest match, and this pattern has {exc}; write it greedily, saying where the lexeme stops "
+                f"(e.g. /\"[^\"]*\"/ rather than /\".*?\"/; see docs/grammars.md)",
+                _terminal_line(terminal.name, text)) from None
+        except LookaroundError as exc:
+            raise LarkGrammarError(
+                f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}\nlark reads that text with "
+                "re.match, so the lexeme depends on what surrounds it; define the terminal (in this grammar, "
+                "overriding any import) with a regular pattern whose lookarounds read only inside the lexeme, "
+                "e.g. /0(?![1-9])/ -> /0/ where longest-match lexing already prefers the longer lexeme, "
+                "/(?<=a)b/ -> /b/ with the context moved into a rule (see docs/grammars.md)",
+                _terminal_line(terminal.name, text)) from None
         except RegexError as exc:
-            raise LarkGrammarError(f"terminal {terminal.name}: {exc}", _definition_line(terminal.name, text)) from None
+            raise LarkGrammarError(f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}",
+                                   _terminal_line(terminal.name, text)) from None
         if dfa.num_states == 0:
             raise LarkGrammarError(f"terminal {terminal.name} matches no string at all",
                                    _definition_line(terminal.name, text))
@@ -252,6 +263,35 @@ def _line_of(message: str, text: str) -> int | None:
             if re.search(rf"\b{re.escape(name)}\b", line):
                 return number
     return None
+
+
+def _import_line(name: str, text: str) -> int | None:
+    """The line of the ``%import`` that brought terminal ``name`` in (lark names what an
+    import pulls along ``module__NAME``), or None."""
+    bare = name.rsplit("__", 1)[-1].lstrip("_")
+    module = name.split("__", 1)[0] if "__" in name else None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.split("//", 1)[0]
+        if not stripped.lstrip().startswith("%import"):
+            continue
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", stripped))
+        if name in words or bare in {w.lstrip("_") for w in words} or (module is not None and module in words):
+            return number
+    return None
+
+
+def _imported(name: str, text: str) -> str:
+    """" (imported at line n)" for a terminal not defined in ``text`` but imported by it."""
+    if _definition_line(name, text) is not None:
+        return ""
+    line = _import_line(name, text)
+    return f" (from the %import at line {line})" if line is not None else ""
+
+
+def _terminal_line(name: str, text: str) -> int | None:
+    """Where terminal ``name`` is defined in ``text``, else the ``%import`` line it came from."""
+    line = _definition_line(name, text)
+    return line if line is not None else _import_line(name, text)
 
 
 def _definition_line(name: str, text: str) -> int | None:

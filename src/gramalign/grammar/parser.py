@@ -13,9 +13,17 @@ the longer lexeme that was not taken. Longest match forbids that longer lexeme, 
 shadow ever reaches an accepting state its hypothesis dies; when it dies out, it is
 dropped.
 
-A hypothesis is a row of ``HYPOTHESIS_FIELDS`` int32 values: the parser stack (a node id),
-the lexer state of the current lexeme, two shadow slots (lexer state, parser state whose
-candidates apply; -1 when free) and, for grammars with an :class:`~.grammar.Indentation`
+There is no fixed bound on either: text that keeps many decisions pending (a long run that
+a terminal like ``/[ab]{2,40}c/`` may still take whole, while shorter terminals split it)
+needs as many hypotheses and shadows as it has pending lexemes. The kernels report when
+their output rows or shadow slots are full and the caller grows them and calls again (as
+for the node pool); hypotheses that mean the same (equal stack contents, lexeme, layout and
+shadow set) are merged after every byte, and so are equal shadows of one hypothesis.
+
+A hypothesis is a row of int32 values: the parser stack (a node id), the lexer state of
+the current lexeme, two shadow slots (lexer state, parser state whose candidates apply; -1
+when free; more slots, when needed, follow the ``HYPOTHESIS_FIELDS`` fixed fields, see
+:func:`shadow_column`) and, for grammars with an :class:`~.grammar.Indentation`
 layout, the bracket depth, the column of the current newline lexeme (0 in any other
 lexeme) and the stack of open blocks' columns (a node id, -1 for none; block nodes live in
 the same pool as parser nodes, with the column as their state). Where a newline lexeme
@@ -59,13 +67,14 @@ NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTE
 NEWLINE = 1
 COUNTED = 2
 SCRATCH_BASE = 1 << 29
-MAX_HYPOTHESES = 16
+INITIAL_HYPOTHESES = 16  # rows a parser's state arrays start with; they grow when text needs more
 
 # Status codes of the kernels.
 OK = 0
 POOL_FULL = 1  # the committed pool needs to grow: grow it and call again
 SCRATCH_FULL = 2  # the scratch pool needs to grow
-TOO_AMBIGUOUS = 3  # more live hypotheses or shadows than the fixed slots hold
+SHADOWS_FULL = 3  # a hypothesis needs more shadow slots: widen the rows and call again
+HYPOTHESES_FULL = 4  # more live hypotheses than the output rows hold: more rows and call again
 
 REACH_MAX_BYTES = 256 << 20
 
@@ -656,19 +665,73 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, bracket_de
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, shadow, parser_state, byte):
-    """(new shadow state, violated): -1 once the shadow can no longer accept."""
-    if shadow < 0:
-        return -1, False
-    t = lx_trans[shadow, byte]
-    if t < 0:
-        return -1, False
-    cand = cand_bits[parser_state]
-    if _intersects(lx_accept[t], cand):
-        return -1, True
-    if not _intersects(lx_alive[t], cand):
-        return -1, False
-    return t, False
+def shadow_column(k):
+    """The column of shadow slot ``k`` of a hypothesis row (its parser state is the next one):
+    slots 0 and 1 are the fixed SHADOW1/SHADOW2 fields, more follow the fixed fields."""
+    return SHADOW1 + 2 * k if k < 2 else HYPOTHESIS_FIELDS + 2 * (k - 2)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def shadow_slots(width):
+    """Shadow slots of a hypothesis row ``width`` int32 values wide."""
+    return 2 + (width - HYPOTHESIS_FIELDS) // 2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
+    """Does ``byte`` take some shadow of ``hyp`` to an accepting state (longest match then
+    forbids the hypothesis)?"""
+    for k in range(shadow_slots(hyp.shape[0])):
+        column = shadow_column(k)
+        shadow = hyp[column]
+        if shadow < 0:
+            continue
+        t = lx_trans[shadow, byte]
+        if t >= 0 and _intersects(lx_accept[t], cand_bits[hyp[column + 1]]):
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_shadow(row, used, shadow, parser_state, cand_id):
+    """Put the shadow (lexer state, parser state) in the next free slot of ``row`` unless
+    an equal one (same state, same candidate set) is there. Returns the slots used, or -1
+    when every slot is taken."""
+    cid = cand_id[parser_state]
+    for k in range(used):
+        column = shadow_column(k)
+        if row[column] == shadow and cand_id[row[column + 1]] == cid:
+            return used
+    if used == shadow_slots(row.shape[0]):
+        return -1
+    column = shadow_column(used)
+    row[column] = shadow
+    row[column + 1] = parser_state
+    return used + 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
+    """Write the shadows of ``hyp`` after ``byte`` into ``row`` (a different row), dropping
+    the dead ones and duplicates, and clear the other slots. Returns the slots used, or -1
+    when ``row`` has too few (the caller checked that none accepts)."""
+    used = 0
+    for k in range(shadow_slots(hyp.shape[0])):
+        column = shadow_column(k)
+        shadow = hyp[column]
+        if shadow < 0:
+            continue
+        t = lx_trans[shadow, byte]
+        if t < 0 or not _intersects(lx_alive[t], cand_bits[hyp[column + 1]]):
+            continue
+        used = _add_shadow(row, used, t, hyp[column + 1], cand_id)
+        if used < 0:
+            return -1
+    for k in range(used, shadow_slots(row.shape[0])):
+        column = shadow_column(k)
+        row[column] = -1
+        row[column + 1] = -1
+    return used
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -679,13 +742,10 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
-    "the lexeme ended just before this byte".
+    "the lexeme ended just before this byte". ``HYPOTHESES_FULL``: ``out`` needs more rows;
+    ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`widen`).
     """
-    s1, s1_violated = _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, hyp[SHADOW1],
-                                      hyp[SHADOW1_PARSER], byte)
-    s2, s2_violated = _advance_shadow(lx_trans, lx_accept, lx_alive, cand_bits, hyp[SHADOW2],
-                                      hyp[SHADOW2_PARSER], byte)
-    if s1_violated or s2_violated:
+    if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
         return n_out, alloc, OK
     node = hyp[STACK]
     state = _node_state(pool_state, scratch_state, node)
@@ -694,14 +754,15 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     went_on, counter = lexer_step(lx_trans, tracks_column, layout, q, hyp[COLUMN], byte)
     if went_on >= 0 and _intersects(lx_alive[went_on], cand):
         if n_out >= out.shape[0]:
-            return n_out, alloc, TOO_AMBIGUOUS
-        out[n_out] = hyp
-        out[n_out, LEXEME] = went_on
-        out[n_out, SHADOW1] = s1
-        out[n_out, SHADOW1_PARSER] = hyp[SHADOW1_PARSER] if s1 >= 0 else -1
-        out[n_out, SHADOW2] = s2
-        out[n_out, SHADOW2_PARSER] = hyp[SHADOW2_PARSER] if s2 >= 0 else -1
-        out[n_out, COLUMN] = counter
+            return n_out, alloc, HYPOTHESES_FULL
+        row = out[n_out]
+        row[STACK] = node
+        row[LEXEME] = went_on
+        row[BRACKETS] = hyp[BRACKETS]
+        row[COLUMN] = counter
+        row[BLOCKS] = hyp[BLOCKS]
+        if _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row) < 0:
+            return n_out, alloc, SHADOWS_FULL
         n_out += 1
     if q < lx_starts:
         return n_out, alloc, OK
@@ -728,32 +789,82 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     if first < 0 or not _intersects(lx_alive[first], cand_bits[new_state]):
         return n_out, alloc, OK
     if n_out >= out.shape[0]:
-        return n_out, alloc, TOO_AMBIGUOUS
-    out[n_out, STACK] = new_node
-    out[n_out, LEXEME] = first
-    out[n_out, BRACKETS] = brackets
-    out[n_out, COLUMN] = next_column(tracks_column, layout, first, 0, byte)
-    out[n_out, BLOCKS] = blocks
-    # Up to three shadows (two inherited, one new) must fit in two slots.
-    slots = 0
-    if s1 >= 0:
-        out[n_out, SHADOW1] = s1
-        out[n_out, SHADOW1_PARSER] = hyp[SHADOW1_PARSER]
-        slots = 1
-    if s2 >= 0:
-        out[n_out, SHADOW1 + 2 * slots] = s2
-        out[n_out, SHADOW1_PARSER + 2 * slots] = hyp[SHADOW2_PARSER]
-        slots += 1
-    if shadow >= 0:
-        if slots == 2:
-            return n_out, alloc, TOO_AMBIGUOUS
-        out[n_out, SHADOW1 + 2 * slots] = shadow
-        out[n_out, SHADOW1_PARSER + 2 * slots] = state
-        slots += 1
-    for k in range(slots, 2):
-        out[n_out, SHADOW1 + 2 * k] = -1
-        out[n_out, SHADOW1_PARSER + 2 * k] = -1
+        return n_out, alloc, HYPOTHESES_FULL
+    row = out[n_out]
+    row[STACK] = new_node
+    row[LEXEME] = first
+    row[BRACKETS] = brackets
+    row[COLUMN] = next_column(tracks_column, layout, first, 0, byte)
+    row[BLOCKS] = blocks
+    used = _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row)
+    if used >= 0 and shadow >= 0:
+        used = _add_shadow(row, used, shadow, state, cand_id)
+    if used < 0:
+        return n_out, alloc, SHADOWS_FULL
     return n_out + 1, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_stack(pool_state, pool_parent, scratch_state, scratch_parent, a, b):
+    """Do the persistent stacks ``a`` and ``b`` (node ids, -1 empty) hold the same states?
+    They share their bottom, so the walk stops where they meet."""
+    while a != b:
+        if a < 0 or b < 0:
+            return False
+        if _node_state(pool_state, scratch_state, a) != _node_state(pool_state, scratch_state, b):
+            return False
+        a = _node_parent(pool_parent, scratch_parent, a)
+        b = _node_parent(pool_parent, scratch_parent, b)
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
+    """Do the hypothesis rows ``x`` and ``y`` mean the same: equal stacks, lexeme, layout
+    and set of shadows (each shadow judged by its lexer state and candidate set)?"""
+    if x[LEXEME] != y[LEXEME] or x[BRACKETS] != y[BRACKETS] or x[COLUMN] != y[COLUMN]:
+        return False
+    n_x = 0
+    for k in range(shadow_slots(x.shape[0])):
+        column = shadow_column(k)
+        if x[column] < 0:
+            continue
+        n_x += 1
+        found = False
+        for j in range(shadow_slots(y.shape[0])):
+            other = shadow_column(j)
+            if y[other] == x[column] and y[other] >= 0 and cand_id[y[other + 1]] == cand_id[x[column + 1]]:
+                found = True
+                break
+        if not found:
+            return False
+    n_y = 0
+    for j in range(shadow_slots(y.shape[0])):
+        if y[shadow_column(j)] >= 0:
+            n_y += 1
+    if n_x != n_y:  # shadows within a row are distinct, so equal counts make the sets equal
+        return False
+    return (_same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[STACK], y[STACK])
+            and _same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[BLOCKS], y[BLOCKS]))
+
+
+@numba.njit(cache=True, nogil=True)
+def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n):
+    """Drop rows of ``rows[:n]`` that mean the same as an earlier one (in place, order kept);
+    returns how many are left. Ambiguous text that lexes two ways into equal states (an
+    ignored separator split differently) would otherwise double the rows again and again."""
+    kept = 1
+    for h in range(1, n):
+        duplicate = False
+        for k in range(kept):
+            if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
+                duplicate = True
+                break
+        if not duplicate:
+            if kept != h:
+                rows[kept] = rows[h]
+            kept += 1
+    return kept if n else 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -762,13 +873,15 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
                   pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
 
-    Writes the surviving, viable hypotheses to ``out`` and returns
+    Writes the surviving, viable hypotheses to ``out`` (as wide as ``hyps``) and returns
     ``(count, new pool_used, status, offset)``; ``count == 0`` means the bytes are
-    rejected, and ``offset`` is then the first byte no hypothesis survived.
+    rejected, and ``offset`` is then the first byte no hypothesis survived. Statuses other
+    than OK ask for a larger pool, more rows in ``out`` or wider rows, and a call again.
     """
-    current = hyps.copy()
+    current = np.empty((max(out.shape[0], hyps.shape[0]), hyps.shape[1]), np.int32)
+    current[:hyps.shape[0]] = hyps
     n_current = hyps.shape[0]
-    following = np.empty((MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
+    following = np.empty((out.shape[0], hyps.shape[1]), np.int32)
     alloc = pool_used
     for offset in range(data.shape[0]):
         n_next = 0
@@ -781,8 +894,9 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
                 return 0, pool_used, status, offset
         if n_next == 0:
             return 0, pool_used, OK, offset
-        if current.shape[0] < n_next:
-            current = np.empty((MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
+        if n_next > 1:
+            n_next = distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id,
+                                         following, n_next)
         current[:n_next] = following[:n_next]
         n_current = n_next
     n_out = 0
@@ -794,6 +908,8 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
         if status != OK:
             return 0, pool_used, status, data.shape[0]
         if viable:
+            if n_out >= out.shape[0]:
+                return 0, pool_used, HYPOTHESES_FULL, data.shape[0]
             out[n_out] = current[h]
             n_out += 1
     return n_out, alloc, OK, data.shape[0]
@@ -893,6 +1009,20 @@ def _top_states(state, parent, node, count):
     return out[:n]
 
 
+def widen(hyps: np.ndarray) -> np.ndarray:
+    """``hyps`` with one more (free) shadow slot per row."""
+    return np.concatenate([hyps, np.full((hyps.shape[0], 2), -1, dtype=np.int32)], axis=1)
+
+
+def narrowest(hyps: np.ndarray) -> np.ndarray:
+    """A copy of ``hyps`` with only the shadow slots some row uses beyond the two fixed ones
+    (the kernels fill slots in order), so states are as wide as their ambiguity needs."""
+    extra = hyps[:, HYPOTHESIS_FIELDS::2] >= 0
+    used = np.flatnonzero(extra.any(axis=0))
+    width = HYPOTHESIS_FIELDS + 2 * (int(used[-1]) + 1 if used.size else 0)
+    return hyps[:, :width].copy()
+
+
 class StackPool:
     """The committed parser-stack (and block-stack) nodes of one matcher: two growable
     int32 arrays.
@@ -941,9 +1071,7 @@ class StackPool:
             self.scratch_state = np.empty(2 * self.scratch_state.shape[0], dtype=np.int32)
             self.scratch_parent = np.empty(2 * self.scratch_parent.shape[0], dtype=np.int32)
         else:
-            raise GrammarError(
-                "the text is lexically ambiguous beyond what the parser tracks "
-                f"({MAX_HYPOTHESES} hypotheses, 2 pending longest-match lookaheads)")
+            raise ValueError(f"not a pool status: {status}")
 
     def arrays(self):
         return self.state, self.parent, self.scratch_state, self.scratch_parent, self.exposed
@@ -985,6 +1113,7 @@ class IncrementalParser:
         self.pool = pool if pool is not None else StackPool(tables.table.initial_state)
         self._args = tables.kernel_args()
         self._accepting = tables.accepting
+        self.rows = INITIAL_HYPOTHESES  # output rows of feed, doubled when text needs more
 
     def initial_state(self) -> np.ndarray:
         hyp = np.full((1, HYPOTHESIS_FIELDS), -1, dtype=np.int32)
@@ -1000,19 +1129,26 @@ class IncrementalParser:
     def feed(self, hyps: np.ndarray, data: bytes) -> "tuple[np.ndarray | None, int]":
         """``(new state, pool size before)`` after ``data``, or ``(None, offset of the failing byte)``."""
         array = np.frombuffer(data, dtype=np.uint8)
-        out = np.empty((MAX_HYPOTHESES, HYPOTHESIS_FIELDS), dtype=np.int32)
+        rows = max(self.rows, hyps.shape[0])
         while True:
+            out = np.empty((rows, hyps.shape[1]), dtype=np.int32)
             pool = self.pool
             count, used, status, offset = advance_bytes(*self._args, *pool.arrays(), hyps, array,
                                                         pool.used, out)
             if status == OK:
                 break
-            pool.grow(status)
+            if status == HYPOTHESES_FULL:
+                rows *= 2
+            elif status == SHADOWS_FULL:
+                hyps = widen(hyps)
+            else:
+                pool.grow(status)
+        self.rows = rows
         if count == 0:
             return None, int(offset)
         before = pool.used
         pool.used = int(used)
-        return out[:count].copy(), before
+        return narrowest(out[:count]), before
 
     def truncate(self, used: int) -> None:
         """Forget pool nodes from ``used`` on (they belong to rolled-back states only)."""

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RegexError
+from .lookaround import LookaroundError, has_lookaround, lookaround_dfa
 from .dfa import (
     NFA,
     UNICODE_SCALARS,
@@ -103,10 +104,14 @@ def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> B
     anchors ``^ \\A`` at the start and ``$ \\Z`` at the end of the pattern or of a top-level
     alternative (where they never change the fullmatch language).
 
+    Lookaheads and lookbehinds of bounded width are supported where they read only inside
+    the match (see :mod:`.lookaround`).
+
     Raises :class:`~gramalign.errors.RegexError` with the 0-based position of the offending
     construct for invalid patterns and for non-regular or unsupported constructs:
-    back-references, conditionals, lookaround, ``\\b``/``\\B``, atomic groups, possessive
-    repeats (position of the quantifier) and anchors anywhere else. Size limits raise
+    back-references, conditionals, lookarounds that can read outside the match or sit in a
+    repeat (:class:`~.lookaround.LookaroundError`), ``\\b``/``\\B``, atomic groups,
+    possessive repeats (position of the quantifier) and anchors anywhere else. Size limits raise
     RegexError without a position: an NFA above :data:`MAX_NFA_STATES` states, or more than
     ``max_states`` DFA states (checked during determinisation over code points and while
     encoding to bytes). ``bytes`` patterns raise TypeError.
@@ -134,6 +139,8 @@ def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
         raise RegexError(f"invalid regex: {exc}", pattern) from None
 
     global_flags = parsed.state.flags
+    if has_lookaround(list(parsed)):
+        return _with_lookarounds(pattern, parsed, global_flags, max_states)
     nfa = NFA(max_states=MAX_NFA_STATES)
     try:
         end = _NFABuilder(nfa).sequence(list(parsed), nfa.initial, global_flags, True, True)
@@ -154,6 +161,33 @@ def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
         return nfa_to_utf8_dfa(nfa, max_states=max_states)
     except StateLimitError as exc:
         raise RegexError(f"regex too large: {exc}", pattern) from None
+
+
+def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int) -> ByteDFA:
+    """The DFA of a pattern with lookaheads or lookbehinds (see :mod:`.lookaround`)."""
+
+    def build(items: list, flags: int, at_start: bool, at_end: bool) -> ByteDFA:
+        nfa = NFA(max_states=MAX_NFA_STATES)
+        end = _NFABuilder(nfa).sequence(list(items), nfa.initial, flags, at_start, at_end)
+        nfa.accepting.add(end)
+        return nfa_to_utf8_dfa(nfa, max_states=max_states)
+
+    try:
+        return lookaround_dfa(pattern, parsed, global_flags, build, max_states)
+    except LookaroundError as exc:
+        positions = _Locator(pattern, bool(global_flags & re.VERBOSE))
+        positions.first_problem()
+        where = positions.lookarounds[exc.index] if exc.index < len(positions.lookarounds) else None
+        raise LookaroundError(exc.reason, pattern, where, index=exc.index) from None
+    except _Unsupported as exc:
+        located = _Locator(pattern, bool(global_flags & re.VERBOSE)).first_problem()
+        if located is None:
+            raise RegexError(exc.message, pattern) from None
+        raise RegexError(located[1], pattern, located[0]) from None
+    except StateLimitError as exc:
+        raise RegexError(f"regex too large: {exc}", pattern) from None
+    except RecursionError:
+        raise RegexError("regex nested too deeply", pattern) from None
 
 
 # --------------------------------------------------------------------------- characters
@@ -436,6 +470,7 @@ class _Locator:
         self.pos = 0
         self.verbose = verbose
         self.problems: list[tuple[int, str]] = []
+        self.lookarounds: list[int] = []  # where each lookahead or lookbehind starts, in order
 
     def first_problem(self) -> tuple[int, str] | None:
         tree = self._alternation(self.verbose)
@@ -583,13 +618,12 @@ class _Locator:
             self.problems.append((start, "back-references are not supported (not a regular language)"))
             return ("atom",)
         problem = None
-        if kind in "=!":
-            self.pos = start + 3
-            problem = "lookahead assertions are not supported"
-        elif rest in ("<=", "<!"):
-            self.pos = start + 4
-            problem = "lookbehind assertions are not supported"
-        elif kind == ">":
+        if kind in "=!" or rest in ("<=", "<!"):  # supported where regular (see .lookaround)
+            self.pos = start + (3 if kind in "=!" else 4)
+            self.lookarounds.append(start)
+            self._group_body(verbose)
+            return ("atom",)
+        if kind == ">":
             self.pos = start + 3
             problem = "atomic groups are not supported (they change the language)"
         elif kind == "(":

@@ -16,18 +16,24 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESIS_FIELDS, LEXEME, MAX_HYPOTHESES, OK, SHADOW1,
-                              SHADOW2, STACK, TOO_AMBIGUOUS, _node_state, advance_hypothesis, fill_reach,
-                              free_terminal, lexer_step, reachable_winners, usable_meets)
+from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, _node_state,
+                              advance_hypothesis, fill_reach, free_terminal, lexer_step,
+                              reachable_winners, same_hypothesis, shadow_column, shadow_slots, usable_meets)
+
+
+MERGE_AFTER = 4
+"""Hypotheses at one trie depth beyond which equal ones are merged (fewer are the common
+case, where the comparisons would cost more than they save)."""
 
 
 @numba.njit(cache=True, nogil=True)
 def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
-                      node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, out_words):
+                      node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, rows, out_words):
     """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
-    and still complete. Returns a status code (grow the pools and call again if not OK).
+    and still complete, tracking up to ``rows`` hypotheses per trie depth. Returns a status
+    code (grow the pools, ``rows`` or the width of ``hyps`` and call again if not OK).
 
     The common step (one hypothesis, no shadow, a lexeme that cannot end here) is written
     out inline with scalar indexing: calls and array views cost more than the work. What a
@@ -35,10 +41,12 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
     (``usable``/``known``) down the trie.
     """
     words = cand_bits.shape[1]
-    levels = np.empty((max_depth + 1, MAX_HYPOTHESES, HYPOTHESIS_FIELDS), np.int32)
-    usable = np.zeros((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
-    known = np.zeros((max_depth + 1, MAX_HYPOTHESES, words), np.uint64)
-    parser_state = np.empty((max_depth + 1, MAX_HYPOTHESES), np.int32)
+    width = hyps.shape[1]
+    rows = max(rows, hyps.shape[0])
+    levels = np.empty((max_depth + 1, rows, width), np.int32)
+    usable = np.zeros((max_depth + 1, rows, words), np.uint64)
+    known = np.zeros((max_depth + 1, rows, words), np.uint64)
+    parser_state = np.empty((max_depth + 1, rows), np.int32)
     level_size = np.zeros(max_depth + 1, np.int32)
     level_alloc = np.zeros(max_depth + 1, np.int64)
     n_start = 0
@@ -59,7 +67,11 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
         for h in range(level_size[above]):
             q = levels[above, h, LEXEME]
             state = parser_state[above, h]
-            simple = levels[above, h, SHADOW1] < 0 and levels[above, h, SHADOW2] < 0
+            simple = True
+            for k in range(shadow_slots(width)):
+                if levels[above, h, shadow_column(k)] >= 0:
+                    simple = False
+                    break
             if simple and q >= lx_starts:
                 for w in range(words):
                     if lx_accept[q, w] & cand_bits[state, w]:
@@ -90,9 +102,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                         return status
                 if not viable:
                     continue
-                if n_out >= MAX_HYPOTHESES:
-                    return TOO_AMBIGUOUS
-                for f in range(HYPOTHESIS_FIELDS):
+                if n_out >= rows:
+                    return HYPOTHESES_FULL
+                for f in range(width):
                     levels[depth, n_out, f] = levels[above, h, f]
                 levels[depth, n_out, LEXEME] = went_on
                 levels[depth, n_out, COLUMN] = counter
@@ -136,6 +148,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                     parser_state[depth, kept] = new_state
                     kept += 1
             n_out = kept
+        if n_out > MERGE_AFTER:
+            n_out = _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, levels[depth],
+                                     usable[depth], known[depth], parser_state[depth], n_out)
         if n_out == 0:
             i = subtree_end[i]
             continue
@@ -146,6 +161,28 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
             out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
         i += 1
     return OK
+
+
+@numba.njit(cache=True, nogil=True)
+def _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, usable, known,
+                     parser_state, n):
+    """Drop hypotheses of one trie depth that mean the same as an earlier one, with their
+    memos (in place); returns how many are left."""
+    kept = 1
+    for h in range(1, n):
+        duplicate = False
+        for k in range(kept):
+            if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
+                duplicate = True
+                break
+        if not duplicate:
+            if kept != h:
+                rows[kept] = rows[h]
+                usable[kept] = usable[h]
+                known[kept] = known[h]
+                parser_state[kept] = parser_state[h]
+            kept += 1
+    return kept
 
 
 KNOWN, ALIVE, ACCEPTS = 1, 2, 4  # bits of classify_tokens' per-lexer-state memo

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1,
-                              SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, STACK, IncrementalParser, ParserTables,
-                              end_lexeme, usable_meets)
+from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
+                              LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2,
+                              SHADOW2_PARSER, SHADOWS_FULL, STACK, IncrementalParser, ParserTables, end_lexeme,
+                              usable_meets, widen)
 from .bitmask import bitmask_width
 from .counted_strings import LengthFilter
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
@@ -225,14 +226,20 @@ class GrammarMaskStore:
         """OR into ``row`` every token of ``trie`` (default: the vocabulary) allowed after ``hyps``."""
         trie = trie if trie is not None else self.trie
         scratch = np.zeros_like(row)
+        rows = max(INITIAL_HYPOTHESES, parser.rows)
         while True:
             status = walk_trie_grammar(*self._args, *parser.pool.arrays(), hyps, trie.node_byte,
                                        trie.node_depth, trie.subtree_end, trie.token_start,
-                                       trie.token_ids, trie.max_depth, scratch)
+                                       trie.token_ids, trie.max_depth, rows, scratch)
             if status == OK:
                 row |= scratch
                 return
-            parser.pool.grow(status)
+            if status == HYPOTHESES_FULL:
+                rows *= 2
+            elif status == SHADOWS_FULL:
+                hyps = widen(hyps)
+            else:
+                parser.pool.grow(status)
             scratch[:] = 0
 
     # -- the cached path ----------------------------------------------------------------
@@ -248,7 +255,7 @@ class GrammarMaskStore:
 
     def _fill_unbounded(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
         """``fill`` without length filters (see :mod:`.counted_strings`)."""
-        if hyps.shape[0] == 1:
+        if hyps.shape[0] == 1 and hyps.shape[1] == HYPOTHESIS_FIELDS:
             # The common case: one hypothesis whose lexeme cannot end here, seen before by
             # this parser (stack nodes are immutable, so the whole row is its key), or whose
             # stack-dependent part depended on the top of the stack only.
@@ -289,6 +296,12 @@ class GrammarMaskStore:
         """OR this hypothesis's allowed tokens into ``row`` (or overwrite ``row`` with them)."""
         tables = self.tables
         fields = hyp[0].tolist()
+        if len(fields) > HYPOTHESIS_FIELDS and fields[HYPOTHESIS_FIELDS] >= 0:
+            # More than two shadows: rare enough that the exact walk beats a context of its own.
+            if overwrite:
+                row[:] = 0
+            self.walk(parser, hyp, row)
+            return
         q = fields[LEXEME]
         state = int(parser.pool.state[fields[STACK]])
         entry = self._context(fields, state, hyp[0])

@@ -1,0 +1,134 @@
+"""Lookaheads and lookbehinds inside terminals (issue 20, item 1): where they read only
+inside the match, the terminal's language is ``re.fullmatch``'s (oracle: ``re`` on every
+short string and on random longer ones) and lark lexes text as gramalign does (oracle:
+lark's LALR parser); where they would read the text around a lexeme they are refused,
+naming the construct, the terminal and the ``%import`` it came from. Every terminal of
+lark's ``common.lark`` loads and means what lark means.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from pathlib import Path
+
+import lark
+import pytest
+
+import gramalign as ga
+from gramalign.errors import RegexError
+from gramalign.grammar.lark_frontend import LarkGrammarError
+from gramalign.grammar.lookaround import LookaroundError
+from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.regex import regex_to_dfa
+
+from grammar_walks import lark_accepts
+
+INSIDE = [
+    r'"(?!")[^"]*"',  # a lookahead at the start of what follows
+    r'".*?(?<!\\)(\\\\)*?"',  # lark's ESCAPED_STRING, lazy repeats and all, under fullmatch
+    r"\d+(?<!0)x",
+    r"a(?=b)[a-c]+",
+    r"(?:x(?=y)|z)[xyz]{2}",  # in an alternative
+    r"(a|b)(?<=b)c+",
+    r"(?:ab)*(?!c)..",
+    r"(?i)a(?<=A)b",  # flags apply inside the assertion
+    r"[a-c](?<!b)[a-c](?=[^a]).",
+    r"[0-9a-c]{3}(?<=\d\d\d)",  # a lookbehind at the very end
+    r"(?=\d{2})\w{2,}(?<![a-b])",
+]
+
+
+@pytest.mark.parametrize("pattern", INSIDE)
+def test_lookarounds_inside_the_match_mean_re_fullmatch(pattern):
+    dfa = regex_to_dfa(pattern)
+    compiled = re.compile(pattern)
+    alphabet = 'ab"\\xyz0123cA'
+    strings = ["".join(t) for n in range(5) for t in itertools.product(alphabet, repeat=n)]
+    rng = random.Random(pattern)
+    strings += ["".join(rng.choice(alphabet) for _ in range(rng.randint(5, 12))) for _ in range(20_000)]
+    matched = 0
+    for text in strings:
+        expected = compiled.fullmatch(text) is not None
+        assert dfa.matches(text.encode()) == expected, text
+        matched += expected
+    assert matched > 0 or pattern == r"(?i)a(?<=A)b"
+
+
+@pytest.mark.parametrize("pattern, construct, position", [
+    (r"0(?![1-9])", "lookahead", 1),  # reads the character after the lexeme
+    (r"(?<=a)b", "lookbehind", 0),  # reads the character before it
+    (r'"(?!"").*"', "lookahead", 1),  # reads past the end when the lexeme is ""
+    (r"x(?=ab)[ab]?", "lookahead", 1),
+    (r"(?:a(?=b))+b", "repeat", 4),
+    (r"a(?=b+)b+", "unbounded", 1),
+])
+def test_lookarounds_reading_outside_the_match_are_refused(pattern, construct, position):
+    with pytest.raises(LookaroundError, match=construct) as info:
+        regex_to_dfa(pattern)
+    assert isinstance(info.value, RegexError) and info.value.position == position
+
+
+def _sample(rng: random.Random, pieces: list[str], joiner: str = "") -> str:
+    return joiner.join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+
+
+@pytest.mark.parametrize("pattern, pieces", [
+    (r'/"(?!")[^"]*"/', ['"', "a", "b", " "]),
+    (r"/[a-z]+(?<!q)/", ["a", "q", "b", " ", "qa"]),
+    (r"/(?=[a-z]?\d)[a-z0-9]{2,}/", ["a", "1", "b", " ", "ab"]),
+    (r"/#(?!#)[^\n]*\n/", ["#", "a", "\n", " "]),
+])
+def test_lark_terminals_with_lookarounds_lex_as_lark_does(pattern, pieces):
+    text = f'start: (T | W)+\nT: {pattern}\nW: /[a-z]/\n%ignore " "\n'
+    oracle = lark.Lark(text, parser="lalr")
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_lark(text)))
+    rng = random.Random(pattern)
+    verdicts = set()
+    for _ in range(1500):
+        sample = _sample(rng, pieces)
+        expected = lark_accepts(oracle, sample)
+        assert parser.accepts(sample.encode()) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
+def test_refused_imports_name_the_import_line(tmp_path):
+    grammar = 'start: DEC\n// a comment\n%import numbers.DEC\n'
+    (tmp_path / "numbers.lark").write_text("DEC: /0(?![1-9])|[1-9][0-9]*/\n")
+    with pytest.raises(LarkGrammarError, match=r"DEC \(from the %import at line 3\).*lookahead") as info:
+        ga.Grammar.from_lark(grammar, import_paths=[str(tmp_path)])
+    assert info.value.line == 3 and "regular pattern" in str(info.value)
+
+
+# --------------------------------------------------------------------------- common.lark
+
+COMMON = Path(lark.__file__).parent / "grammars" / "common.lark"
+PIECES = ["0", "1", "9", ".", "e", "E", "+", "-", "a", "Z", "_", '"', "\\", " ", "\t", "\r", "\n", "#", "/", "*",
+          "x", "--", "//", "/*", "*/", '\\"', "12", "3.5", "ab"]
+
+
+def common_terminals() -> list[str]:
+    names = re.findall(r"^([A-Z][A-Z_0-9]*)\s*:", COMMON.read_text(), re.MULTILINE)
+    assert len(names) >= 20
+    return names
+
+
+@pytest.mark.parametrize("name", common_terminals())
+def test_every_common_terminal_means_what_lark_means(name):
+    """``start: X ("," X)*`` with X imported from common.lark: lark and gramalign agree on
+    random texts made of the characters the terminals are about, and on the pieces alone."""
+    text = f'start: {name} ("," {name})*\n%import common.{name}\n'
+    oracle = lark.Lark(text, parser="lalr")
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_lark(text)))
+    rng = random.Random(name)
+    samples = PIECES + [_sample(rng, PIECES) for _ in range(2500)]
+    samples += [_sample(rng, PIECES, ",") for _ in range(1000)]
+    samples += [f'"{_sample(rng, PIECES)}"' for _ in range(500)] + [f"/*{_sample(rng, PIECES)}*/" for _ in range(300)]
+    accepted = 0
+    for sample in samples:
+        expected = lark_accepts(oracle, sample)
+        assert parser.accepts(sample.encode()) == expected, (name, sample)
+        accepted += expected
+    assert accepted >= 3, name
