@@ -44,6 +44,10 @@ def main() -> None:
     order = "schema" if "--schema-order" in sys.argv else "any"
     root = Path(os.environ.get("GRAMALIGN_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
     folder = root / "json-schema-test-suite" / "tests" / draft
+    # the suite's remote documents, as its harness serves them (refRemote.json and others)
+    served = root / "json-schema-test-suite" / "remotes"
+    remotes = {"http://localhost:1234/" + path.relative_to(served).as_posix(): json.loads(path.read_text("utf-8"))
+               for path in sorted(served.rglob("*.json"))}
     files = sorted(folder.glob("*.json"))
     if "--optional" in sys.argv:
         files += sorted((folder / "optional" / "format").glob("*.json"))
@@ -60,7 +64,8 @@ def main() -> None:
             if draft in _DECLARED and isinstance(schema, dict) and "$schema" not in schema:
                 schema = {"$schema": _DECLARED[draft], **schema}
             try:
-                grammar = Grammar.from_json_schema(schema, integer_fraction=True, property_order=order)
+                grammar = Grammar.from_json_schema(schema, integer_fraction=True, property_order=order,
+                                                   registry=remotes)
                 parser = IncrementalParser(build_parser_tables(grammar))
             except SchemaCompileError as error:
                 row[1] += 1

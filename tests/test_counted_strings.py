@@ -192,3 +192,19 @@ def test_contexts_of_counted_strings_round_trip_through_the_disk_cache(tmp_path)
         matcher = second.matcher()
         matcher.accept_string(text[:cut])
         assert matcher.allowed_token_ids().tolist() == masks[k]
+
+
+@pytest.mark.parametrize("fmt", ["hostname", "email"])
+def test_counted_formats_with_every_escape(fmt):
+    # ASCII formats count their length with u-escapes too (no surrogate pairs among them)
+    from gramalign.grammar.json_schema.formats import format_dfa
+
+    grammar = ga.Grammar.from_json_schema({"type": "string", "format": fmt}, string_escapes="all")
+    assert any(t.length is not None for t in grammar.terminals)
+    parser = IncrementalParser(build_parser_tables(grammar))
+    exact = format_dfa(fmt)
+    hosts = long_hosts(253) + ["a-b.c", "-a.b"]
+    values = hosts if fmt == "hostname" else ["a@" + host for host in hosts] + ['"q \\" x"@b.c']
+    for value in values:
+        for spelled in (json.dumps(value), '"' + "".join(f"\\u{ord(c):04x}" for c in value) + '"'):
+            assert parser.accepts(spelled.encode()) == exact.matches(value.encode()), spelled[:60]

@@ -186,11 +186,12 @@ class Emitter:
             alternatives.append((self._literal_terminal("FALSE", "false"),))
         if shape.number is not None:
             alternatives.append((self._terminal("NUMBER", self._number_spellings(shape.number)),))
-        if isinstance(shape.string, CountedStrings) and self.layout.escapes == "minimal":
+        if isinstance(shape.string, CountedStrings) and (self.layout.escapes == "minimal"
+                                                         or _ascii_only(shape.string.contents)):
             alternatives.append((self._counted_string_terminal(shape.string),))
         elif isinstance(shape.string, CountedStrings):
-            # With every escape, a surrogate pair is two escapes but one code point: not
-            # counted here (yet), so the bounds are spelled out.
+            # With every escape, a character outside the BMP is a surrogate pair, two escapes
+            # for one code point: not counted here (yet), so the bounds are spelled out.
             alternatives.append((self._terminal("STRING", json_string_dfa(
                 self._materialized(shape.string), escapes=self.layout.escapes,
                 max_states=self.max_states)),))
@@ -572,6 +573,11 @@ class Emitter:
         terminals = tuple(t for name, t in self.terminals.items() if name in used)
         return Grammar(terminals=terminals, rules=tuple(Rule(name, tuple(alts)) for name, alts in rules.items()),
                        start=self.start, source=source)
+
+
+def _ascii_only(contents: ByteDFA) -> bool:
+    """Do the strings of ``contents`` hold ASCII only (so no escape of theirs is a surrogate pair)?"""
+    return not bool((contents.transitions[:, 0x80:] >= 0).any())
 
 
 def _productive_rules(rules: dict) -> dict:
