@@ -92,12 +92,13 @@ def test_masks_equal_brute_force_up_to_both_bounds(low, high):
     schema = {"type": "object", "properties": {"s": schema_of(low, high)}, "required": ["s"]}
     compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
     value = "ab é中\\\"x\U0001F642 " * 8
-    value = value[:high + 2] if high is not None else value
+    value = value[:high + 2] if high is not None else value[:low + 8]
     text = json.dumps({"s": value}, separators=(",", ":"), ensure_ascii=False).encode()
-    # every prefix inside the string, up to and past the most code points
-    prefixes = [text[:n] for n in range(5, len(text))]
-    checked = sum(assert_mask_equals_brute_force(compiled, prefix) for prefix in prefixes)
-    assert checked > 20
+    # prefixes inside the string, up to and past the most code points (every third byte, and
+    # every byte near the end: a brute-force scan of GPT-2's 50k tokens each)
+    cuts = sorted(set(range(5, len(text), 3)) | set(range(max(5, len(text) - 12), len(text))))
+    checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in cuts)
+    assert checked > 12
 
 
 def test_generated_values_respect_both_bounds():
@@ -171,8 +172,8 @@ def test_masks_of_strings_with_different_bounds_in_one_schema_equal_brute_force(
     assert sum(t.length is not None for t in compiled.store.tables.lexer.terminals) == 3
     text = json.dumps({"a": "é\\\"y", "b": "abc", "c": "longer text \U0001F642 here"}, separators=(",", ":"),
                       ensure_ascii=False).encode()
-    checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in range(5, len(text)))
-    assert checked > 30
+    checked = sum(assert_mask_equals_brute_force(compiled, text[:n]) for n in range(5, len(text), 2))
+    assert checked > 15
 
 
 def test_contexts_of_counted_strings_round_trip_through_the_disk_cache(tmp_path):
