@@ -82,10 +82,12 @@ def test_schema_text_and_grammar_text_sizes():
 
 
 def test_an_elapsed_deadline_stops_every_front_end_and_compile():
-    cases = [lambda: ga.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}},
+    # inputs no other test uses: automata, shapes and tables are cached per process, and a
+    # cache hit does no work to stop
+    cases = [lambda: ga.Grammar.from_json_schema({"type": "object", "properties": {"probe7919": {"type": "string"}}},
                                                  limits=PAST),
-             lambda: ga.Grammar.from_lark('start: WORD+\nWORD: /[a-z]+/\n%ignore " "\n', limits=PAST),
-             lambda: ga.Grammar.from_regex(r"[a-z]+@[a-z]+\.(com|org)", limits=PAST)]
+             lambda: ga.Grammar.from_lark('start: WORD+\nWORD: /[a-z]+7919/\n%ignore " "\n', limits=PAST),
+             lambda: ga.Grammar.from_regex(r"[a-z]+@[a-z]+7919\.(com|org)", limits=PAST)]
     for build in cases:
         with pytest.raises(LimitExceeded) as info:
             build()
