@@ -855,16 +855,20 @@ def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, 
     ignored separator split differently) would otherwise double the rows again and again."""
     kept = 1
     for h in range(1, n):
-        duplicate = False
-        for k in range(kept):
-            if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
-                duplicate = True
-                break
-        if not duplicate:
+        if not repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
             if kept != h:
                 rows[kept] = rows[h]
             kept += 1
     return kept if n else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
+    """Does ``rows[h]`` mean the same as one of the first ``kept`` rows?"""
+    for k in range(kept):
+        if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
+            return True
+    return False
 
 
 @numba.njit(cache=True, nogil=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, _node_state,
                               advance_hypothesis, fill_reach, free_terminal, lexer_step,
-                              reachable_winners, same_hypothesis, shadow_column, shadow_slots, usable_meets)
+                              reachable_winners, repeats_kept, shadow_column, shadow_slots, usable_meets)
 
 
 MERGE_AFTER = 4
@@ -170,12 +170,7 @@ def _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, can
     memos (in place); returns how many are left."""
     kept = 1
     for h in range(1, n):
-        duplicate = False
-        for k in range(kept):
-            if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
-                duplicate = True
-                break
-        if not duplicate:
+        if not repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
             if kept != h:
                 rows[kept] = rows[h]
                 usable[kept] = usable[h]
