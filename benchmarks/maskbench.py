@@ -145,13 +145,9 @@ class Gramalign(Engine):
 
         self.ga = ga
         self.vocab = ga.Vocabulary.from_tokenizers(tokenizer, eos_token_ids=[EOS])
-        # Load the trie and every numba kernel a walk uses (from numba's disk cache) once per
-        # process, as a server would at start: a walk fills and accepts.
-        warm = ga.compile(ga.Grammar.from_json_schema({"type": "object"}), self.vocab).matcher()
-        bitmask = np.zeros((1, ga.bitmask_width(self.vocab.size)), np.int32)
-        for token in tokenizer.encode(WARM_UP_INSTANCE, add_special_tokens=False).ids:
-            warm.fill_next_token_bitmask(bitmask)
-            warm.accept_token(token)
+        # Load the trie and every numba kernel a compile and a walk use (from numba's disk
+        # cache) once per process, as a server does at start.
+        ga.warm_up(self.vocab)
 
     def compile(self, schema):
         return self.ga.compile(self.ga.Grammar.from_json_schema(schema), self.vocab)
@@ -290,7 +286,9 @@ def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool
                 "deliberate": deliberate}
     ttfm = (time.perf_counter() - started) * 1e6
     masks, preempted, accepted_walks, valid_rejected, invalid_accepted = [], [], [], 0, 0
+    walk_masks = []  # fills per walk, so callers can total masks over chosen walks
     for ids, valid in walks:
+        filled = len(masks)
         matcher = engine.matcher(compiled)
         accepted = True
         for token in ids:
@@ -302,9 +300,10 @@ def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool
             _timed_fill(engine, matcher, bitmask, masks, preempted)
             accepted = engine.can_end(matcher)
         accepted_walks.append(accepted)
+        walk_masks.append(len(masks) - filled)
         valid_rejected += valid and not accepted
         invalid_accepted += accepted and not valid
-    return {"status": "ok", "ttfm": ttfm, "masks": masks, "preempted": preempted, "accepted": accepted_walks,
+    return {"status": "ok", "ttfm": ttfm, "masks": masks, "preempted": preempted, "accepted": accepted_walks, "walk_masks": walk_masks,
             "valid_rejected": valid_rejected, "invalid_accepted": invalid_accepted,
             "memory": max(0, _rss_bytes() - before), "peak": _peak_rss_bytes()}
 

@@ -11,8 +11,10 @@ Quick start::
 Torch-facing names (``allocate_token_bitmask``, ``apply_token_bitmask_inplace``,
 ``GrammarLogitsProcessor``) are imported on first use, so ``import gramalign`` stays light.
 
-In a long-lived server, call ``ga.freeze_gc()`` once models, vocabularies and grammars are
-loaded (see :mod:`gramalign.masking.gc_guard`).
+In a long-lived server, call ``ga.warm_up(vocab)`` once the vocabulary is loaded (numba's
+kernels load at once rather than inside the first requests, see
+:mod:`gramalign.masking.warm_up`) and ``ga.freeze_gc()`` once models, vocabularies and
+grammars are loaded (see :mod:`gramalign.masking.gc_guard`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .masking.compiler import CompiledGrammar, compile
 from .masking.gc_guard import freeze_gc, gc_paused
 from .masking.matcher import GrammarMatcher
 from .masking.vocabulary import Vocabulary
+from .masking.warm_up import warm_up
 from .samplers import (ASApSampler, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel, awrs_sample,
                        masked_sample, smc_sample)
 
@@ -66,5 +69,5 @@ __all__ = [
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
-    "masked_sample", "smc_sample", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused",
+    "masked_sample", "smc_sample", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
 ]

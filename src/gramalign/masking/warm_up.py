@@ -1,0 +1,82 @@
+"""Load the numba kernels of compiling and masking once, at server start.
+
+gramalign's kernels are compiled by numba on first install and loaded from numba's disk
+cache in every new process, each on the first call that needs it: 1-20 ms per kernel,
+paid by whichever request first compiles a schema with named properties, a counted
+string, a pattern, or fills the first mask of such a context. :func:`warm_up` pays all of
+it up front, on one small fixed schema and a short walk of its masks, so that the first
+request of a worker costs what later ones do.
+
+It computes nothing for the user's schemas: no ``format`` automaton, no mask of their
+contexts. What it leaves in the process caches is the fixed schema's own contexts.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..grammar.grammar import Grammar
+from .bitmask import bitmask_width
+from .compiler import compile
+from .vocabulary import Vocabulary
+
+# One of each construct whose compile or mask runs its own kernels: named properties (a
+# product of key languages), a counted string, a pattern automaton, integers with bounds,
+# numbers, an enum, an array, a boolean, optional keys.
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 99999},
+        "name": {"type": "string", "minLength": 1, "maxLength": 40},
+        "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{1,6}$"},
+        "score": {"type": "number"},
+        "tags": {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "maxItems": 4},
+        "ok": {"type": "boolean"},
+        "note": {"type": ["string", "null"]},
+    },
+    "required": ["id", "name", "code"],
+}
+_TEXT = '{"id": 42, "name": "Ada Lovelace", "code": "AB-123", "score": -1.5e3, "tags": ["red"], "ok": true}'
+_WALKS = 3
+_STEPS = 48
+
+
+def warm_up(vocabulary: Vocabulary, *, seed: int = 0) -> float:
+    """Load every kernel a schema compile and a mask walk use; returns the seconds it took.
+
+    Call it once per process after the vocabulary is loaded; a second call finds the
+    fixed schema compiled and its masks cached, and is cheap.
+
+    >>> import gramalign as ga
+    >>> pieces = [bytes([b]) for b in range(256)] + [b"</s>"]
+    >>> vocab = ga.Vocabulary.from_token_bytes(pieces, eos_token_ids=[256])
+    >>> ga.warm_up(vocab) >= 0
+    True
+    """
+    started = time.perf_counter()
+    compiled = compile(Grammar.from_json_schema(_SCHEMA), vocabulary)
+    bitmask = np.zeros((1, bitmask_width(vocabulary.size)), dtype=np.int32)
+    drawable = np.ones(bitmask.shape[1] * 32, dtype=bool)
+    drawable[vocabulary.size:] = False
+    drawable[list(vocabulary.eos_token_ids)] = False
+    rng = np.random.default_rng(seed)
+    try:
+        matcher = compiled.matcher()
+        matcher.accept_string(_TEXT)
+        matcher.fill_next_token_bitmask(bitmask)
+    except Exception:  # noqa: BLE001 - a vocabulary that cannot spell the text still warms up below
+        pass
+    # Random walks of the masks: every fill kind (fresh contexts, cached ones, counted and
+    # pattern blocks) runs at least once. Tokens are drawn from the mask, so never refused.
+    for _ in range(_WALKS):
+        matcher = compiled.matcher()
+        for _ in range(_STEPS):
+            matcher.fill_next_token_bitmask(bitmask)
+            allowed = np.flatnonzero(np.unpackbits(bitmask[0].view(np.uint8), bitorder="little").view(bool)
+                                     & drawable)
+            if allowed.size == 0:
+                break
+            matcher.accept_token(int(allowed[rng.integers(allowed.size)]))
+    return time.perf_counter() - started
