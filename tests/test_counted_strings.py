@@ -209,3 +209,45 @@ def test_counted_formats_with_every_escape(fmt):
     for value in values:
         for spelled in (json.dumps(value), '"' + "".join(f"\\u{ord(c):04x}" for c in value) + '"'):
             assert parser.accepts(spelled.encode()) == exact.matches(value.encode()), spelled[:60]
+
+
+TIGHT = [("email", 3), ("email", 5), ("email", 9), ("hostname", 1), ("hostname", 4)]
+
+
+@pytest.mark.parametrize("fmt,most", TIGHT)
+def test_counted_formats_under_a_tight_bound_have_no_dead_ends(fmt, most):
+    # A prefix lives in the parser iff it can still end within the bound: "abcd" under
+    # maxLength 5 has no room left for "@x". The oracle is the format's automaton cut to
+    # `most` octets (ASCII formats: octets are code points), built without counting.
+    from gramalign.grammar.json_schema.formats import _bound_length, format_dfa
+
+    schema = {"type": "string", "format": fmt, "maxLength": most}
+    grammar = ga.Grammar.from_json_schema(schema)
+    assert any(t.length is not None for t in grammar.terminals)
+    parser = IncrementalParser(build_parser_tables(grammar))
+    exact = _bound_length(format_dfa(fmt), most)
+    texts = ["a", "ab", "abc", "abcd", "a@", "a@b", "a.b", "ab@c", "a@b.c", "x-y", "a@b.cd", "ab.cd", "abcdefgh@i"]
+    for text in texts:
+        for cut in range(1, len(text) + 1):
+            prefix = text[:cut].encode()
+            live = exact.advance(exact.initial, prefix) >= 0
+            state = parser.initial_state()
+            assert (parser.feed(state, b"\"" + prefix)[0] is not None) == live, (text, cut)
+            assert parser.accepts(b'"' + prefix + b'"') == exact.matches(prefix), (text, cut)
+    # random walks of the masks end, and only in the language
+    compiled = ga.compile(grammar, gpt2_vocabulary())
+    vocab = compiled.vocabulary
+    rng = np.random.default_rng(most)
+    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+    for _ in range(25):
+        matcher = compiled.matcher()
+        written = b""
+        while not matcher.is_terminated():
+            matcher.fill_next_token_bitmask(mask, 0)
+            allowed = np.flatnonzero(unpack_bitmask_row(mask[0], vocab.size))
+            assert allowed.size, f"dead end after {written!r}"
+            token = int(rng.choice(allowed))
+            matcher.accept_token(token)
+            if token not in vocab.eos_token_ids:
+                written += vocab.token_bytes[token]
+        assert exact.matches(json.loads(written.decode()).encode()), written

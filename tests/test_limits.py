@@ -128,3 +128,23 @@ def test_limit_exceeded_is_a_grammar_error_with_its_fields():
     exc = LimitExceeded("max_rules", 10, 11, "#/a", "grammar rules")
     assert isinstance(exc, ga.GrammarError) and isinstance(exc, ga.GramalignError) and isinstance(exc, ValueError)
     assert str(exc) == "compile limit max_rules=10 exceeded: 11 (grammar rules), at #/a"
+
+
+def test_string_lengths_past_the_counter_are_refused_or_no_bound():
+    # fuzz cases 2193 and 885 of the 10,000-case run: an OverflowError building the tables
+    with pytest.raises(ga.SchemaCompileError, match="minLength") as info:
+        ga.compile(ga.Grammar.from_json_schema({"minLength": 10 ** 30}), byte_vocabulary())
+    assert info.value.keyword == "minLength" and "#/minLength" in str(info.value)
+    # a maxLength no string can reach is no bound: the language is every string
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "maxLength": 10 ** 30}), byte_vocabulary())
+    matcher = compiled.matcher()
+    matcher.accept_string('"' + "x" * 3000 + '"')
+    assert matcher.can_terminate()
+
+
+def test_quadratic_epsilon_closures_are_refused_before_they_are_allocated():
+    # fuzz case 1905: (.*){1,32000} has closures of ~32k states each, a MemoryError in a kernel
+    with pytest.raises(ga.SchemaCompileError, match="pattern"):
+        ga.Grammar.from_json_schema({"type": "string", "pattern": "(.*){1,31999}"})
+    with pytest.raises(ga.RegexError, match="max_subset_work"):
+        ga.Grammar.from_regex("(a*){1,29000}")

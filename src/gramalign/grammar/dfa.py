@@ -335,10 +335,17 @@ def _determinize(
     # A subset is represented by its "important" states only (those with labelled edges or
     # accepting): subsets that differ only in pass-through states behave identically.
     important = (edge_counts > 0) | accepting
-    closure_offsets, closure_pool = epsilon_closures(n, eps_offsets, eps_targets, important)
+    limits = active_limits()
+    # Closure members are int64 and the pool doubles as it grows: max_work_bytes // 32 of them.
+    closure_offsets, closure_pool, overflowed = epsilon_closures(n, eps_offsets, eps_targets, important,
+                                                                 limits.max_subset_work, limits.max_work_bytes // 32)
+    if overflowed:
+        raise StateLimitError(f"the pattern's ε-closures need more than max_subset_work={limits.max_subset_work} "
+                              f"steps or max_work_bytes={limits.max_work_bytes} of memory (a large repeat of a "
+                              "repeat, such as (.*){1,32000}: write it without the outer count)")
     table, is_accepting, overflowed = subset_construction(
         n, nfa.initial, accepting, edge_offsets, expanded_class, expanded_target, closure_offsets, closure_pool,
-        num_classes, max_states, active_limits().max_subset_work)
+        num_classes, max_states, limits.max_subset_work)
     if overflowed:
         raise StateLimitError(f"the DFA needs more than max_states={max_states} states or more than "
                               f"max_subset_work={active_limits().max_subset_work} steps "

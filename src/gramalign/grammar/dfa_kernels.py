@@ -472,10 +472,13 @@ def _rehashed(slots, offsets, pool, first, count):
 
 
 @numba.njit(cache=True, nogil=True)
-def epsilon_closures(num_states, eps_offsets, eps_targets, important):
+def epsilon_closures(num_states, eps_offsets, eps_targets, important, max_work, max_pool):
     """Per NFA state, the sorted important states reachable by ε-moves (itself included):
-    (offsets, pool) in CSR form."""
+    (offsets, pool, overflowed) in CSR form. Closures can be quadratic in the NFA
+    (``(.*){1,32000}``): past ``max_work`` states visited or ``max_pool`` closure members
+    in all, the work stops and ``overflowed`` is True."""
     offsets = np.zeros(num_states + 1, dtype=np.int64)
+    work = 0
     pool = np.empty(max(16, num_states), dtype=np.int64)
     stamp = np.full(num_states, -1, dtype=np.int64)
     stack = np.empty(num_states, dtype=np.int64)
@@ -489,6 +492,9 @@ def epsilon_closures(num_states, eps_offsets, eps_targets, important):
         while top > 0:
             top -= 1
             q = stack[top]
+            work += 1
+            if work > max_work:
+                return offsets, pool[:0], True
             if important[q]:
                 found[length] = q
                 length += 1
@@ -498,14 +504,16 @@ def epsilon_closures(num_states, eps_offsets, eps_targets, important):
                     stamp[nxt] = state
                     stack[top] = nxt
                     top += 1
+        if used + length > max_pool:
+            return offsets, pool[:0], True
         if used + length > pool.shape[0]:
-            grown = np.empty(2 * (used + length), dtype=np.int64)
+            grown = np.empty(min(2 * (used + length), max_pool), dtype=np.int64)
             grown[:used] = pool[:used]
             pool = grown
         pool[used:used + length] = np.sort(found[:length])
         used += length
         offsets[state + 1] = used
-    return offsets, pool[:used]
+    return offsets, pool[:used], False
 
 
 @numba.njit(cache=True, nogil=True)

@@ -255,6 +255,68 @@ def _json_string_roles(transitions, initial):
     return role
 
 
+def characters_to_close(dfa: ByteDFA) -> np.ndarray:
+    """int32 per state of a counted JSON string's automaton: the fewest characters still to
+    start before the closing quote can be read (0 where it can be read now, or in the
+    character being spelled, and past the quote, where nothing is counted any more). A
+    lexeme with ``count`` code points so far in state ``s`` can end within ``most`` code
+    points iff ``count + need[s] <= most``: an e-mail address four characters into a
+    ``maxLength: 5`` string with no ``@`` yet cannot."""
+    return _characters_to_close(dfa.transitions, character_starts(dfa).astype(np.uint8))
+
+
+@numba.njit(cache=True, nogil=True)
+def _characters_to_close(transitions, between):
+    # 0-1 breadth-first search backwards from the states that read the closing quote: a step
+    # costs 1 where it starts a character (from a state between characters, not the quote).
+    n = transitions.shape[0]
+    far = np.int32(1 << 30)
+    need = np.full(n, far, np.int32)
+    counts = np.zeros(n + 1, np.int64)
+    for s in range(n):
+        for b in range(256):
+            t = transitions[s, b]
+            if t >= 0:
+                counts[t + 1] += 1
+    for s in range(n):
+        counts[s + 1] += counts[s]
+    source = np.empty(counts[n], np.int32)
+    byte_of = np.empty(counts[n], np.uint8)
+    fill = counts[:-1].copy()
+    for s in range(n):
+        for b in range(256):
+            t = transitions[s, b]
+            if t >= 0:
+                source[fill[t]] = s
+                byte_of[fill[t]] = b
+                fill[t] += 1
+    queue = np.empty(2 * n + 2 * counts[n] + 2, np.int32)  # a deque: 0-cost steps go to the front
+    head = tail = n + counts[n] + 1
+    for s in range(n):
+        if between[s] and transitions[s, 0x22] >= 0:
+            need[s] = 0
+            queue[tail] = s
+            tail += 1
+    while head < tail:
+        t = queue[head]
+        head += 1
+        for k in range(counts[t], counts[t + 1]):
+            s = source[k]
+            cost = 1 if between[s] and byte_of[k] != 0x22 else 0
+            if need[t] + cost < need[s]:
+                need[s] = need[t] + cost
+                if cost == 0:
+                    head -= 1
+                    queue[head] = s
+                else:
+                    queue[tail] = s
+                    tail += 1
+    for s in range(n):
+        if need[s] == far:  # past the closing quote (a trimmed automaton has no other such state)
+            need[s] = 0
+    return need
+
+
 def character_starts(dfa: ByteDFA) -> np.ndarray:
     """bool per state of a JSON string literal's automaton: between two characters, where
     the next byte starts one (or is the closing quote). Raises GrammarError where that is

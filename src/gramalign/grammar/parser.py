@@ -52,7 +52,7 @@ from .automaton_cache import AutomatonCache
 from .lalr import ACCEPT, ParseTable, build_parse_table
 from .lalr_kernels import goto_of
 from .limits import check_time
-from .lexer import LexerDFA, build_lexer, character_starts, rank_terminals, terminal_bits
+from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close, rank_terminals, terminal_bits
 from .lexer_starts import largest_supersets, safe_to_share
 
 HYPOTHESIS_FIELDS = 9
@@ -64,8 +64,14 @@ NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTE
 # ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
 # there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
 # j (``COUNTED + 2 * j``, plus one in the state between two characters).
+# In a counted terminal's states, the bits from NEED_SHIFT up hold the fewest characters still
+# to start before its closing quote can be read (``lexer.characters_to_close``).
 NEWLINE = 1
 COUNTED = 2
+NEED_SHIFT = 16
+KIND_MASK = (1 << NEED_SHIFT) - 1
+MAX_NEED = (1 << (31 - NEED_SHIFT)) - 1
+MAX_COUNT = 2**31 - 2  # the most code points a counted terminal's bounds may name (int32 counter)
 SCRATCH_BASE = 1 << 29
 INITIAL_HYPOTHESES = 16  # rows a parser's state arrays start with; they grow when text needs more
 
@@ -254,7 +260,11 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
     bracket_delta = np.zeros(len(lexer.terminals), dtype=np.int32)
     tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
     for j, k in enumerate(counted):
-        layout[COUNTED_BOUNDS + 2 * j:COUNTED_BOUNDS + 2 * j + 2] = lexer.terminals[k].length
+        fewest, most = lexer.terminals[k].length
+        if not (0 <= fewest <= MAX_COUNT and -1 <= most <= MAX_COUNT):
+            raise GrammarError(f"terminal {lexer.terminals[k].name}: length bounds {lexer.terminals[k].length} "
+                               f"outside 0..{MAX_COUNT} (the most may be -1: no bound)")
+        layout[COUNTED_BOUNDS + 2 * j:COUNTED_BOUNDS + 2 * j + 2] = fewest, most
         _mark_counted(lexer, k, COUNTED + 2 * j, tracks_column)
     spec = grammar.indentation
     if spec is None:
@@ -288,8 +298,13 @@ def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray)
     if first < 0 or shared.size:
         raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
                            "opening quote; its length cannot be counted")
-    tracks_column[first:first + dfa.num_states] = kind
-    tracks_column[first:first + dfa.num_states][character_starts(dfa)] = kind + 1
+    need = characters_to_close(dfa)
+    if kind + 1 > KIND_MASK or need.max(initial=0) > MAX_NEED:
+        raise GrammarError(f"the counted string terminal {terminal.name} cannot be counted: too many counted "
+                           "terminals, or a contents language whose strings need too many characters to end")
+    block = tracks_column[first:first + dfa.num_states]
+    block[:] = kind + (need << NEED_SHIFT)
+    block[character_starts(dfa)] += 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -583,25 +598,29 @@ def next_column(tracks_column, layout, lexeme, column, byte):
 def lexer_step(lx_trans, tracks_column, layout, q, counter, byte):
     """(the lexer state after ``byte`` in state ``q``, -1 when the lexeme dies; the
     hypothesis's COLUMN field after it). In a counted string the field is the code points
-    so far: each character starts in the state between characters, and a character past
-    the most, or the closing quote before the fewest, kills the lexeme. A negative count
-    is not checked (the mask store's count-free walks, see ``GrammarMaskStore.fill``)."""
+    so far: each character starts in the state between characters; the closing quote
+    before the fewest kills the lexeme, and so does a state from which the quote cannot
+    come within the most. A negative count is not checked (the mask store's count-free
+    walks, see ``GrammarMaskStore.fill``)."""
     went_on = lx_trans[q, byte]
     if went_on < 0:
         return went_on, 0
-    if tracks_column[went_on] < COUNTED:
+    target = tracks_column[went_on]
+    if target < COUNTED:
         return went_on, next_column(tracks_column, layout, went_on, counter, byte)
-    source = tracks_column[q]
+    source = tracks_column[q] & KIND_MASK
     if source < COUNTED:
-        return went_on, 0  # the opening quote
-    if counter < 0 or not source & 1:
+        counter = 0  # the opening quote
+    elif counter < 0:
         return went_on, counter
-    bounds = COUNTED_BOUNDS + source - COUNTED - 1
-    if byte == 0x22:
-        return (went_on, counter) if counter >= layout[bounds] else (-1, 0)
-    if 0 <= layout[bounds + 1] <= counter:
+    elif source & 1:
+        if byte == 0x22:
+            return (went_on, counter) if counter >= layout[COUNTED_BOUNDS + source - COUNTED - 1] else (-1, 0)
+        counter += 1
+    most = layout[COUNTED_BOUNDS + ((target & KIND_MASK) - COUNTED) // 2 * 2 + 1]
+    if most >= 0 and counter + (target >> NEED_SHIFT) > most:
         return -1, 0
-    return went_on, counter + 1
+    return went_on, counter
 
 
 @numba.njit(cache=True, nogil=True)

@@ -20,8 +20,8 @@ import numba
 import numpy as np
 
 from ..grammar.dfa import ByteDFA
-from ..grammar.lexer import character_starts
-from ..grammar.parser import COLUMN, COUNTED, COUNTED_BOUNDS, LEXEME, ParserTables
+from ..grammar.lexer import character_starts, characters_to_close
+from ..grammar.parser import COLUMN, COUNTED, COUNTED_BOUNDS, KIND_MASK, LEXEME, NEED_SHIFT, ParserTables
 from .trie import TokenTrie
 
 FILTER_ROWS = 256
@@ -30,13 +30,14 @@ near a bound."""
 
 
 @numba.njit(cache=True, nogil=True)
-def token_growth(transitions, between, start, node_byte, node_depth, subtree_end, token_start, token_ids, max_depth,
-                 grow, closes):
+def token_growth(transitions, between, need, start, node_byte, node_depth, subtree_end, token_start, token_ids,
+                 max_depth, grow, closes):
     """From state ``start`` of a counted string's automaton (``between[s]``: state s lies
-    between two characters), write for every token its code
-    points up to the closing quote or its end (``grow``) and whether it closes the string
-    (``closes``); tokens the string cannot read are left alone. Returns the most code
-    points a token adds."""
+    between two characters; ``need[s]``: characters still to start before the quote can
+    close it), write for every token the code points the string has at the least once it
+    is read: up to the closing quote, or to the token's end plus what its state still needs
+    (``grow``); and whether it closes the string (``closes``); tokens the string cannot
+    read are left alone. Returns the most code points a token adds."""
     states = np.empty(max_depth + 1, np.int32)
     counts = np.zeros(max_depth + 1, np.int32)
     closed = np.zeros(max_depth + 1, np.uint8)
@@ -66,10 +67,11 @@ def token_growth(transitions, between, start, node_byte, node_depth, subtree_end
             states[depth] = target
             counts[depth] = count
             closed[depth] = shut
+        least = counts[depth] if closed[depth] else counts[depth] + need[states[depth]]
         for k in range(token_start[i], token_start[i + 1]):
-            grow[token_ids[k]] = counts[depth]
+            grow[token_ids[k]] = least
             closes[token_ids[k]] = closed[depth]
-        most = max(most, counts[depth])
+        most = max(most, least)
         i += 1
     return most
 
@@ -80,7 +82,9 @@ class LengthFilter:
     terminals, so a token that opens one starts with its quote) are checked from 0."""
 
     def __init__(self, tables: ParserTables, trie: TokenTrie, vocab_size: int, width: int):
-        self._kinds = tables.tracks_column
+        self._kinds = tables.tracks_column & KIND_MASK
+        # the most characters a counted string's state still needs before its quote
+        self._need = int((tables.tracks_column >> NEED_SHIFT).max(initial=0))
         self._layout = tables.layout
         self._trans = tables.lexer.transitions
         self._trie = trie
@@ -113,7 +117,7 @@ class LengthFilter:
             return None
         at = COUNTED_BOUNDS + ((kind - COUNTED) & ~1)
         fewest, most = int(self._layout[at]), int(self._layout[at + 1])
-        if count >= fewest and (most < 0 or count + self._trie.max_depth <= most):
+        if count >= fewest and (most < 0 or count + self._trie.max_depth + self._need <= most):
             return None  # a token has at most max_depth bytes, so at most as many code points
         growth = self._growth_of(q)
         if count >= fewest and count + growth[4] <= most:
@@ -181,7 +185,8 @@ def growth_of(dfa: ByteDFA, state: int, trie: TokenTrie, size: int) -> tuple:
         grow = np.zeros(size, dtype=np.int32)
         closes = np.zeros(size, dtype=np.uint8)
         between = character_starts(dfa).astype(np.uint8)
-        reach = token_growth(dfa.transitions, between, state, trie.node_byte, trie.node_depth, trie.subtree_end,
+        reach = token_growth(dfa.transitions, between, characters_to_close(dfa), state, trie.node_byte,
+                             trie.node_depth, trie.subtree_end,
                              trie.token_start, trie.token_ids, trie.max_depth, grow, closes)
         long = np.flatnonzero(grow > LONG)
         long = long[np.argsort(-grow[long], kind="stable")]

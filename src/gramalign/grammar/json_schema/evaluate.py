@@ -28,7 +28,7 @@ from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAP
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
                      join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects, meet_strings,
                      minus_strings, only)
-from .strings import (CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa, other_strings,
+from .strings import (MAX_COUNTED_LENGTH, CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa, other_strings,
                       string_contents_dfa)
 from .unevaluated import unevaluated_items, unevaluated_properties
 
@@ -404,6 +404,11 @@ class Evaluator:
             contents = self._format(node["format"], contents, pointer)
         if maximum is not None and maximum < minimum:
             return None
+        if minimum > MAX_COUNTED_LENGTH:
+            raise SchemaCompileError(f"minLength {minimum} is more code points than gramalign counts "
+                                     f"({MAX_COUNTED_LENGTH}) or any generated string holds", pointer, "minLength")
+        if maximum is not None and maximum > MAX_COUNTED_LENGTH:
+            maximum = None  # no string a model writes reaches it
         try:
             contents = counted_or_dfa(contents, minimum, maximum, max_states=self.max_states)
         except StateLimitError:
