@@ -499,16 +499,26 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
 
 
 @numba.njit(cache=True, nogil=True)
-def group_rows(token_ids, positions, groups, n_groups, width):
-    """The classification's inside tokens as bitmask rows: (uint32 [n_groups, width], one
-    row per group; uint32 [width], every inside token). Only these rows are zeroed."""
+def group_rows(token_ids, positions, groups, n_written, n_groups, width):
+    """The first ``n_written`` entries of a classification: (uint32 [n_groups, width], a
+    bitmask row of inside tokens per group; uint32 [width], every inside token; int64, the
+    positions of the dependent tokens, ascending). Only these rows are zeroed."""
     rows = np.zeros((n_groups, width), np.uint32)
     inside = np.zeros(width, np.uint32)
-    for k in range(positions.shape[0]):
+    n_dependent = 0
+    for k in range(n_written):
+        if groups[k] < 0:
+            n_dependent += 1
+    dependent = np.empty(n_dependent, np.int64)
+    n_dependent = 0
+    for k in range(n_written):
         g = groups[k]
         if g >= 0:
             token = token_ids[positions[k]]
             bit = np.uint32(1) << np.uint32(token & 31)
             rows[g, token >> 5] |= bit
             inside[token >> 5] |= bit
-    return rows, inside
+        else:
+            dependent[n_dependent] = positions[k]
+            n_dependent += 1
+    return rows, inside, dependent

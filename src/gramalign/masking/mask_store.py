@@ -557,37 +557,41 @@ class GrammarMaskStore:
         group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
         n_groups = 0
         pieces = []
-        for trie, skip in walks:
-            if trie is None:
-                continue
-            try:
-                scratch = self._scratch.pop()
-            except IndexError:  # none free (first build, or another thread holds it)
-                scratch = (np.empty(self.trie.token_ids.shape[0], dtype=np.int32),
-                           np.empty(self.trie.token_ids.shape[0], dtype=np.int32))
-            try:
+        held = []  # scratch buffers in use, back to the free list at the end
+        try:
+            for trie, skip in walks:
+                if trie is None:
+                    continue
+                try:
+                    scratch = self._scratch.pop()
+                except IndexError:  # none free (first build, another thread holds it, or a second walk)
+                    scratch = (np.empty(self.trie.token_ids.shape[0], dtype=np.int32),
+                               np.empty(self.trie.token_ids.shape[0], dtype=np.int32))
+                held.append(scratch)
                 positions, groups = scratch
                 n_groups, n_written = classify_tokens(
                     lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
                     lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits,
                     tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
-                    trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), skip,
-                    positions, groups, max_nodes)
+                    trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups),
+                    skip, positions, groups, max_nodes)
                 if n_groups < 0:
                     return None
-                pieces.append((trie, positions[:n_written].copy(), groups[:n_written].copy()))  # scratch is reused
-            finally:
-                self._scratch.append(scratch)
-        group_masks = inside = None
-        dependent = []
-        for trie, positions, groups in pieces:
-            piece_masks, piece_inside = group_rows(trie.token_ids, positions, groups, n_groups, self.width)
-            if group_masks is None:
-                group_masks, inside = piece_masks, piece_inside
-            else:
-                group_masks |= piece_masks
-                inside |= piece_inside
-            dependent.append(trie.token_ids[positions[groups < 0]])
+                pieces.append((trie, positions, groups, n_written))
+            group_masks = inside = None
+            dependent = []
+            dependent_positions = None
+            for trie, positions, groups, n_written in pieces:
+                piece_masks, piece_inside, piece_dependent = group_rows(trie.token_ids, positions, groups, n_written,
+                                                                        n_groups, self.width)
+                if group_masks is None:
+                    group_masks, inside, dependent_positions = piece_masks, piece_inside, piece_dependent
+                else:
+                    group_masks |= piece_masks
+                    inside |= piece_inside
+                dependent.append(trie.token_ids[piece_dependent])
+        finally:
+            self._scratch.extend(held)
         if group_masks is None:
             group_masks, inside = np.zeros((n_groups, self.width), np.uint32), np.zeros(self.width, np.uint32)
         dependent_ids = np.concatenate(dependent) if len(dependent) > 1 else (
@@ -601,8 +605,8 @@ class GrammarMaskStore:
             # The dependent tokens came from two tries: their sub-trie is cut from the whole one.
             dependent_positions = np.sort(self._slices[0].position_of[dependent_ids])
             dependent_ids = self.trie.token_ids[dependent_positions]
-        else:
-            dependent_positions = pieces[0][1][pieces[0][2] < 0]
+        elif dependent_positions is None:
+            dependent_positions = np.zeros(0, dtype=np.int64)
         entry = _ContextMasks(inside, group_reach, group_masks, dependent_ids)
         entry.lazy["trie"] = self.trie.subset_positions(dependent_positions)
         return entry
@@ -651,10 +655,16 @@ class GrammarMaskStore:
         covered_bytes = np.flatnonzero(covered)
         in_block = np.diff(block.offsets) > 0
         reach_of = self.tables.reach_bits[state_after[covered_bytes]]
-        for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
-            reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
-            same = np.zeros(256, dtype=bool)
-            same[covered_bytes[np.all(reach_of == reach, axis=1)]] = True
+        if reach_of.shape[0] and (reach_of == reach_of[0]).all():  # one kind of ending after each byte: common
+            kinds = [(reach_of[0], covered.astype(bool))]
+        else:
+            kinds = []
+            for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
+                reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
+                same = np.zeros(256, dtype=bool)
+                same[covered_bytes[np.all(reach_of == reach, axis=1)]] = True
+                kinds.append((reach, same))
+        for reach, same in kinds:
             row = block.row.copy()
             clear_first_bytes(row, block.ids, block.offsets, np.flatnonzero(in_block & ~same))
             matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
