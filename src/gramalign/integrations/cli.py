@@ -20,6 +20,7 @@ from ..grammar.grammar import Grammar
 from ..masking.bitmask import unpack_bitmask_row
 from ..masking.compiler import compile as compile_grammar
 from ..masking.vocabulary import Vocabulary
+from .extras import require
 
 BYTE_TOKENS = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b""], eos_token_ids=256,
                                           special_token_ids=[256])
@@ -59,7 +60,7 @@ def load_vocabulary(name: str) -> Vocabulary:
         return vocabulary_for_model(tokenizer, model)
     path = Path(name)
     if path.is_file():
-        from tokenizers import Tokenizer
+        Tokenizer = require("tokenizers", "hf").Tokenizer
 
         try:
             tokenizer = Tokenizer.from_file(str(path))
@@ -142,10 +143,10 @@ def load_model(name: str, *, quiet: bool):
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"no model {name!r}: give 'smollm2' or a Hugging Face model folder (with "
                                 "config.json and the tokenizer files)")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    transformers = require("transformers", "hf")
 
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
     return model, tokenizer
 
 

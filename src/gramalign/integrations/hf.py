@@ -7,15 +7,16 @@ import weakref
 from dataclasses import dataclass
 from typing import Sequence
 
-import torch
-from transformers import LogitsProcessor
-
 from ..errors import GramalignError
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
 from ..masking.vocabulary import Vocabulary
+from .extras import require
 from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace
+
+torch = require("torch", "hf")
+LogitsProcessor = require("transformers", "hf").LogitsProcessor
 
 
 def vocabulary_for_model(tokenizer, model) -> Vocabulary:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import torch
+
+from .extras import require
+
+torch = require("torch", "hf")
 
 
 class HFLanguageModel:

@@ -7,10 +7,12 @@ by unpacking the bits to a boolean tensor and filling.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..errors import BitmaskError
 from ..masking.bitmask import bitmask_width
+from .extras import require
+
+torch = require("torch", "hf")
 
 _BIT_POSITIONS: dict[torch.device, torch.Tensor] = {}
 
