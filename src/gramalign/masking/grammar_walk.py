@@ -499,6 +499,25 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
 
 
 @numba.njit(cache=True, nogil=True)
+def stack_shifts_each(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
+                      scratch_parent, exposed, node, free, group_reach, allowed):
+    """``allowed[g]``: can the stack at ``node`` shift one of the terminals of row g of
+    ``group_reach`` (one memo of what the stack can shift serves every row)? Returns a
+    status (grow the pools and call again if not OK)."""
+    words = group_reach.shape[1]
+    usable = np.zeros(words, np.uint64)
+    known = np.zeros(words, np.uint64)
+    for g in range(group_reach.shape[0]):
+        answer, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent,
+                                      scratch_state, scratch_parent, exposed, node, 0, free, group_reach[g], usable,
+                                      known)
+        if status != OK:
+            return status
+        allowed[g] = answer
+    return OK
+
+
+@numba.njit(cache=True, nogil=True)
 def group_rows(token_ids, positions, groups, n_written, n_groups, width):
     """The first ``n_written`` entries of a classification: (uint32 [n_groups, width], a
     bitmask row of inside tokens per group; uint32 [width], every inside token; int64, the

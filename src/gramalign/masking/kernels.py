@@ -63,6 +63,25 @@ def advance_dfa(transitions, state, data):
 
 
 @numba.njit(cache=True, nogil=True)
+def sparse_words(row):
+    """(indexes of the nonzero words of ``row``, those words): ``or_sparse_words``' input,
+    without numpy's flatnonzero and fancy-indexing overhead on a short list."""
+    count = 0
+    for k in range(row.shape[0]):
+        if row[k]:
+            count += 1
+    words = np.empty(count, np.int64)
+    bits = np.empty(count, row.dtype)
+    count = 0
+    for k in range(row.shape[0]):
+        if row[k]:
+            words[count] = k
+            bits[count] = row[k]
+            count += 1
+    return words, bits
+
+
+@numba.njit(cache=True, nogil=True)
 def or_sparse_words(row, words, bits):
     """``row[words] |= bits`` without numpy's fancy-indexing overhead."""
     for k in range(words.shape[0]):

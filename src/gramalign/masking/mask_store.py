@@ -38,14 +38,14 @@ import numpy as np
 from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
                               LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2,
                               SHADOW2_PARSER, SHADOWS_FULL, STACK, IncrementalParser, ParserTables, end_lexeme,
-                              usable_meets, widen)
+                              widen)
 from .bitmask import bitmask_width
 from .counted_strings import LengthFilter
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
                             context_signature, remap_terminal_bits, shared_cache_for,
                             warm_kernels)
-from .grammar_walk import classify_tokens, group_rows, walk_trie_grammar
-from .kernels import or_sparse_words
+from .grammar_walk import classify_tokens, group_rows, stack_shifts_each, walk_trie_grammar
+from .kernels import or_sparse_words, sparse_words
 from .token_slices import LEVELS, TextSlices, admits_text, clear_first_bytes, step_bytes, text_coverage, text_slices_for
 from .trie import TokenTrie
 from .vocabulary import Vocabulary
@@ -222,17 +222,20 @@ class GrammarMaskStore:
 
     # -- the exact reference path -------------------------------------------------------
 
-    def walk(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray, trie: TokenTrie | None = None) -> None:
-        """OR into ``row`` every token of ``trie`` (default: the vocabulary) allowed after ``hyps``."""
+    def walk(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray, trie: TokenTrie | None = None,
+             zeroed: bool = False) -> None:
+        """OR into ``row`` every token of ``trie`` (default: the vocabulary) allowed after
+        ``hyps``; ``zeroed``: ``row`` is all zeros, so the walk may write it directly."""
         trie = trie if trie is not None else self.trie
-        scratch = np.zeros_like(row)
+        scratch = row if zeroed else np.zeros_like(row)
         rows = max(INITIAL_HYPOTHESES, parser.rows)
         while True:
             status = walk_trie_grammar(*self._args, *parser.pool.arrays(), hyps, trie.node_byte,
                                        trie.node_depth, trie.subtree_end, trie.token_start,
                                        trie.token_ids, trie.max_depth, rows, scratch)
             if status == OK:
-                row |= scratch
+                if scratch is not row:
+                    row |= scratch
                 return
             if status == HYPOTHESES_FULL:
                 rows *= 2
@@ -370,15 +373,22 @@ class GrammarMaskStore:
                 if found is not _MISSING:
                     return found, depth
         pool.exposed[0] = SCRATCH_BASE
-        allowed = [self._stack_shifts_one_of(pool, node, reach, memo, free)
-                   for memo in [self._fresh_memo()] for reach in entry.group_reach]
-        groups = None if all(allowed) else [g for g, ok in enumerate(allowed) if ok]
-        words = np.zeros(self.width, dtype=np.uint32)
+        allowed = np.empty(entry.group_reach.shape[0], dtype=np.bool_)
+        t = self.tables
+        while True:
+            status = stack_shifts_each(t.table.action, t.table.goto, t.table.rule_lhs, t.table.rule_len,
+                                       t.term_column, *pool.arrays(), node, free, entry.group_reach, allowed)
+            if status == OK:
+                break
+            pool.grow(status)
+        groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
         subtrie = entry.dependent(self.trie)
         if subtrie is not None:
-            self.walk(parser, hyp, words, subtrie)
-        nonzero = np.flatnonzero(words)
-        bits = words[nonzero]
+            words = np.zeros(self.width, dtype=np.uint32)
+            self.walk(parser, hyp, words, subtrie, zeroed=True)
+            nonzero, bits = sparse_words(words)
+        else:
+            nonzero, bits = _NO_WORDS, _NO_BITS
         whole = None
         if nonzero.size and self._whole_rows_left > 0 and self._cached_parts < STACK_CACHE_ENTRIES:
             self._whole_rows_left -= 1  # one copy beats assembling the row each time
@@ -396,20 +406,6 @@ class GrammarMaskStore:
                 by_depth.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
                 self._cached_parts += 1
         return part, depth
-
-    def _fresh_memo(self):
-        words = self.tables.lexer.words
-        return np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.uint64)
-
-    def _stack_shifts_one_of(self, pool, node: int, terminals: np.ndarray, memo, free: int) -> bool:
-        usable, known = memo
-        t = self.tables
-        while True:
-            answer, status = usable_meets(t.table.action, t.table.goto, t.table.rule_lhs, t.table.rule_len,
-                                          t.term_column, *pool.arrays(), node, 0, free, terminals, usable, known)
-            if status == OK:
-                return bool(answer)
-            pool.grow(status)
 
     def _lexeme_ended(self, parser: IncrementalParser, hyp: np.ndarray, state: int, cand: np.ndarray):
         """The hypothesis "the current lexeme ends before the next byte", as a 1-row array;
@@ -697,6 +693,9 @@ class GrammarMaskStore:
 
 _MISSING = object()
 _NO_SKIP = np.zeros(256, dtype=np.uint8)
+_NO_WORDS = np.zeros(0, dtype=np.int64)
+_NO_BITS = np.zeros(0, dtype=np.uint32)
+_NO_WORDS.flags.writeable = _NO_BITS.flags.writeable = False
 _NO_SIGNATURE = np.zeros(0, dtype=np.int32)
 
 CACHE_FORMAT = 4
