@@ -101,25 +101,32 @@ def test_masks_equal_brute_force_up_to_both_bounds(low, high):
     assert checked > 12
 
 
+def random_output(compiled, rng, prefer_closing: float = 0.0) -> bytes:
+    """A text the masks allow, token by token until EOS (a token that closes the string is
+    drawn with probability ``prefer_closing``); fails on an empty mask before the end."""
+    vocab = compiled.vocabulary
+    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+    matcher = compiled.matcher()
+    written = b""
+    while not matcher.is_terminated():
+        matcher.fill_next_token_bitmask(mask, 0)
+        allowed = np.flatnonzero(unpack_bitmask_row(mask[0], vocab.size))
+        assert allowed.size, f"dead end after {written!r}"
+        closing = [t for t in allowed.tolist() if b'"' in vocab.token_bytes[t][1:]] if prefer_closing else []
+        token = int(rng.choice(closing if closing and rng.random() < prefer_closing else allowed))
+        matcher.accept_token(token)
+        if token not in vocab.eos_token_ids:
+            written += vocab.token_bytes[token]
+    return written
+
+
 def test_generated_values_respect_both_bounds():
     schema = schema_of(4, 9)
     compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())
     rng = np.random.default_rng(0)
-    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
     seen = set()
-    vocab = compiled.vocabulary
     for _ in range(30):
-        matcher = compiled.matcher()
-        written = b""
-        while not matcher.is_terminated():
-            matcher.fill_next_token_bitmask(mask, 0)
-            allowed = np.flatnonzero(unpack_bitmask_row(mask[0], vocab.size))
-            closing = [t for t in allowed.tolist() if b'"' in vocab.token_bytes[t][1:]]
-            token = int(rng.choice(closing if closing and rng.random() < 0.3 else allowed))
-            matcher.accept_token(token)
-            if token not in vocab.eos_token_ids:
-                written += vocab.token_bytes[token]
-        value = json.loads(written.decode())
+        value = json.loads(random_output(compiled, rng, prefer_closing=0.3).decode())
         jsonschema.validate(value, schema)
         seen.add(len(value))
     assert len(seen) > 1
@@ -236,18 +243,7 @@ def test_counted_formats_under_a_tight_bound_have_no_dead_ends(fmt, most):
             assert parser.accepts(b'"' + prefix + b'"') == exact.matches(prefix), (text, cut)
     # random walks of the masks end, and only in the language
     compiled = ga.compile(grammar, gpt2_vocabulary())
-    vocab = compiled.vocabulary
     rng = np.random.default_rng(most)
-    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
     for _ in range(25):
-        matcher = compiled.matcher()
-        written = b""
-        while not matcher.is_terminated():
-            matcher.fill_next_token_bitmask(mask, 0)
-            allowed = np.flatnonzero(unpack_bitmask_row(mask[0], vocab.size))
-            assert allowed.size, f"dead end after {written!r}"
-            token = int(rng.choice(allowed))
-            matcher.accept_token(token)
-            if token not in vocab.eos_token_ids:
-                written += vocab.token_bytes[token]
+        written = random_output(compiled, rng)
         assert exact.matches(json.loads(written.decode()).encode()), written

@@ -207,6 +207,36 @@ def _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner):
 MAX_BRANCHES = 8
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _write_tokens(out_positions, out_groups, n_written, first, end, group):
+    """Positions ``first..end-1`` of the trie's tokens go to ``group`` (-1: dependent)."""
+    for k in range(first, end):
+        out_positions[n_written] = k
+        out_groups[n_written] = group
+        n_written += 1
+    return n_written
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _group_of(reach, group_reach, n_groups):
+    """(the group whose reachable winners are ``reach``, a new one if there is a free slot,
+    else -1; the number of groups after)."""
+    words = reach.shape[0]
+    for g in range(n_groups):
+        same = True
+        for w in range(words):
+            if group_reach[g, w] != reach[w]:
+                same = False
+                break
+        if same:
+            return g, n_groups
+    if n_groups < group_reach.shape[0]:
+        for w in range(words):
+            group_reach[n_groups, w] = reach[w]
+        return n_groups, n_groups + 1
+    return -1, n_groups
+
+
 @numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
                     reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
@@ -309,10 +339,8 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
             if not forks:
                 if needs_parser:
                     end = subtree_end[i]
-                    for k in range(token_start[i], token_start[end]):
-                        out_positions[n_written] = k
-                        out_groups[n_written] = -1
-                        n_written += 1
+                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[end],
+                                              -1)
                     i = end
                     continue
                 if not alive:
@@ -323,25 +351,10 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     if group == -2:
                         if not reach_done[went_on]:
                             fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
-                        group = -1
-                        for g in range(n_groups):
-                            same = True
-                            for w in range(words):
-                                if group_reach[g, w] != reach_bits[went_on, w]:
-                                    same = False
-                                    break
-                            if same:
-                                group = g
-                                break
-                        if group < 0 and n_groups < group_reach.shape[0]:
-                            group = n_groups
-                            group_reach[group] = reach_bits[went_on]
-                            n_groups += 1
+                        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
                         lone_group[went_on] = group
-                    for k in range(token_start[i], token_start[i + 1]):
-                        out_positions[n_written] = k
-                        out_groups[n_written] = group
-                        n_written += 1
+                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                              token_start[i + 1], group)
                 q_of[depth, 0] = went_on
                 size[depth] = 1
                 plain[depth] = True
@@ -461,28 +474,13 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                         fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
                     for w in range(words):
                         reach[w] |= reach_bits[q, w]
-                for g in range(n_groups):
-                    same = True
-                    for w in range(words):
-                        if group_reach[g, w] != reach[w]:
-                            same = False
-                            break
-                    if same:
-                        group = g
-                        break
-                if group < 0 and n_groups < group_reach.shape[0]:
-                    group = n_groups
-                    group_reach[group] = reach
-                    n_groups += 1
+                group, n_groups = _group_of(reach, group_reach, n_groups)
                 if n_out == 1:
                     lone_group[q_of[depth, 0]] = group
             # With every group slot taken, this node's tokens go to the parser walk.
         if needs_parser:
             end = subtree_end[i]
-            for k in range(token_start[i], token_start[end]):
-                out_positions[n_written] = k
-                out_groups[n_written] = -1
-                n_written += 1
+            n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[end], -1)
             i = end
             continue
         if n_out == 0:
@@ -490,10 +488,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
             continue
         size[depth] = n_out
         plain[depth] = n_out == 1 and shadow_of[depth, 0, 0] < 0 and shadow_of[depth, 0, 1] < 0
-        for k in range(token_start[i], token_start[i + 1]):
-            out_positions[n_written] = k
-            out_groups[n_written] = group
-            n_written += 1
+        n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1], group)
         i += 1
     return n_groups, n_written
 
