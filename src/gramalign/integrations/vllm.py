@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -47,6 +48,7 @@ from ..errors import GramalignError
 from ..masking.bitmask import bitmask_width
 from ..masking.compiler import CompiledGrammar, compile
 from ..masking.vocabulary import Vocabulary
+from ..masking.warm_up import warm_up
 from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, ConstraintError, RequestConstraint, _EndRequest, parse_request_constraint, stop_token_ids
 from .torch_ops import fused_bitmask_kernel, unpack_token_bitmask
 
@@ -77,6 +79,8 @@ class GramalignLogitsProcessor(LogitsProcessor):
         self._vocabularies: dict[tuple[int, ...], Vocabulary] = {}
         self._lock = threading.Lock()
         self._bitmask: "torch.Tensor | None" = None
+        if not self._passive:
+            self._warm_up()
 
     # -- the vLLM interface ---------------------------------------------------------------
 
@@ -137,6 +141,17 @@ class GramalignLogitsProcessor(LogitsProcessor):
             # tokenizer gramalign cannot read, say) stops this request, not the whole engine.
             raise _EndRequest(label, f"{type(error).__name__}: {error}",
                               _eos_words(stops, int(self._model_config.get_vocab_size()))) from error
+
+    def _warm_up(self) -> None:
+        """Build the vocabulary and load gramalign's numba kernels while the engine starts,
+        not inside the first constrained request (about a second between them)."""
+        try:
+            started = time.perf_counter()
+            warm_up(self._vocabulary(()))
+            logger.info("gramalign: warmed up in %.2f s", time.perf_counter() - started)
+        except GramalignError as error:
+            # a tokenizer gramalign cannot read fails the constrained requests, not the engine
+            logger.warning("gramalign: no warm-up (%s: %s)", type(error).__name__, error)
 
     def _vocabulary(self, stops: tuple[int, ...]) -> Vocabulary:
         with self._lock:
