@@ -149,8 +149,8 @@ class GramalignLogitsProcessor(LogitsProcessor):
             started = time.perf_counter()
             warm_up(self._vocabulary(()))
             logger.info("gramalign: warmed up in %.2f s", time.perf_counter() - started)
-        except GramalignError as error:
-            # a tokenizer gramalign cannot read fails the constrained requests, not the engine
+        except Exception as error:  # noqa: BLE001 - the warm-up never stops the engine
+            # a tokenizer gramalign cannot read fails the constrained requests when they come
             logger.warning("gramalign: no warm-up (%s: %s)", type(error).__name__, error)
 
     def _vocabulary(self, stops: tuple[int, ...]) -> Vocabulary:
