@@ -468,3 +468,19 @@ def test_docstring_examples_of_batch_rows():
 
     result = doctest.testmod(batch_rows, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_engine_start_builds_the_vocabulary_and_survives_a_tokenizer_it_cannot_read(monkeypatch, caplog):
+    pytest.importorskip("torch")
+    from tokenizer_zoo import gpt2_hf_fast
+
+    config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: 50304),
+                             scheduler_config=SimpleNamespace(max_num_seqs=2))
+    adapter = _fake_vllm(monkeypatch, gpt2_hf_fast())
+    processor = adapter.GramalignLogitsProcessor(config, "cpu", False)
+    assert processor._base_vocabulary is not None and processor._base_vocabulary.size == 50304
+    adapter = _fake_vllm(monkeypatch, None)  # from_hf cannot read it: logged, the engine goes on
+    with caplog.at_level("WARNING"):
+        processor = adapter.GramalignLogitsProcessor(SimpleNamespace(**vars(config)), "cpu", False)
+    assert processor._base_vocabulary is None
+    assert "gramalign: no warm-up" in caplog.text
