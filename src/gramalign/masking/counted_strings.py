@@ -186,8 +186,8 @@ def growth_of(dfa: ByteDFA, state: int, trie: TokenTrie, size: int) -> tuple:
         closes = np.zeros(size, dtype=np.uint8)
         between = character_starts(dfa).astype(np.uint8)
         reach = token_growth(dfa.transitions, between, characters_to_close(dfa), state, trie.node_byte,
-                             trie.node_depth, trie.subtree_end,
-                             trie.token_start, trie.token_ids, trie.max_depth, grow, closes)
+                             trie.node_depth, trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth,
+                             grow, closes)
         long = np.flatnonzero(grow > LONG)
         long = long[np.argsort(-grow[long], kind="stable")]
         found = (grow, long, -grow[long], np.flatnonzero(closes), int(reach))

@@ -28,8 +28,8 @@ from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAP
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
                      join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects, meet_strings,
                      minus_strings, only)
-from .strings import (MAX_COUNTED_LENGTH, CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa, other_strings,
-                      string_contents_dfa)
+from .strings import (MAX_COUNTED_LENGTH, CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa,
+                      other_strings, string_contents_dfa)
 from .unevaluated import unevaluated_items, unevaluated_properties
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
