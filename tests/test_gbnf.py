@@ -75,7 +75,21 @@ root ::= "¿" word ("、" word)* "?" | [\u4e00-\u9fff]{2,3}
 word ::= [^\x00-\x40、?¿]+
 '''
 
-GRAMMARS = {"json": JSON, "arithmetic": ARITHMETIC, "list": LIST, "unicode": UNICODE}
+# Written the way llama.cpp's own grammars often are: alternatives that overlap inside a rule
+# ("7" is both [0-9] and [1-9] [0-9]{0,15}; a word is both a keyword and a name), which no
+# LALR(1) parser reads character by character. These rules refer to no recursive rule, so they
+# are regular and are read from their deterministic automata.
+AMBIGUOUS = r'''
+root    ::= "[" ws (item ("," ws item)*)? "]" ws
+item    ::= number | word | "(" ws root ")" ws
+number  ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+word    ::= (keyword | name) ws
+keyword ::= "if" | "then" | "else"
+name    ::= [a-z] [a-z0-9]* | "x" [0-9]+
+ws      ::= | " " | "\n" [ \t]{0,20}
+'''
+
+GRAMMARS = {"json": JSON, "arithmetic": ARITHMETIC, "list": LIST, "unicode": UNICODE, "ambiguous": AMBIGUOUS}
 MUTATIONS = ["", " ", "x", "0", "\"", "{", "]", ",", "-", "\n", "é", "\\", "e", "、"]
 
 
@@ -132,10 +146,12 @@ def small_vocabulary() -> ga.Vocabulary:
     return ga.Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
 
 
-def test_json_masks_equal_brute_force():
-    compiled = ga.compile(ga.Grammar.from_gbnf(JSON), small_vocabulary(), cache=False)
+@pytest.mark.parametrize("name", ["json", "ambiguous"])
+def test_masks_equal_brute_force(name):
+    text = GRAMMARS[name]
+    compiled = ga.compile(ga.Grammar.from_gbnf(text), small_vocabulary(), cache=False)
     rng = random.Random(5)
-    rules = parse_gbnf(JSON)
+    rules = parse_gbnf(text)
     checked = 0
     for _ in range(6):
         sentence = (random_sentence(rules, rng) or "[]").encode()
@@ -166,6 +182,14 @@ def test_bad_grammars_raise_with_line_and_column(text, message, line, column):
 
 
 def test_a_grammar_lalr_cannot_read_names_its_rules():
-    with pytest.raises(GbnfError, match=r"not LALR\(1\).*rules .*'x'") as info:
-        ga.Grammar.from_gbnf('root ::= x | y\nx ::= "a"\ny ::= [a-c]\n')
-    assert info.value.line in (2, 3)
+    # p is recursive, so not rewritten as an automaton: "aaa" needs to know where the middle is
+    with pytest.raises(GbnfError, match=r"not LALR\(1\).*rules .*'p'") as info:
+        ga.Grammar.from_gbnf('root ::= p\np ::= "a" p "a" | "a"\n')
+    assert info.value.line == 2
+
+
+def test_overlapping_alternatives_of_a_regular_rule_are_read_from_its_automaton():
+    # "a" is both x and y: LALR(1) cannot choose, but the language {a, b, c} is regular
+    grammar = ga.Grammar.from_gbnf('root ::= x | y\nx ::= "a"\ny ::= [a-c]\n')
+    parser = IncrementalParser(build_parser_tables(grammar))
+    assert [parser.accepts(t) for t in (b"a", b"b", b"c", b"d", b"", b"ab")] == [True, True, True, False, False, False]

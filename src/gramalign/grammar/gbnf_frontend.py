@@ -264,16 +264,168 @@ def _without_surrogates(intervals) -> tuple:
 
 
 def grammar_from_gbnf(text: str, *, start: str = "root") -> Grammar:
-    """The :class:`Grammar` of GBNF ``text`` (start rule ``start``, ``root`` by default)."""
+    """The :class:`Grammar` of GBNF ``text`` (start rule ``start``, ``root`` by default).
+
+    Rules are first taken as written. Where LALR(1) cannot read them, the rules that refer to
+    no recursive rule (``number ::= [0-9] | [1-9] [0-9]{0,15}``: regular languages) are
+    rewritten from their deterministic automaton, one rule per state, which no
+    longer hides an ambiguity inside the rule; what still conflicts is reported."""
     rules = parse_gbnf(text)
     if start not in rules:
         raise GbnfError(f"no {start!r} rule: GBNF starts from {start!r}")
-    builder = _Builder(rules)
+    grammar = _grammar(rules, start, text, frozenset())
+    try:
+        _check_table(grammar, rules)
+        return grammar
+    except GbnfError as as_written:
+        regular = _regular_rules(rules)
+        if not regular:
+            raise
+        try:
+            rewritten = _grammar(rules, start, text, regular)
+        except _TooManyStates:
+            raise as_written from None
+        try:
+            _check_table(rewritten, rules)
+        except GbnfError:
+            raise as_written from None
+        return rewritten
+
+
+def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozenset) -> Grammar:
+    builder = _Builder(rules, as_automata)
     builder.build()
-    grammar = Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules), start=_rule_name(start),
-                      source=text, strict=True)
-    _check_table(grammar, rules)
-    return grammar
+    return Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules), start=_rule_name(start),
+                   source=text, strict=True)
+
+
+def _regular_rules(rules: dict[str, tuple]) -> frozenset:
+    """The rules from which no rule can reach itself again: each is a regular language."""
+    refs = {name: set() for name in rules}
+    for name, (body, _, _) in rules.items():
+        _collect_refs(body, refs[name])
+    regular: dict[str, bool] = {}
+
+    def is_regular(name: str, open_: set) -> bool:
+        if name in regular:
+            return regular[name]
+        if name in open_:
+            return False  # a cycle
+        open_.add(name)
+        answer = all(r in rules and is_regular(r, open_) for r in refs[name])
+        open_.discard(name)
+        regular[name] = answer
+        return answer
+
+    return frozenset(name for name in rules if is_regular(name, set()))
+
+
+def _collect_refs(node: tuple, out: set) -> None:
+    kind = node[0]
+    if kind == "ref":
+        out.add(node[1])
+    elif kind in ("seq", "alt"):
+        for item in node[1]:
+            _collect_refs(item, out)
+    elif kind == "rep":
+        _collect_refs(node[1], out)
+
+
+MAX_RULE_STATES = 2_000
+"""Automaton states a rewritten regular rule may have (past it, the rule stays as written)."""
+
+
+class _TooManyStates(Exception):
+    pass
+
+
+class _Automaton:
+    """A regular rule's AST as an NFA over atom ids (Thompson), then its DFA (subsets)."""
+
+    def __init__(self, rules: dict[str, tuple], atoms_of: dict):
+        self.rules = rules
+        self.atoms_of = atoms_of
+        self.moves: list[list[tuple[int, int]]] = []  # per state: (atom, target)
+        self.empty: list[list[int]] = []  # per state: ε targets
+
+    def state(self) -> int:
+        self.moves.append([])
+        self.empty.append([])
+        return len(self.moves) - 1
+
+    def add(self, node: tuple, source: int) -> int:
+        """States for ``node`` entered at ``source``; returns the exit state."""
+        kind = node[0]
+        if kind == "chars":
+            target = self.state()
+            for atom in self.atoms_of[node[1]]:
+                self.moves[source].append((atom, target))
+            return target
+        if kind == "ref":
+            return self.add(self.rules[node[1]][0], source)
+        if kind == "seq":
+            for item in node[1]:
+                source = self.add(item, source)
+            return source
+        if kind == "alt":
+            target = self.state()
+            for item in node[1]:
+                self.empty[self.add(item, source)].append(target)
+            return target
+        _, body, low, high = node
+        for _ in range(low):
+            source = self.add(body, source)
+        if high is None:  # a loop back to its entry
+            loop = self.state()
+            self.empty[source].append(loop)
+            self.empty[self.add(body, loop)].append(loop)
+            return loop
+        target = self.state()
+        for _ in range(high - low):
+            self.empty[source].append(target)
+            source = self.add(body, source)
+        self.empty[source].append(target)
+        return target
+
+    def dfa(self, body: tuple) -> tuple[list[dict[int, int]], set[int]]:
+        """(per DFA state: atom -> next state, the accepting states); state 0 is the start."""
+        start = self.state()
+        end = self.add(body, start)
+        closure = lambda states: self._closure(states)  # noqa: E731
+        first = closure({start})
+        index = {first: 0}
+        table: list[dict[int, int]] = [{}]
+        accepting = set()
+        work = [first]
+        while work:
+            subset = work.pop()
+            here = index[subset]
+            if end in subset:
+                accepting.add(here)
+            by_atom: dict[int, set] = {}
+            for q in subset:
+                for atom, target in self.moves[q]:
+                    by_atom.setdefault(atom, set()).add(target)
+            for atom, targets in sorted(by_atom.items()):
+                nxt = closure(targets)
+                if nxt not in index:
+                    if len(index) >= MAX_RULE_STATES:
+                        raise _TooManyStates()
+                    index[nxt] = len(table)
+                    table.append({})
+                    work.append(nxt)
+                table[here][atom] = index[nxt]
+        return table, accepting
+
+    def _closure(self, states) -> frozenset:
+        seen = set(states)
+        stack = list(states)
+        while stack:
+            for nxt in self.empty[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return frozenset(seen)
 
 
 def _rule_name(name: str) -> str:
@@ -281,8 +433,9 @@ def _rule_name(name: str) -> str:
 
 
 class _Builder:
-    def __init__(self, rules: dict[str, tuple]):
+    def __init__(self, rules: dict[str, tuple], as_automata: frozenset = frozenset()):
         self.source = rules
+        self.as_automata = as_automata
         self.rules: list[Rule] = []
         self.terminals: list[Terminal] = []
         self.helpers = 0
@@ -297,7 +450,25 @@ class _Builder:
             pattern = "[" + "".join(_class_range(low, high) for low, high in intervals) + "]"
             self.terminals.append(Terminal(f"C{k}", pattern))
         for name, (body, _, _) in self.source.items():
-            self.rules.append(Rule(_rule_name(name), self.alternatives(body, name)))
+            if name in self.as_automata:
+                self.automaton_rules(name, body)
+            else:
+                self.rules.append(Rule(_rule_name(name), self.alternatives(body, name)))
+
+    def automaton_rules(self, name: str, body: tuple) -> None:
+        """A regular rule from its DFA, left-linear (the stack stays one frame deep): L_q is
+        the text that leads from the start to state q, ``L_q -> L_p C_a`` per move p -a-> q,
+        ``L_0 -> ε``; the rule is every L_q of an accepting q. A DFA spells each text one way."""
+        table, accepting = _Automaton(self.source, self.atoms_of).dfa(body)
+        state_name = lambda q: f"g:{name}@{q}"  # noqa: E731
+        into: list[list[tuple[str, str]]] = [[] for _ in table]
+        for p, moves in enumerate(table):
+            for atom, q in moves.items():
+                into[q].append((state_name(p), f"C{atom}"))
+        for q in range(len(table)):
+            alternatives = [(p, c) for p, c in into[q]] + ([()] if q == 0 else [])
+            self.rules.append(Rule(state_name(q), tuple(tuple(a) for a in alternatives)))
+        self.rules.append(Rule(_rule_name(name), tuple((state_name(q),) for q in sorted(accepting))))
 
     def alternatives(self, node: tuple, owner: str) -> tuple[tuple[str, ...], ...]:
         if node[0] == "alt":
