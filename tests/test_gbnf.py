@@ -186,6 +186,9 @@ def test_a_grammar_lalr_cannot_read_names_its_rules():
     with pytest.raises(GbnfError, match=r"not LALR\(1\).*rules .*'p'") as info:
         ga.Grammar.from_gbnf('root ::= p\np ::= "a" p "a" | "a"\n')
     assert info.value.line == 2
+    # with a regular rule beside it, rewritten to no avail: the error is the one of the rules as written
+    with pytest.raises(GbnfError, match=r"not LALR\(1\).*rules .*'p'"):
+        ga.Grammar.from_gbnf('root ::= p x\np ::= "a" p "a" | "a"\nx ::= "b" | [b-c]\n')
 
 
 def test_overlapping_alternatives_of_a_regular_rule_are_read_from_its_automaton():
