@@ -89,7 +89,16 @@ name    ::= [a-z] [a-z0-9]* | "x" [0-9]+
 ws      ::= | " " | "\n" [ \t]{0,20}
 '''
 
-GRAMMARS = {"json": JSON, "arithmetic": ARITHMETIC, "list": LIST, "unicode": UNICODE, "ambiguous": AMBIGUOUS}
+# A keyword and a name that share their first letters, side by side in a recursive rule: read
+# with the names' automaton right-linear, so the choice waits until "int " and "intx" part.
+KEYWORDS = r'''
+root ::= "(" root ")" | kw root | name
+kw   ::= "int " | "if "
+name ::= [a-z]+
+'''
+
+GRAMMARS = {"json": JSON, "arithmetic": ARITHMETIC, "list": LIST, "unicode": UNICODE, "ambiguous": AMBIGUOUS,
+            "keywords": KEYWORDS}
 MUTATIONS = ["", " ", "x", "0", "\"", "{", "]", ",", "-", "\n", "é", "\\", "e", "、"]
 
 

@@ -268,8 +268,9 @@ def grammar_from_gbnf(text: str, *, start: str = "root") -> Grammar:
 
     Rules are first taken as written. Where LALR(1) cannot read them, the rules that refer to
     no recursive rule (``number ::= [0-9] | [1-9] [0-9]{0,15}``: regular languages) are
-    rewritten from their deterministic automaton, one rule per state, which no
-    longer hides an ambiguity inside the rule; what still conflicts is reported."""
+    rewritten from their deterministic automaton, one rule per state (left-linear, else
+    right-linear), which no longer hides an ambiguity inside the rule; what still conflicts
+    is reported as the rules as written do."""
     rules = parse_gbnf(text)
     if start not in rules:
         raise GbnfError(f"no {start!r} rule: GBNF starts from {start!r}")
@@ -281,19 +282,21 @@ def grammar_from_gbnf(text: str, *, start: str = "root") -> Grammar:
         regular = _regular_rules(rules)
         if not regular:
             raise
-        try:
-            rewritten = _grammar(rules, start, text, regular)
-        except _TooManyStates:
-            raise as_written from None
-        try:
-            _check_table(rewritten, rules)
-        except GbnfError:
-            raise as_written from None
-        return rewritten
+        # left-linear first (the stack stays one frame deep), then right-linear (one frame per
+        # character, but the choice between a rule and what shares its prefix waits until they part)
+        for linear in ("left", "right"):
+            try:
+                rewritten = _grammar(rules, start, text, regular, linear)
+                _check_table(rewritten, rules)
+                return rewritten
+            except (_TooManyStates, GbnfError):
+                continue
+        raise as_written from None
 
 
-def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozenset) -> Grammar:
-    builder = _Builder(rules, as_automata)
+def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozenset,
+             linear: str = "left") -> Grammar:
+    builder = _Builder(rules, as_automata, linear)
     builder.build()
     return Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules), start=_rule_name(start),
                    source=text, strict=True)
@@ -433,9 +436,10 @@ def _rule_name(name: str) -> str:
 
 
 class _Builder:
-    def __init__(self, rules: dict[str, tuple], as_automata: frozenset = frozenset()):
+    def __init__(self, rules: dict[str, tuple], as_automata: frozenset = frozenset(), linear: str = "left"):
         self.source = rules
         self.as_automata = as_automata
+        self.linear = linear
         self.rules: list[Rule] = []
         self.terminals: list[Terminal] = []
         self.helpers = 0
@@ -456,11 +460,20 @@ class _Builder:
                 self.rules.append(Rule(_rule_name(name), self.alternatives(body, name)))
 
     def automaton_rules(self, name: str, body: tuple) -> None:
-        """A regular rule from its DFA, left-linear (the stack stays one frame deep): L_q is
-        the text that leads from the start to state q, ``L_q -> L_p C_a`` per move p -a-> q,
-        ``L_0 -> ε``; the rule is every L_q of an accepting q. A DFA spells each text one way."""
+        """A regular rule from its DFA, one rule per state; a DFA spells each text one way.
+        Left-linear: L_q is the text that leads from the start to state q, ``L_q -> L_p C_a``
+        per move p -a-> q, ``L_0 -> ε``, and the rule is every L_q of an accepting q.
+        Right-linear: R_q is the text that leads from q to the end, ``R_p -> C_a R_q`` per
+        move, ``R_q -> ε`` where q accepts, and the rule is R_0."""
         table, accepting = _Automaton(self.source, self.atoms_of).dfa(body)
         state_name = lambda q: f"g:{name}@{q}"  # noqa: E731
+        if self.linear == "right":
+            for p, moves in enumerate(table):
+                alternatives = [(f"C{atom}", state_name(q)) for atom, q in moves.items()]
+                alternatives += [()] if p in accepting else []
+                self.rules.append(Rule(state_name(p), tuple(alternatives)))
+            self.rules.append(Rule(_rule_name(name), ((state_name(0),),)))
+            return
         into: list[list[tuple[str, str]]] = [[] for _ in table]
         for p, moves in enumerate(table):
             for atom, q in moves.items():
