@@ -205,3 +205,17 @@ def test_overlapping_alternatives_of_a_regular_rule_are_read_from_its_automaton(
     grammar = ga.Grammar.from_gbnf('root ::= x | y\nx ::= "a"\ny ::= [a-c]\n')
     parser = IncrementalParser(build_parser_tables(grammar))
     assert [parser.accepts(t) for t in (b"a", b"b", b"c", b"d", b"", b"ab")] == [True, True, True, False, False, False]
+
+
+def test_hostile_gbnf_ends_with_a_clear_error():
+    with pytest.raises(GbnfError, match="nests too deeply"):
+        ga.Grammar.from_gbnf("root ::= " + "(" * 3000 + '"a"' + ")" * 3000 + "\n")
+    with pytest.raises(ga.LimitExceeded, match="max_grammar_chars"):
+        ga.Grammar.from_gbnf("root ::= " + " ".join(['"a"'] * 20_000) + "\n")
+    small = ga.CompileLimits(max_grammar_chars=10)
+    with pytest.raises(ga.LimitExceeded, match="max_grammar_chars=10"):
+        ga.Grammar.from_gbnf('root ::= "abcdef"\n', limits=small)
+    # a long chain of overlapping rules: the rewrite gives up (recursion), the rules as written are refused
+    chain = "".join(f"r{i} ::= r{i + 1} | [a-c]\n" for i in range(1500)).replace("r0 ::=", "root ::=") + 'r1500 ::= "a"\n'
+    with pytest.raises(GbnfError, match="not LALR"):
+        ga.Grammar.from_gbnf(chain)

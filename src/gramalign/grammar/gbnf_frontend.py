@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from dataclasses import dataclass
 
 from ..errors import GrammarError
 from .grammar import Grammar, Rule, Terminal
+from .limits import CompileLimits, applied, check_size
 
 MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
@@ -263,14 +265,26 @@ def _without_surrogates(intervals) -> tuple:
 # --------------------------------------------------------------------------- to the IR
 
 
-def grammar_from_gbnf(text: str, *, start: str = "root") -> Grammar:
-    """The :class:`Grammar` of GBNF ``text`` (start rule ``start``, ``root`` by default).
+def grammar_from_gbnf(text: str, *, start: str = "root", limits: "CompileLimits | None" = None) -> Grammar:
+    """The :class:`Grammar` of GBNF ``text`` (start rule ``start``, ``root`` by default);
+    ``limits`` bounds the work (the text's length: ``max_grammar_chars``).
 
     Rules are first taken as written. Where LALR(1) cannot read them, the rules that refer to
     no recursive rule (``number ::= [0-9] | [1-9] [0-9]{0,15}``: regular languages) are
     rewritten from their deterministic automaton, one rule per state (left-linear, else
     right-linear), which no longer hides an ambiguity inside the rule; what still conflicts
     is reported as the rules as written do."""
+    try:
+        with applied(limits):
+            if isinstance(text, str):
+                check_size("max_grammar_chars", len(text), "the grammar text")
+            return _grammar_from_gbnf(text, start)
+    except RecursionError:  # the reader and the rule builder recurse once per nesting level
+        raise GbnfError(f"the grammar nests too deeply (Python's recursion limit is {sys.getrecursionlimit()}); "
+                        "flatten the deepest rule into several rules") from None
+
+
+def _grammar_from_gbnf(text: str, start: str) -> Grammar:
     rules = parse_gbnf(text)
     if start not in rules:
         raise GbnfError(f"no {start!r} rule: GBNF starts from {start!r}")
@@ -289,7 +303,7 @@ def grammar_from_gbnf(text: str, *, start: str = "root") -> Grammar:
                 rewritten = _grammar(rules, start, text, regular, linear)
                 _check_table(rewritten, rules)
                 return rewritten
-            except (_TooManyStates, GbnfError):
+            except (_TooManyStates, GbnfError, RecursionError):  # a long chain of rules inlined
                 continue
         raise as_written from None
 
@@ -303,24 +317,29 @@ def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozen
 
 
 def _regular_rules(rules: dict[str, tuple]) -> frozenset:
-    """The rules from which no rule can reach itself again: each is a regular language."""
+    """The rules from which no rule can reach itself again: each is a regular language.
+    (Rules are peeled off from those that refer to no rule left; what a cycle or an
+    undefined name keeps stays.)"""
     refs = {name: set() for name in rules}
     for name, (body, _, _) in rules.items():
         _collect_refs(body, refs[name])
-    regular: dict[str, bool] = {}
-
-    def is_regular(name: str, open_: set) -> bool:
-        if name in regular:
-            return regular[name]
-        if name in open_:
-            return False  # a cycle
-        open_.add(name)
-        answer = all(r in rules and is_regular(r, open_) for r in refs[name])
-        open_.discard(name)
-        regular[name] = answer
-        return answer
-
-    return frozenset(name for name in rules if is_regular(name, set()))
+    referrers: dict[str, list[str]] = {name: [] for name in rules}
+    left = {}
+    for name, names in refs.items():
+        left[name] = len(names) + sum(r not in rules for r in names)  # an undefined name never goes
+        for r in names:
+            if r in rules:
+                referrers[r].append(name)
+    ready = [name for name, count in left.items() if count == 0]
+    regular = set()
+    while ready:
+        name = ready.pop()
+        regular.add(name)
+        for referrer in referrers[name]:
+            left[referrer] -= 1
+            if left[referrer] == 0:
+                ready.append(referrer)
+    return frozenset(regular)
 
 
 def _collect_refs(node: tuple, out: set) -> None:

@@ -204,10 +204,10 @@ class Grammar:
                                       import_paths=tuple(import_paths))
 
     @classmethod
-    def from_gbnf(cls, text: str, *, start: str = "root") -> "Grammar":
+    def from_gbnf(cls, text: str, *, start: str = "root", limits: "CompileLimits | None" = None) -> "Grammar":
         """A grammar in llama.cpp's GBNF (character-level rules, ``root`` the start); errors
         name the line and column. The character-level grammar must be LALR(1) (see
-        :mod:`gramalign.grammar.gbnf_frontend`).
+        :mod:`gramalign.grammar.gbnf_frontend`); ``limits`` bounds the work.
 
         >>> g = Grammar.from_gbnf('root ::= "a" [0-9]+ # a comment')
         >>> g.start
@@ -215,7 +215,7 @@ class Grammar:
         """
         from .gbnf_frontend import grammar_from_gbnf
 
-        return grammar_from_gbnf(text, start=start)
+        return grammar_from_gbnf(text, start=start, limits=limits)
 
     @classmethod
     def from_json_schema(cls, schema, **options) -> "Grammar":
