@@ -1099,6 +1099,16 @@ class StackPool:
     def arrays(self):
         return self.state, self.parent, self.scratch_state, self.scratch_parent, self.exposed
 
+    def until_it_fits(self, call):
+        """``call(self.arrays())``, again after growing the pool for as long as its status (the
+        result, or its last element) asks for room; the final result."""
+        while True:
+            result = call(self.arrays())
+            status = result[-1] if isinstance(result, tuple) else result
+            if status != POOL_FULL and status != SCRATCH_FULL:
+                return result
+            self.grow(status)
+
     def depth_signature(self, node: int, depth: int) -> tuple[int, ...]:
         """The parser states of the top ``depth + 1`` nodes of the stack ``node``."""
         return tuple(_top_states(self.state, self.parent, node, depth + 1).tolist())
@@ -1185,12 +1195,9 @@ class IncrementalParser:
         starts = self.tables.lexer.num_starts
         if not any(q < starts or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
             return False  # mid-lexeme, and no terminal accepts it yet
-        while True:
-            result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,
-                                                   self.tables.end_column)
-            if status == OK:
-                return bool(result)
-            self.pool.grow(status)
+        result, _ = self.pool.until_it_fits(
+            lambda arrays: hypotheses_accept_end(*self._args, *arrays, hyps, self.tables.end_column))
+        return bool(result)
 
     def accepts(self, data: bytes) -> bool:
         """Is ``data`` a complete sentence? (From the start state; a convenience for tests.)"""

@@ -375,12 +375,9 @@ class GrammarMaskStore:
         pool.exposed[0] = SCRATCH_BASE
         allowed = np.empty(entry.group_reach.shape[0], dtype=np.bool_)
         t = self.tables
-        while True:
-            status = stack_shifts_each(t.table.action, t.table.goto, t.table.rule_lhs, t.table.rule_len,
-                                       t.term_column, *pool.arrays(), node, free, entry.group_reach, allowed)
-            if status == OK:
-                break
-            pool.grow(status)
+        pool.until_it_fits(lambda arrays: stack_shifts_each(t.table.action, t.table.goto, t.table.rule_lhs,
+                                                            t.table.rule_len, t.term_column, *arrays, node, free,
+                                                            entry.group_reach, allowed))
         groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
         subtrie = entry.dependent(self.trie)
         if subtrie is not None:
@@ -418,13 +415,9 @@ class GrammarMaskStore:
         if winner < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool = parser.pool
-        while True:
-            node, brackets, blocks, alloc, status = end_lexeme(
-                *self._args[5:10], tables.layout, tables.bracket_delta, *pool.arrays(), int(hyp[STACK]), winner,
-                int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used)
-            if status == OK:
-                break
-            pool.grow(status)
+        node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
+            *self._args[5:10], tables.layout, tables.bracket_delta, *arrays, int(hyp[STACK]), winner,
+            int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
         if node < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool.used = int(alloc)
