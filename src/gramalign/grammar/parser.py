@@ -1195,9 +1195,12 @@ class IncrementalParser:
         starts = self.tables.lexer.num_starts
         if not any(q < starts or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
             return False  # mid-lexeme, and no terminal accepts it yet
-        result, _ = self.pool.until_it_fits(
-            lambda arrays: hypotheses_accept_end(*self._args, *arrays, hyps, self.tables.end_column))
-        return bool(result)
+        while True:  # every fill asks: the loop without until_it_fits' closure
+            result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,
+                                                   self.tables.end_column)
+            if status == OK:
+                return bool(result)
+            self.pool.grow(status)
 
     def accepts(self, data: bytes) -> bool:
         """Is ``data`` a complete sentence? (From the start state; a convenience for tests.)"""
