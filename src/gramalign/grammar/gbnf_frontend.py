@@ -413,8 +413,7 @@ class _Automaton:
         """(per DFA state: atom -> next state, the accepting states); state 0 is the start."""
         start = self.state()
         end = self.add(body, start)
-        closure = lambda states: self._closure(states)  # noqa: E731
-        first = closure({start})
+        first = self._closure({start})
         index = {first: 0}
         table: list[dict[int, int]] = [{}]
         accepting = set()
@@ -429,7 +428,7 @@ class _Automaton:
                 for atom, target in self.moves[q]:
                     by_atom.setdefault(atom, set()).add(target)
             for atom, targets in sorted(by_atom.items()):
-                nxt = closure(targets)
+                nxt = self._closure(targets)
                 if nxt not in index:
                     if len(index) >= MAX_RULE_STATES:
                         raise _TooManyStates()

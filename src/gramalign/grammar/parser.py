@@ -697,16 +697,20 @@ def shadow_slots(width):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _shadow_after(lx_trans, hyp, k, byte):
+    """The lexer state shadow slot ``k`` of ``hyp`` reaches on ``byte`` (-1: empty slot or
+    no move); its candidates are those of parser state ``hyp[shadow_column(k) + 1]``."""
+    shadow = hyp[shadow_column(k)]
+    return -1 if shadow < 0 else lx_trans[shadow, byte]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
     """Does ``byte`` take some shadow of ``hyp`` to an accepting state (longest match then
     forbids the hypothesis)?"""
     for k in range(shadow_slots(hyp.shape[0])):
-        column = shadow_column(k)
-        shadow = hyp[column]
-        if shadow < 0:
-            continue
-        t = lx_trans[shadow, byte]
-        if t >= 0 and _intersects(lx_accept[t], cand_bits[hyp[column + 1]]):
+        t = _shadow_after(lx_trans, hyp, k, byte)
+        if t >= 0 and _intersects(lx_accept[t], cand_bits[hyp[shadow_column(k) + 1]]):
             return True
     return False
 
@@ -736,14 +740,11 @@ def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
     when ``row`` has too few (the caller checked that none accepts)."""
     used = 0
     for k in range(shadow_slots(hyp.shape[0])):
-        column = shadow_column(k)
-        shadow = hyp[column]
-        if shadow < 0:
+        t = _shadow_after(lx_trans, hyp, k, byte)
+        parser_state = hyp[shadow_column(k) + 1]
+        if t < 0 or not _intersects(lx_alive[t], cand_bits[parser_state]):
             continue
-        t = lx_trans[shadow, byte]
-        if t < 0 or not _intersects(lx_alive[t], cand_bits[hyp[column + 1]]):
-            continue
-        used = _add_shadow(row, used, t, hyp[column + 1], cand_id)
+        used = _add_shadow(row, used, t, parser_state, cand_id)
         if used < 0:
             return -1
     for k in range(used, shadow_slots(row.shape[0])):
