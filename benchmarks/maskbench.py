@@ -303,7 +303,8 @@ def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool
         walk_masks.append(len(masks) - filled)
         valid_rejected += valid and not accepted
         invalid_accepted += accepted and not valid
-    return {"status": "ok", "ttfm": ttfm, "masks": masks, "preempted": preempted, "accepted": accepted_walks, "walk_masks": walk_masks,
+    return {"status": "ok", "ttfm": ttfm, "masks": masks, "preempted": preempted, "accepted": accepted_walks,
+            "walk_masks": walk_masks,
             "valid_rejected": valid_rejected, "invalid_accepted": invalid_accepted,
             "memory": max(0, _rss_bytes() - before), "peak": _peak_rss_bytes()}
 
