@@ -276,7 +276,8 @@ def make_values(format_name: str, count: int, seed: int, format_checker, gramali
 
 def gramalign_format_check(format_name: str):
     from gramalign.grammar.grammar import Grammar
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     parser = IncrementalParser(build_parser_tables(Grammar.from_json_schema({"type": "string", "format": format_name})))
     return lambda value: parser.accepts(json.dumps(value, ensure_ascii=False).encode("utf-8"))

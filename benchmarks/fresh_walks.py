@@ -227,7 +227,8 @@ def _validator(schema: dict):
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator = cls(schema)  # no format_checker: formats are annotations here
     except Exception as exc:  # noqa: BLE001
-        return lambda text: f"unchecked: {type(exc).__name__}: {str(exc)[:120]}"
+        reason = f"unchecked: {type(exc).__name__}: {str(exc)[:120]}"  # exc is unbound after the block
+        return lambda text: reason
 
     def validate(text: str) -> str:
         try:

@@ -74,7 +74,8 @@ def python_files(count: int) -> list[str]:
     import sysconfig
 
     grammar = ga.Grammar.builtin("python")
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     parser = IncrementalParser(build_parser_tables(grammar))
     stdlib = Path(sysconfig.get_paths()["stdlib"])

@@ -31,7 +31,8 @@ def data_dir() -> Path:
 def check_schema(path: str, whitespace: str, property_order: str) -> dict:
     from gramalign.errors import GrammarError, SchemaCompileError
     from gramalign.grammar.grammar import Grammar
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     document = json.loads(Path(path).read_text())
     result = {"compiled": False, "valid_rejected": 0, "invalid_accepted": 0, "agree": 0, "tests": 0, "reason": None}
@@ -121,7 +122,7 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=15, help="how many refusal reasons to list")
     parser.add_argument("--details", help="write every refusal message and rejected valid instance to this file")
     args = parser.parse_args()
-    import gramalign.grammar.parser  # noqa: F401 - import (and numba-compile) once before forking
+    import gramalign.parsing  # noqa: F401 - import (and numba-compile) once before forking
 
     rows, reasons, accepted_invalid, details = [], collections.Counter(), [], []
     totals = collections.Counter()

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from gramalign.errors import SchemaCompileError
 from gramalign.grammar.grammar import Grammar
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 _DECLARED = {"draft7": "http://json-schema.org/draft-07/schema#"}
 

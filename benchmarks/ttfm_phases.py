@@ -29,7 +29,7 @@ PHASES = ("schema", "lalr", "lexer", "tables", "first mask", "total")
 
 
 def compile_in_phases(ga, vocab, schema) -> dict:
-    from gramalign.grammar import parser as parser_module
+    from gramalign.grammar import parser_tables as parser_module
     from gramalign.grammar.lalr import build_parse_table
     from gramalign.grammar.lexer import build_lexer
     from gramalign.masking.compiler import token_trie

@@ -144,7 +144,7 @@ def _grammars(count: int) -> list[ga.Grammar]:
 
 
 def test_parser_tables_cache_is_bounded_in_bytes(monkeypatch):
-    from gramalign.grammar import parser
+    from gramalign.grammar import parser_tables as parser
 
     grammars = _grammars(6)
     one = parser.build_parser_tables(grammars[0]).nbytes

@@ -613,7 +613,8 @@ SQL_TEXTS = ["SELECT a FROM t", "SELECT a FROM t -- note", "SELECT a /* why */ F
 def test_builtin_sql_with_another_start_and_without_comments_means_what_lark_says(start, comments):
     """The options mean what lark gives for the same grammar text: another start rule, and
     the comment %ignore lines dropped."""
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     grammar = load_builtin("sql", start=start, comments=comments)
     text = builtin_grammar_text("sql")

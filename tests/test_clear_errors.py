@@ -23,7 +23,8 @@ import pytest
 import gramalign as ga
 from gramalign.errors import BitmaskError, GramalignError, RegexError, SchemaCompileError
 from gramalign.grammar.lark_frontend import LarkGrammarError
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 from gramalign.integrations.cli import main
 from gramalign.masking.bitmask import pack_bool_mask
 

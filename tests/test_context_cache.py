@@ -18,7 +18,7 @@ import gramalign as ga
 from types import SimpleNamespace
 
 from gramalign.grammar.lexer import build_lexer
-from gramalign.grammar.parser import build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.grammar.dfa_kernels import column_classes
 from gramalign.masking.context_cache import MAX_SIGNATURE_STATES, ContextClassificationCache, context_signature

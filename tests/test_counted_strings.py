@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 from gramalign.masking.bitmask import unpack_bitmask_row
 
 from test_grammar_masks import assert_mask_equals_brute_force, gpt2_vocabulary

@@ -13,7 +13,8 @@ import pytest
 
 import gramalign as ga
 from gramalign.grammar.gbnf_frontend import GbnfError, parse_gbnf
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from gbnf_reference import earley_accepts, random_sentence
 from test_grammar_masks import assert_mask_equals_brute_force

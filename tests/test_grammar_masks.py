@@ -19,7 +19,7 @@ import pytest
 
 import gramalign as ga
 from gramalign.grammar.builtin import builtin_grammar_text
-from gramalign.grammar.parser import IncrementalParser
+from gramalign.parsing import IncrementalParser
 from gramalign.masking.bitmask import unpack_bitmask_row
 
 from grammar_strings import random_strings, real_sql_queries

@@ -88,7 +88,7 @@ def test_batched_sampling_follows_a_context_free_grammar(tiny_model):
     """Every row is a sentence lark parses (if it ended) or a prefix of one (if cut off)."""
     import lark
 
-    from gramalign.grammar.parser import IncrementalParser
+    from gramalign.parsing import IncrementalParser
 
     vocab = ga.vocabulary_for_model(gpt2_hf_fast(), tiny_model)
     compiled = ga.compile(ga.Grammar.from_lark(LIST), vocab)

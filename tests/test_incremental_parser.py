@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import gramalign as ga
 from gramalign.grammar.grammar import Grammar, Rule, Terminal
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 from gramalign.masking.bitmask import unpack_bitmask_row
 
 GRAMMARS = {

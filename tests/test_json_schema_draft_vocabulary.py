@@ -17,7 +17,8 @@ import referencing.exceptions
 
 import gramalign as ga
 from gramalign.errors import SchemaCompileError
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from grammar_walks import random_texts
 

@@ -38,7 +38,8 @@ import pytest
 import gramalign as ga
 from gramalign.errors import GrammarError, SchemaCompileError
 from gramalign.grammar.grammar import Grammar
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                                 reason="each case runs in a forked process")

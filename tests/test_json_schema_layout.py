@@ -13,7 +13,8 @@ import jsonschema
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from grammar_walks import random_texts
 

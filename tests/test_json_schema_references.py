@@ -21,7 +21,8 @@ import referencing.jsonschema
 from gramalign.errors import SchemaCompileError
 from gramalign.grammar.grammar import Grammar
 from gramalign.grammar.json_schema.resolve import MAX_DYNAMIC_SCOPES
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from shared_data import data_dir
 from test_json_schema_suite import _has_integral_float

@@ -17,7 +17,8 @@ import pytest
 
 from gramalign.errors import SchemaCompileError
 from gramalign.grammar.grammar import Grammar
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from shared_data import data_dir
 from test_json_schema_formats import _allowance as format_subset_allowance

@@ -21,7 +21,8 @@ import pytest
 
 import gramalign as ga
 from gramalign.grammar.json_schema.types import is_schema_type, schema_of_type
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from grammar_walks import random_texts
 

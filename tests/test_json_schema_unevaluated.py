@@ -25,7 +25,8 @@ import pytest
 
 from gramalign.errors import SchemaCompileError
 from gramalign.grammar.grammar import Grammar
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from grammar_walks import is_valid_text, random_texts
 from shared_data import data_dir

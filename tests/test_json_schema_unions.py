@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from grammar_walks import is_valid_text, random_texts
 
@@ -198,7 +199,8 @@ def test_one_of_many_overlapping_strings_and_numbers_in_one_pass():
     with every other took minutes for 1,000 of them)."""
     import jsonschema
 
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     schema = {"oneOf": [{"type": "string", "pattern": "^a+$"}, {"type": "string", "pattern": "^a{2,3}$"},
                         {"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 3},
@@ -219,7 +221,8 @@ def test_one_of_tool_branches_told_apart_by_a_const_name():
     error in about a second (the pairwise checks took 8 s before reaching it)."""
     import jsonschema
 
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     def tool(name: str, argument: dict) -> dict:
         return {"type": "object", "properties": {"name": {"const": name}, "arguments": argument},

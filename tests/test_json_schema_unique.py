@@ -22,7 +22,8 @@ import pytest
 from gramalign.errors import SchemaCompileError
 from gramalign.grammar.grammar import Grammar
 from gramalign.grammar.json_schema.unique import MAX_UNIQUE_SETS, subsets_needed
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from shared_data import data_dir
 

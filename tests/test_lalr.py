@@ -24,7 +24,7 @@ from lark_lalr_oracle import _digraph, canonical, lark_parse_table
 from shared_data import maskbench_files
 
 import gramalign as ga
-import gramalign.grammar.parser
+import gramalign.grammar.parser_tables
 from gramalign.grammar.builtin import load_builtin
 from gramalign.grammar.grammar import Grammar, Rule, Terminal
 from gramalign.grammar.lalr import ACCEPT, ParseTable, build_parse_table, pack_goto_table
@@ -246,7 +246,7 @@ def test_builtin_grammars_have_larks_tables(name):
 ])
 def test_classic_grammars_have_larks_tables(text, monkeypatch):
     # from_lark builds the table to refuse conflicts early; compare refusals here instead
-    monkeypatch.setattr(gramalign.grammar.parser, "build_parser_tables", lambda grammar: None)
+    monkeypatch.setattr(gramalign.grammar.parser_tables, "build_parser_tables", lambda grammar: None)
     assert_same_table_as_lark(ga.Grammar.from_lark(text, start="s" if text.startswith("s:") else "start"))
 
 

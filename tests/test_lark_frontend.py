@@ -105,7 +105,8 @@ def test_missing_start_rule():
 
 
 def gramalign_accepts(grammar: ga.Grammar, text: str) -> bool:
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     return IncrementalParser(build_parser_tables(grammar)).accepts(text.encode("utf-8"))
 
@@ -320,7 +321,8 @@ def test_a_mandatory_indented_block_loads_and_means_what_lark_says():
     requires a block was refused as "language is empty" (issue 20, item 6)."""
     from lark.indenter import Indenter
 
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     text = ('start: "a" _NEWLINE _INDENT item+ _DEDENT\nitem: "b" _NEWLINE\n'
             '_NEWLINE: /(\\r?\\n[\\t ]*)+/\n%declare _INDENT _DEDENT\n')
@@ -340,7 +342,8 @@ def test_common_escaped_string_loads_and_lexes_as_lark_does():
     """lark's own ESCAPED_STRING (a lookbehind and two lazy repeats) means its first match:
     a quote, anything up to the first quote no odd run of backslashes escapes, no line feed.
     gramalign reads it as that greedy regular form; lark is the oracle on random texts."""
-    from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.parsing import IncrementalParser
 
     text = ('start: "[" [ESCAPED_STRING ("," ESCAPED_STRING)*] "]"\n'
             '%import common.ESCAPED_STRING\n%import common.WS\n%ignore WS\n')

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES, IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
+from gramalign.parsing.state import HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES
 
 from test_grammar_masks import assert_mask_equals_brute_force, gpt2_vocabulary
 

@@ -20,7 +20,8 @@ import gramalign as ga
 from gramalign.errors import RegexError
 from gramalign.grammar.lark_frontend import LarkGrammarError
 from gramalign.grammar.lookaround import LookaroundError
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 from gramalign.grammar.regex import regex_to_dfa
 
 from grammar_walks import lark_accepts

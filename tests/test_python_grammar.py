@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import IncrementalParser, build_parser_tables
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 
 from python_oracle import oracle_accepts, python_random_strings, stdlib_python_files
 from test_grammar_masks import (assert_mask_equals_brute_force, gpt2_vocabulary, llama_sample_vocabulary,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import IncrementalParser
+from gramalign.parsing import IncrementalParser
 from gramalign.masking.bitmask import unpack_bitmask_row
 
 TERMINAL_POOL = [

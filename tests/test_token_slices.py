@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar.parser import LEXEME, STACK, IncrementalParser, build_parser_tables, fill_reach
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
+from gramalign.parsing.lexing import fill_reach
+from gramalign.parsing.state import LEXEME, STACK
 from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.masking.mask_store import GrammarMaskStore
 from gramalign.masking.token_slices import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for

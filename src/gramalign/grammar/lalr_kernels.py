@@ -23,16 +23,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..bitsets import lowest_bit
 from .dfa_kernels import _added_members, _find_members, _hash_members
 
 ACCEPT = -(2**31)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 # the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
-_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_BIT_INDEX = np.zeros(64, dtype=np.int64)
-for _i in range(64):
-    _BIT_INDEX[(((1 << _i) * int(_DE_BRUIJN)) & (2**64 - 1)) >> 58] = _i
-
 __all__ = ["lalr_table", "lr0_automaton", "rule_defects"]
 
 
@@ -489,9 +485,8 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
         for w in range(words):
             bits = sets[x, w]
             while bits != 0:
-                lowest = bits & (~bits + np.uint64(1))
-                bits ^= lowest
-                terminal = (w << 6) + _BIT_INDEX[(lowest * _DE_BRUIJN) >> np.uint64(58)]
+                terminal = (w << 6) + lowest_bit(bits)
+                bits &= bits - np.uint64(1)
                 present = action[q, terminal]
                 if present == 0:
                     action[q, terminal] = reduce

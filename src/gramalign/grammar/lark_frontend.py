@@ -162,7 +162,7 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         raise LarkGrammarError(f"always_lexed names terminal(s) the grammar does not use: {', '.join(unknown)}")
     grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text,
                       indentation=indentation, always_lexed=tuple(always_lexed))
-    from .parser import build_parser_tables
+    from .parser_tables import build_parser_tables
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
     return grammar

@@ -162,7 +162,7 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache
             raise GrammarError(f"the pattern {terminal.pattern!r} matches no string at all")
         index = DFATokenIndex(dfa, vocabulary, token_trie(vocabulary), eager=eager)
         return CompiledGrammar(grammar, vocabulary, index=index)
-    from ..grammar.parser import build_parser_tables
+    from ..grammar.parser_tables import build_parser_tables
     from .mask_store import GrammarMaskStore, grammar_hash
 
     tables = build_parser_tables(grammar)

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from ..grammar.dfa_kernels import column_classes
-from ..grammar.parser import _intersects, _lowest_common_bit
+from ..bitsets import intersects, lowest_common_bit
 
 MAX_SIGNATURE_STATES = 1024
 """Sub-automata larger than this (before minimisation) are classified directly, without a
@@ -175,7 +175,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
             if not follow_initial:
                 for r in range(n):
                     if node_component[r] == 0:
-                        winner = _lowest_common_bit(lx_accept[node_state[r]], cand)
+                        winner = lowest_common_bit(lx_accept[node_state[r]], cand)
                         if winner >= 0 and term_column[winner] < 0:
                             follow_initial = True
                             break
@@ -206,9 +206,9 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
             found = index_of[key]
             if found == -1:
                 if component == 0:
-                    alive = _intersects(lx_alive[t], cand)
+                    alive = intersects(lx_alive[t], cand)
                 else:
-                    alive = _intersects(lx_alive[t], shadow_cands[component - 1])
+                    alive = intersects(lx_alive[t], shadow_cands[component - 1])
                 if alive:
                     if n == max_states:
                         return np.empty(0, np.int32), np.empty(0, np.int32)
@@ -242,10 +242,10 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
         component = node_component[r]
         outputs[r, 0] = component
         if component == 0:
-            outputs[r, 1] = _lowest_common_bit(lx_accept[q], cand)
+            outputs[r, 1] = lowest_common_bit(lx_accept[q], cand)
             outputs[r, 2] = 1 if q == initial else 0
         else:
-            outputs[r, 1] = 1 if _intersects(lx_accept[q], shadow_cands[component - 1]) else 0
+            outputs[r, 1] = 1 if intersects(lx_accept[q], shadow_cands[component - 1]) else 0
             outputs[r, 2] = 0
     classes, n_classes = _refine(outputs, n)
     # Moore refinement: split classes by the classes of their successors until stable.

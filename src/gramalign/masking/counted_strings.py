@@ -21,7 +21,8 @@ import numpy as np
 
 from ..grammar.dfa import ByteDFA
 from ..grammar.lexer import character_starts, characters_to_close
-from ..grammar.parser import COLUMN, COUNTED, COUNTED_BOUNDS, KIND_MASK, LEXEME, NEED_SHIFT, ParserTables
+from ..grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, ParserTables
+from ..parsing.state import COLUMN, LEXEME
 from .trie import TokenTrie
 
 FILTER_ROWS = 256

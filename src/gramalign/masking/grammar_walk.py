@@ -1,7 +1,7 @@
 """Exact token masks for context-free grammars: the token trie walked through the parser.
 
 :func:`walk_trie_grammar` is the reference path: it runs the incremental parser's
-hypotheses (see :mod:`gramalign.grammar.parser`) down every branch of the token trie, so a
+hypotheses (see :mod:`gramalign.parsing.hypotheses`) down every branch of the token trie, so a
 token is allowed exactly when some hypothesis survives its bytes and can still complete a
 sentence. The mask store (:mod:`.mask_store`) uses it on small sub-tries of the tokens that
 cross a lexeme boundary, and answers the rest from precomputed per-lexer-state masks.
@@ -16,9 +16,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..grammar.parser import (BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, _node_state,
-                              advance_hypothesis, fill_reach, free_terminal, lexer_step,
-                              reachable_winners, repeats_kept, shadow_column, shadow_slots, usable_meets)
+from ..parsing.hypotheses import advance_hypothesis, repeats_kept, usable_meets
+from ..parsing.lexing import fill_reach, free_terminal, lexer_step, reachable_winners
+from ..parsing.stacks import node_state
+from ..parsing.state import BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, shadow_column, shadow_slots
 
 
 MERGE_AFTER = 4
@@ -52,7 +53,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
     n_start = 0
     for h in range(hyps.shape[0]):
         levels[0, n_start] = hyps[h]
-        parser_state[0, n_start] = _node_state(pool_state, scratch_state, hyps[h, STACK])
+        parser_state[0, n_start] = node_state(pool_state, scratch_state, hyps[h, STACK])
         n_start += 1
     level_size[0] = n_start
 
@@ -124,7 +125,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
             kept = first_new
             for k in range(first_new, n_out):
                 stack = levels[depth, k, STACK]
-                new_state = _node_state(pool_state, scratch_state, stack)
+                new_state = node_state(pool_state, scratch_state, stack)
                 if stack == levels[above, h, STACK]:
                     usable[depth, kept] = usable[above, h]
                     known[depth, kept] = known[above, h]

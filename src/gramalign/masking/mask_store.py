@@ -15,7 +15,7 @@ shared by every stack that reaches that context:
 
 The stack-dependent parts (which groups, which dependent tokens) are cached too, under the
 parser states of the top of the stack that computing them actually read (see
-:class:`~gramalign.grammar.parser.StackPool`), so a hit is provably the same answer.
+:class:`~gramalign.parsing.stacks.StackPool`), so a hit is provably the same answer.
 Entries are computed on first use (a numba walk over the vocabulary trie, sparse in what
 it writes) and kept for the life of the compiled grammar; access is thread-safe. Where a
 context reads any text as one lexeme (string bodies, keys), short plain-text tokens are
@@ -35,10 +35,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grammar.parser import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
-                              LEXEME, NEWLINE_TERMINAL, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2,
-                              SHADOW2_PARSER, SHADOWS_FULL, STACK, IncrementalParser, ParserTables, end_lexeme,
-                              widen)
+from ..bitsets import lowest_common_bit
+from ..grammar.parser_tables import NEWLINE_TERMINAL, ParserTables
+from ..parsing import IncrementalParser
+from ..parsing.hypotheses import end_lexeme
+from ..parsing.state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
+                             LEXEME, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER,
+                             SHADOWS_FULL, STACK, widen)
 from .bitmask import bitmask_width
 from .counted_strings import LengthFilter
 from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
@@ -411,7 +414,7 @@ class GrammarMaskStore:
         lexer = tables.lexer
         q = int(hyp[LEXEME])
         common = lexer.accept_bits[q] & cand
-        winner = _lowest_bit(common)
+        winner = lowest_common_bit(common, common)
         if winner < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool = parser.pool
@@ -728,9 +731,3 @@ def grammar_hash(tables: ParserTables) -> str:
                         grammar.ignore, grammar.indentation, grammar.always_lexed)).encode("utf-8"))
     return digest.hexdigest()
 
-
-def _lowest_bit(bits: np.ndarray) -> int:
-    for w, word in enumerate(bits.tolist()):
-        if word:
-            return w * 64 + ((word & -word).bit_length() - 1)
-    return -1

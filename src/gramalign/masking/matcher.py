@@ -60,7 +60,7 @@ class _ParserCursor:
     """
 
     def __init__(self, compiled: CompiledGrammar, parser=None):
-        from ..grammar.parser import IncrementalParser
+        from ..parsing import IncrementalParser
 
         self.store = compiled.store
         self.parser = parser if parser is not None else IncrementalParser(self.store.tables)

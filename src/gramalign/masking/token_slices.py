@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..grammar.parser import _intersects, fill_reach
+from ..bitsets import intersects
+from ..parsing.lexing import fill_reach
 from .trie import TokenTrie
 
 LEVELS = (4, 8, 16, 32, 64)
@@ -147,7 +148,7 @@ def admits_text(lx_trans, lx_alive, cand, start, text):
         if text[0, b] == 0:
             n_ascii += 1
             p = lx_trans[start, b]
-            if p >= 0 and _intersects(lx_alive[p], cand):
+            if p >= 0 and intersects(lx_alive[p], cand):
                 alive_ascii += 1
     return 2 * alive_ascii >= n_ascii
 

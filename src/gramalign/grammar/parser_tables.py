@@ -1,0 +1,264 @@
+"""Parser tables: a grammar's lexer DFA and LALR(1) table, and the glue the runtime parser
+(:mod:`gramalign.parsing`) reads them through, as plain arrays.
+
+This is analysis, done once per grammar and cached: which terminals each parser state can
+take (its *candidates*, a bitset), which lexer start lexes them (states whose candidate sets
+nest share one, see :mod:`.lexer_starts`), what the indentation layout and counted string
+terminals need (the ``layout``, ``bracket_delta`` and ``tracks_column`` arrays). Building
+them is also where a grammar's LALR conflicts and lexer size limits surface, so the front
+ends call :func:`build_parser_tables` to check a grammar before handing it out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..errors import GrammarError
+from .automaton_cache import AutomatonCache
+from .grammar import Grammar
+from .lalr import ParseTable, build_parse_table
+from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close, rank_terminals, terminal_bits
+from .lexer_starts import largest_supersets, safe_to_share
+from .limits import check_time
+
+# Entries of the ``layout`` array (all -1 for grammars without an Indentation layout),
+# then the fewest and most code points of each counted terminal (see ``Terminal.length``).
+NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTED_BOUNDS = range(6)
+# ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
+# there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
+# j (``COUNTED + 2 * j``, plus one in the state between two characters).
+# In a counted terminal's states, the bits from NEED_SHIFT up hold the fewest characters still
+# to start before its closing quote can be read (``lexer.characters_to_close``).
+NEWLINE = 1
+COUNTED = 2
+NEED_SHIFT = 16
+KIND_MASK = (1 << NEED_SHIFT) - 1
+MAX_NEED = (1 << (31 - NEED_SHIFT)) - 1
+MAX_COUNT = 2**31 - 2  # the most code points a counted terminal's bounds may name (int32 counter)
+
+REACH_MAX_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class ParserTables:
+    """Everything the kernels need about one grammar, as arrays (shared, read-only except
+    for the lazily filled ``reach_*`` cache)."""
+
+    grammar: Grammar
+    lexer: LexerDFA
+    table: ParseTable
+    term_column: np.ndarray  # int32 [lexer terminals]: parser column, -1 for ignored terminals
+    candidate_bits: np.ndarray  # uint64 [parser states, words]: lexer terminals usable there
+    candidate_id: np.ndarray  # int32 [parser states]: its lexer start, which tracks a superset of its candidates
+    reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
+    reach_done: np.ndarray  # uint8 [lexer states]
+    accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
+    layout: np.ndarray  # int32 [5 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
+    bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
+    tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
+    start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (the reachable winners counted whole, though filled lazily)."""
+        arrays = (self.lexer.transitions, self.lexer.accept_bits, self.lexer.alive_bits, self.table.action,
+                  self.table.goto, self.candidate_bits, self.reach_bits, self.reach_done, self.tracks_column)
+        return sum(int(a.nbytes) for a in arrays) + 8 * len(self.accepting)
+
+    @property
+    def has_layout(self) -> bool:
+        return bool(self.layout[NEWLINE_TERMINAL] >= 0)
+
+    @property
+    def end_column(self) -> int:
+        return len(self.table.terminals) - 1
+
+    def kernel_args(self):
+        """The arrays, in the order the kernels of :mod:`gramalign.parsing` take them first."""
+        t = self.table
+        lx = self.lexer
+        return (lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.num_starts), lx.class_byte,
+                t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column,
+                self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done,
+                self.layout, self.bracket_delta, self.tracks_column)
+
+
+def _check_newline_reaches_every_column(terminal) -> None:
+    """Masks treat a newline lexeme as able to end at any column (so the parser is fed the
+    newline terminal alone to check it, see ``parsing.hypotheses.usable_meets``). That
+    holds when every prefix of the terminal can be continued to a point where a line break
+    and then any number of spaces completes it."""
+    dfa = terminal.dfa
+    trans = dfa.transitions
+    good = np.zeros(dfa.num_states, dtype=bool)
+    for state in range(dfa.num_states):
+        after, seen = int(trans[state, 10]), set()
+        while after >= 0 and after not in seen and dfa.accepting[after]:
+            seen.add(after)
+            after = int(trans[after, 32])
+        good[state] = after >= 0 and after in seen
+    while True:  # widen to the states that can reach a good one
+        reaches = good | np.any(good[np.where(trans >= 0, trans, 0)] & (trans >= 0), axis=1)
+        if np.array_equal(reaches, good):
+            break
+        good = reaches
+    if not good.all():
+        raise GrammarError(
+            f"the newline terminal {terminal.name} of an indentation layout must allow, after any of its "
+            r"prefixes, a line break followed by any number of spaces (for example /(\r?\n[\t ]*(#[^\n]*)?)+/)")
+
+
+TABLES_CACHE_BYTES = 64 << 20
+"""Memory for the tables of recently used grammars, least recently used out (a count bound
+let 64 large grammars hold over a GiB in a server that compiles one schema after another)."""
+
+_TABLES = AutomatonCache("parser tables", TABLES_CACHE_BYTES, size=lambda tables: tables.nbytes)
+
+
+def build_parser_tables(grammar: Grammar) -> ParserTables:
+    """Lexer DFA + LALR table + the glue between them for ``grammar`` (cached per grammar,
+    see ``TABLES_CACHE_BYTES``)."""
+    found = _TABLES.get(grammar)
+    if found is None:
+        found = _TABLES.put(grammar, _build_parser_tables(grammar))
+    return found
+
+
+def _build_parser_tables(grammar: Grammar) -> ParserTables:
+    table = build_parse_table(grammar)
+    check_time("the parser tables")
+    used = set(table.terminals[:-1]) | set(grammar.ignore)
+    ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
+    columns = {name: j for j, name in enumerate(table.terminals)}
+    term_column = np.array([-1 if t.name in grammar.ignore else columns[t.name] for t in ranked], dtype=np.int32)
+    words = max(1, (len(ranked) + 63) // 64)  # one word even without terminals (language {""})
+    candidate_bits = _candidate_bits(table.action, term_column, words)
+    candidate_bits |= terminal_bits(ranked, grammar.ignore)
+    if grammar.indentation is not None:  # always a candidate, as in lark's post-lexers
+        candidate_bits |= terminal_bits(ranked, [grammar.indentation.newline])
+    if grammar.always_lexed:
+        candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
+    check_time("the parser tables")
+    set_id, n_sets = _row_ranks(candidate_bits)
+    sets = np.empty((n_sets, words), dtype=np.uint64)
+    sets[set_id] = candidate_bits
+    lexer, start_of_set, start_bits = _lexer_with_shared_starts(ranked, sets)
+    candidate_id = start_of_set[set_id].astype(np.int32)
+    layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
+    cache_bytes = lexer.num_states * (words * 8 + 1)
+    if cache_bytes > REACH_MAX_BYTES:
+        raise GrammarError(
+            f"grammar too large: {lexer.num_states} lexer states need "
+            f"{cache_bytes >> 20} MiB of lookahead tables (limit {REACH_MAX_BYTES >> 20} MiB)")
+    reach_bits = np.zeros((lexer.num_states, words), dtype=np.uint64)
+    reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
+    accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
+    return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
+                        reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column, start_bits)
+
+
+def _lexer_with_shared_starts(ranked, sets: np.ndarray):
+    """(lexer, the start of each candidate set, the terminals each start tracks): a set
+    lexes from the start of the largest set that contains it where that is exact (see
+    :mod:`.lexer_starts`), else from its own."""
+    root = largest_supersets(sets)
+    shared = np.unique(root)
+    lexer = build_lexer(ranked, starts=sets[shared])
+    start_of = {int(r): k for k, r in enumerate(shared.tolist())}
+    safe = safe_to_share(lexer, sets, root, start_of)
+    own = np.flatnonzero(~safe)
+    if own.size:  # these keep starts of their own: build the lexer once more with them
+        shared = np.concatenate([shared, own])
+        lexer = build_lexer(ranked, starts=sets[shared])
+        root = np.where(safe, root, np.arange(root.shape[0]))
+        start_of.update({int(k): shared.shape[0] - own.size + i for i, k in enumerate(own.tolist())})
+    start_of_set = np.array([start_of[int(r)] for r in root.tolist()], dtype=np.int64)
+    return lexer, start_of_set, np.ascontiguousarray(sets[shared])
+
+
+@numba.njit(cache=True, nogil=True)
+def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> np.ndarray:
+    """uint64 [parser states, words]: bit k set where lexer terminal k has an action (-1
+    columns, the ignored terminals, have none). A loop: numpy's fancy-indexed copy of the
+    action table took 150 ms on a 22k-state table (a 100M-cell table is ~0.2 s here, so the
+    compile budget is checked before, not inside)."""
+    bits = np.zeros((action.shape[0], words), np.uint64)
+    for state in range(action.shape[0]):
+        for k in range(term_column.shape[0]):
+            column = term_column[k]
+            if column >= 0 and action[state, column] != 0:
+                bits[state, k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+    return bits
+
+
+def _row_ranks(rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each row among the distinct rows in lexicographic order, number of distinct
+    rows): the numbering ``np.unique(rows, axis=0, return_inverse=True)`` gives, which
+    mask caches saved on disk rely on, without its sort of a structured view (most of the
+    parser tables' build time)."""
+    order = np.lexsort(rows.T[::-1])  # the last key sorts first: word 0
+    ordered = rows[order]
+    starts_group = np.ones(len(rows), dtype=bool)
+    starts_group[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    ranks = np.empty(len(rows), dtype=np.int32)
+    ranks[order] = np.cumsum(starts_group) - 1
+    return ranks, int(starts_group.sum())
+
+
+def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
+    counted = [k for k, terminal in enumerate(lexer.terminals) if terminal.length is not None]
+    if counted and grammar.ignore:
+        raise GrammarError("counted string terminals need a grammar without ignored terminals (a token "
+                           "that opens one must start with its quote for its masks to count it)")
+    layout = np.full(COUNTED_BOUNDS + 2 * len(counted), -1, dtype=np.int32)
+    bracket_delta = np.zeros(len(lexer.terminals), dtype=np.int32)
+    tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
+    for j, k in enumerate(counted):
+        fewest, most = lexer.terminals[k].length
+        if not (0 <= fewest <= MAX_COUNT and -1 <= most <= MAX_COUNT):
+            raise GrammarError(f"terminal {lexer.terminals[k].name}: length bounds {lexer.terminals[k].length} "
+                               f"outside 0..{MAX_COUNT} (the most may be -1: no bound)")
+        layout[COUNTED_BOUNDS + 2 * j:COUNTED_BOUNDS + 2 * j + 2] = fewest, most
+        _mark_counted(lexer, k, COUNTED + 2 * j, tracks_column)
+    spec = grammar.indentation
+    if spec is None:
+        return layout, bracket_delta, tracks_column
+    newline = lexer.terminal_index(spec.newline)
+    _check_newline_reaches_every_column(lexer.terminals[newline])
+    layout[:] = (newline, table.terminal_id(spec.newline), table.terminal_id(spec.indent),
+                 table.terminal_id(spec.dedent), spec.tab_size)
+    names = [t.name for t in lexer.terminals]
+    for delta, brackets in ((1, spec.open_brackets), (-1, spec.close_brackets)):
+        for name in brackets:
+            if name in names:
+                bracket_delta[names.index(name)] = delta
+    word, bit = newline >> 6, np.uint64(1) << np.uint64(newline & 63)
+    in_newline = (lexer.alive_bits[:, word] & bit) != 0
+    in_newline[:lexer.num_starts] = False
+    tracks_column[in_newline] = NEWLINE
+    return layout, bracket_delta, tracks_column
+
+
+def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray) -> None:
+    """Mark the states of counted terminal ``k`` (see ``Terminal.length``) with ``kind``, and
+    ``kind + 1`` at the states between two characters. Its code points are counted from the
+    opening quote on, so every lexeme of it must enter its block on that quote: no other
+    terminal may be alive with it after one byte."""
+    terminal, first = lexer.terminals[k], int(lexer.block_start[k]) if lexer.block_start.size else -1
+    word, bit = k >> 6, np.uint64(1) << np.uint64(k & 63)
+    alive = np.flatnonzero((lexer.alive_bits[:, word] & bit) != 0)
+    dfa = terminal.dfa
+    shared = alive[(alive >= lexer.num_starts) & ((alive < first) | (alive >= first + dfa.num_states))]
+    if first < 0 or shared.size:
+        raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
+                           "opening quote; its length cannot be counted")
+    need = characters_to_close(dfa)
+    if kind + 1 > KIND_MASK or need.max(initial=0) > MAX_NEED:
+        raise GrammarError(f"the counted string terminal {terminal.name} cannot be counted: too many counted "
+                           "terminals, or a contents language whose strings need too many characters to end")
+    block = tracks_column[first:first + dfa.num_states]
+    block[:] = kind + (need << NEED_SHIFT)
+    block[character_starts(dfa)] += 1

@@ -1,0 +1,469 @@
+"""The parser's byte step: a set of hypotheses advanced by one byte, with the lexing
+semantics of ``docs/grammars.md``.
+
+The candidates for a lexeme are the terminals the parser can take in the state where the
+lexeme starts, plus the ignored ones; a lexeme is the longest match among them; equal
+lengths go to the best-ranked terminal. Most of the time a state has one hypothesis
+(:mod:`.state`). A second one appears while the current lexeme could either end here or go
+on (``12`` may be a number or the start of ``123``). Ending a lexeme early leaves a
+*shadow*: the automaton state of the longer lexeme that was not taken. Longest match
+forbids that longer lexeme, so if a shadow ever reaches an accepting state its hypothesis
+dies; when it dies out, it is dropped.
+
+There is no fixed bound on either: text that keeps many decisions pending (a long run that
+a terminal like ``/[ab]{2,40}c/`` may still take whole, while shorter terminals split it)
+needs as many hypotheses and shadows as it has pending lexemes. The kernels report when
+their output rows or shadow slots are full and the caller grows them and calls again (as
+for the node pool); hypotheses that mean the same (equal stack contents, lexeme, layout and
+shadow set) are merged after every byte, and so are equal shadows of one hypothesis. Where
+a newline lexeme ends outside brackets, the parser is fed the newline terminal and then an
+indent or the dedents its column calls for.
+
+Argument order of the kernels: the ``ParserTables.kernel_args()`` arrays first (named
+``lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs,
+rule_len, term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+tracks_column``), then the pools (:meth:`.stacks.StackPool.arrays`), then the rest.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..bitsets import intersects, lowest_common_bit
+from ..grammar.parser_tables import DEDENT_COLUMN, INDENT_COLUMN, NEWLINE_COLUMN, NEWLINE_TERMINAL
+from .lexing import free_terminal, lexer_step, next_column, reachable_winners
+from .stacks import feed_terminal, node_parent, node_state, same_stack
+from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
+                    SCRATCH_FULL, SHADOWS_FULL, STACK, shadow_column, shadow_slots)
+
+
+@numba.njit(cache=True, nogil=True)
+def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
+                 scratch_parent, exposed, node, scratch_alloc, free_terminal, wanted, usable, known):
+    """Can the stack ``node`` really shift (or ignore) some terminal of ``wanted``?
+
+    ``usable``/``known`` (uint64 bitsets) memoize the per-terminal answers for this stack:
+    only terminals not known yet are fed, one at a time, stopping at the first that works,
+    so a look-ahead reads no deeper into the stack than it must. ``free_terminal`` (or -1)
+    is ignored on this hypothesis whatever the stack: a newline inside brackets. A newline
+    is checked by feeding the newline terminal alone: the lexeme can still reach any
+    column, so whatever indent or dedents the stack needs can follow. Returns (answer,
+    status).
+    """
+    words = wanted.shape[0]
+    if free_terminal >= 0 and (wanted[free_terminal >> 6] >> np.uint64(free_terminal & 63)) & np.uint64(1):
+        return True, OK
+    for w in range(words):
+        if wanted[w] & usable[w]:
+            return True, OK
+    for w in range(words):
+        x = wanted[w] & ~known[w]
+        k = 0
+        while x:
+            if x & np.uint64(1):
+                bit = np.uint64(1) << np.uint64(k)
+                column = term_column[w * 64 + k]
+                ok = column < 0
+                if not ok:
+                    top, _, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                   scratch_state, scratch_parent, exposed, node, column, True,
+                                                   scratch_alloc)
+                    if status != OK:
+                        return False, status
+                    ok = top != -1
+                known[w] |= bit
+                if ok:
+                    usable[w] |= bit
+                    return True, OK
+            x >>= np.uint64(1)
+            k += 1
+    return False, OK
+
+
+@numba.njit(cache=True, nogil=True)
+def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                      tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
+                      scratch_alloc):
+    """Can this hypothesis still be completed to a sentence? Returns (viable, status).
+
+    Its stack is a viable prefix (LALR never shifts into a dead end), so the question is
+    only whether the current lexeme can become a terminal the stack can take.
+    """
+    q = hyp[LEXEME]
+    if q < lx_starts:
+        return True, OK
+    node = hyp[STACK]
+    reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
+    usable = np.zeros(cand_bits.shape[1], np.uint64)
+    known = np.zeros(cand_bits.shape[1], np.uint64)
+    return usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
+                        scratch_parent, exposed, node, scratch_alloc, free_terminal(layout, hyp[BRACKETS]),
+                        reach, usable, known)
+
+
+@numba.njit(cache=True, nogil=True)
+def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+               scratch_state, scratch_parent, exposed, node, winner, brackets, column, blocks, to_scratch, alloc):
+    """Feed the parser what a lexeme won by lexer terminal ``winner`` means.
+
+    Usually that is the terminal itself (nothing for an ignored one). A newline lexeme
+    outside brackets is the newline terminal followed by an indent (pushing ``column`` on
+    the block stack ``blocks``) or by a dedent per block deeper than ``column``, which must
+    then be the column of an open block. Returns ``(node, brackets, blocks, alloc,
+    status)``; the node is -1 when the parser rejects it.
+    """
+    if winner == layout[NEWLINE_TERMINAL]:
+        if brackets > 0:
+            return node, brackets, blocks, alloc, OK
+        if column < 0:
+            return -1, brackets, blocks, alloc, OK
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node,
+                                            layout[NEWLINE_COLUMN], to_scratch, alloc)
+        if status != OK or node < 0:
+            return node, brackets, blocks, alloc, status
+        level = 0 if blocks < 0 else node_state(pool_state, scratch_state, blocks)
+        if column > level:
+            capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
+            if alloc >= capacity:
+                return -1, brackets, blocks, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
+            if to_scratch:
+                scratch_state[alloc] = column
+                scratch_parent[alloc] = blocks
+                blocks = SCRATCH_BASE + alloc
+            else:
+                pool_state[alloc] = column
+                pool_parent[alloc] = blocks
+                blocks = alloc
+            alloc += 1
+            node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                scratch_state, scratch_parent, exposed, node,
+                                                layout[INDENT_COLUMN], to_scratch, alloc)
+            return node, brackets, blocks, alloc, status
+        while column < level:
+            node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                scratch_state, scratch_parent, exposed, node,
+                                                layout[DEDENT_COLUMN], to_scratch, alloc)
+            if status != OK or node < 0:
+                return node, brackets, blocks, alloc, status
+            blocks = node_parent(pool_parent, scratch_parent, blocks)
+            level = 0 if blocks < 0 else node_state(pool_state, scratch_state, blocks)
+        if column != level:
+            return -1, brackets, blocks, alloc, OK
+        return node, brackets, blocks, alloc, OK
+    parser_column = term_column[winner]
+    if parser_column >= 0:
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node, parser_column,
+                                            to_scratch, alloc)
+        if status != OK or node < 0:
+            return node, brackets, blocks, alloc, status
+    return node, brackets + bracket_delta[winner], blocks, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _shadow_after(lx_trans, hyp, k, byte):
+    """The lexer state shadow slot ``k`` of ``hyp`` reaches on ``byte`` (-1: empty slot or
+    no move); its candidates are those of parser state ``hyp[shadow_column(k) + 1]``."""
+    shadow = hyp[shadow_column(k)]
+    return -1 if shadow < 0 else lx_trans[shadow, byte]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
+    """Does ``byte`` take some shadow of ``hyp`` to an accepting state (longest match then
+    forbids the hypothesis)?"""
+    for k in range(shadow_slots(hyp.shape[0])):
+        t = _shadow_after(lx_trans, hyp, k, byte)
+        if t >= 0 and intersects(lx_accept[t], cand_bits[hyp[shadow_column(k) + 1]]):
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_shadow(row, used, shadow, parser_state, cand_id):
+    """Put the shadow (lexer state, parser state) in the next free slot of ``row`` unless
+    an equal one (same state, same candidate set) is there. Returns the slots used, or -1
+    when every slot is taken."""
+    cid = cand_id[parser_state]
+    for k in range(used):
+        column = shadow_column(k)
+        if row[column] == shadow and cand_id[row[column + 1]] == cid:
+            return used
+    if used == shadow_slots(row.shape[0]):
+        return -1
+    column = shadow_column(used)
+    row[column] = shadow
+    row[column + 1] = parser_state
+    return used + 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
+    """Write the shadows of ``hyp`` after ``byte`` into ``row`` (a different row), dropping
+    the dead ones and duplicates, and clear the other slots. Returns the slots used, or -1
+    when ``row`` has too few (the caller checked that none accepts)."""
+    used = 0
+    for k in range(shadow_slots(hyp.shape[0])):
+        t = _shadow_after(lx_trans, hyp, k, byte)
+        parser_state = hyp[shadow_column(k) + 1]
+        if t < 0 or not intersects(lx_alive[t], cand_bits[parser_state]):
+            continue
+        used = _add_shadow(row, used, t, parser_state, cand_id)
+        if used < 0:
+            return -1
+    for k in range(used, shadow_slots(row.shape[0])):
+        column = shadow_column(k)
+        row[column] = -1
+        row[column + 1] = -1
+    return used
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                       term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state,
+                       pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
+                       n_out):
+    """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
+
+    Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
+    "the lexeme ended just before this byte". ``HYPOTHESES_FULL``: ``out`` needs more rows;
+    ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`widen`).
+    """
+    if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
+        return n_out, alloc, OK
+    node = hyp[STACK]
+    state = node_state(pool_state, scratch_state, node)
+    cand = cand_bits[state]
+    q = hyp[LEXEME]
+    went_on, counter = lexer_step(lx_trans, tracks_column, layout, q, hyp[COLUMN], byte)
+    if went_on >= 0 and intersects(lx_alive[went_on], cand):
+        if n_out >= out.shape[0]:
+            return n_out, alloc, HYPOTHESES_FULL
+        row = out[n_out]
+        row[STACK] = node
+        row[LEXEME] = went_on
+        row[BRACKETS] = hyp[BRACKETS]
+        row[COLUMN] = counter
+        row[BLOCKS] = hyp[BLOCKS]
+        if _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row) < 0:
+            return n_out, alloc, SHADOWS_FULL
+        n_out += 1
+    if q < lx_starts:
+        return n_out, alloc, OK
+    winner = lowest_common_bit(lx_accept[q], cand)
+    if winner < 0:
+        return n_out, alloc, OK
+    # The lexeme ends before ``byte``: what it would have become is now a shadow.
+    shadow = -1
+    if went_on >= 0:
+        if intersects(lx_accept[went_on], cand):
+            return n_out, alloc, OK  # a longer lexeme matches: longest match forbids ending here
+        if intersects(lx_alive[went_on], cand):
+            shadow = went_on
+    new_node, brackets, blocks, alloc, status = end_lexeme(
+        action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+        scratch_state, scratch_parent, exposed, node, winner, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
+        to_scratch, alloc)
+    if status != OK:
+        return n_out, alloc, status
+    if new_node < 0:
+        return n_out, alloc, OK
+    new_state = node_state(pool_state, scratch_state, new_node)
+    first = lx_trans[cand_id[new_state], byte]  # the next lexeme starts at the new state's start
+    if first < 0 or not intersects(lx_alive[first], cand_bits[new_state]):
+        return n_out, alloc, OK
+    if n_out >= out.shape[0]:
+        return n_out, alloc, HYPOTHESES_FULL
+    row = out[n_out]
+    row[STACK] = new_node
+    row[LEXEME] = first
+    row[BRACKETS] = brackets
+    row[COLUMN] = next_column(tracks_column, layout, first, 0, byte)
+    row[BLOCKS] = blocks
+    used = _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row)
+    if used >= 0 and shadow >= 0:
+        used = _add_shadow(row, used, shadow, state, cand_id)
+    if used < 0:
+        return n_out, alloc, SHADOWS_FULL
+    return n_out + 1, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True)
+def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
+    """Do the hypothesis rows ``x`` and ``y`` mean the same: equal stacks, lexeme, layout
+    and set of shadows (each shadow judged by its lexer state and candidate set)?"""
+    if x[LEXEME] != y[LEXEME] or x[BRACKETS] != y[BRACKETS] or x[COLUMN] != y[COLUMN]:
+        return False
+    n_x = 0
+    for k in range(shadow_slots(x.shape[0])):
+        column = shadow_column(k)
+        if x[column] < 0:
+            continue
+        n_x += 1
+        found = False
+        for j in range(shadow_slots(y.shape[0])):
+            other = shadow_column(j)
+            if y[other] == x[column] and y[other] >= 0 and cand_id[y[other + 1]] == cand_id[x[column + 1]]:
+                found = True
+                break
+        if not found:
+            return False
+    n_y = 0
+    for j in range(shadow_slots(y.shape[0])):
+        if y[shadow_column(j)] >= 0:
+            n_y += 1
+    if n_x != n_y:  # shadows within a row are distinct, so equal counts make the sets equal
+        return False
+    return (same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[STACK], y[STACK])
+            and same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[BLOCKS], y[BLOCKS]))
+
+
+@numba.njit(cache=True, nogil=True)
+def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n):
+    """Drop rows of ``rows[:n]`` that mean the same as an earlier one (in place, order kept);
+    returns how many are left. Ambiguous text that lexes two ways into equal states (an
+    ignored separator split differently) would otherwise double the rows again and again."""
+    kept = 1
+    for h in range(1, n):
+        if not repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
+            if kept != h:
+                rows[kept] = rows[h]
+            kept += 1
+    return kept if n else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
+    """Does ``rows[h]`` mean the same as one of the first ``kept`` rows?"""
+    for k in range(kept):
+        if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                  term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column,
+                  pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
+    """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
+
+    Writes the surviving, viable hypotheses to ``out`` (as wide as ``hyps``) and returns
+    ``(count, new pool_used, status, offset)``; ``count == 0`` means the bytes are
+    rejected, and ``offset`` is then the first byte no hypothesis survived. Statuses other
+    than OK ask for a larger pool, more rows in ``out`` or wider rows, and a call again.
+    """
+    current = np.empty((max(out.shape[0], hyps.shape[0]), hyps.shape[1]), np.int32)
+    current[:hyps.shape[0]] = hyps
+    n_current = hyps.shape[0]
+    following = np.empty((out.shape[0], hyps.shape[1]), np.int32)
+    alloc = pool_used
+    for offset in range(data.shape[0]):
+        n_next = 0
+        for h in range(n_current):
+            n_next, alloc, status = advance_hypothesis(
+                lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
+                scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
+            if status != OK:
+                return 0, pool_used, status, offset
+        if n_next == 0:
+            return 0, pool_used, OK, offset
+        if n_next > 1:
+            n_next = distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id,
+                                         following, n_next)
+        current[:n_next] = following[:n_next]
+        n_current = n_next
+    n_out = 0
+    for h in range(n_current):
+        viable, status = hypothesis_viable(
+            lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
+            cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column, pool_state,
+            pool_parent, scratch_state, scratch_parent, exposed, current[h], 0)
+        if status != OK:
+            return 0, pool_used, status, data.shape[0]
+        if viable:
+            if n_out >= out.shape[0]:
+                return 0, pool_used, HYPOTHESES_FULL, data.shape[0]
+            out[n_out] = current[h]
+            n_out += 1
+    return n_out, alloc, OK, data.shape[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent, scratch_state,
+                   scratch_parent, exposed, node, blocks, end_column, alloc):
+    """(does the stack accept the end of the text after every open block is closed, alloc, status)."""
+    while blocks >= 0:
+        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                            scratch_state, scratch_parent, exposed, node,
+                                            layout[DEDENT_COLUMN], True, alloc)
+        if status != OK or node < 0:
+            return False, alloc, status
+        blocks = node_parent(pool_parent, scratch_parent, blocks)
+    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                                       scratch_parent, exposed, node, end_column, True, alloc)
+    return top == -2, alloc, status
+
+
+@numba.njit(cache=True, nogil=True)
+def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                          term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                          tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
+                          end_column):
+    """(the text so far is a complete sentence for some hypothesis, status).
+
+    With an indentation layout, the end of the text closes every open block, after a
+    newline terminal if the text does not end with one already; the column of a final
+    newline lexeme does not matter.
+    """
+    newline = layout[NEWLINE_TERMINAL]
+    for h in range(hyps.shape[0]):
+        node = hyps[h, STACK]
+        q = hyps[h, LEXEME]
+        brackets = hyps[h, BRACKETS]
+        blocks = hyps[h, BLOCKS]
+        alloc = 0
+        ends_with_newline = False
+        if q >= lx_starts:
+            state = node_state(pool_state, scratch_state, node)
+            winner = lowest_common_bit(lx_accept[q], cand_bits[state])
+            if winner < 0:
+                continue
+            if winner == newline and brackets == 0:
+                node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                    scratch_state, scratch_parent, exposed, node,
+                                                    layout[NEWLINE_COLUMN], True, alloc)
+                ends_with_newline = True
+            else:
+                node, brackets, blocks, alloc, status = end_lexeme(
+                    action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+                    scratch_state, scratch_parent, exposed, node, winner, brackets, 0, blocks, True, alloc)
+            if status != OK:
+                return False, status
+            if node < 0:
+                continue
+        if brackets != 0:
+            continue  # (always 0 without a layout)
+        # Without a layout there are no blocks, and closing them is just the end.
+        for supply_newline in range(2):
+            if supply_newline:
+                if newline < 0 or ends_with_newline:
+                    break
+                node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                    scratch_state, scratch_parent, exposed, node,
+                                                    layout[NEWLINE_COLUMN], True, alloc)
+                if status != OK:
+                    return False, status
+                if node < 0:
+                    break
+            accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state,
+                                                     pool_parent, scratch_state, scratch_parent, exposed, node,
+                                                     blocks, end_column, alloc)
+            if status != OK:
+                return False, status
+            if accepted:
+                return True, OK
+    return False, OK

@@ -1,0 +1,69 @@
+"""Imports go one way (docs/architecture.md): read from every module's source with ``ast``,
+so a lazy import inside a function counts as much as one at the top."""
+
+import ast
+from pathlib import Path
+
+import gramalign
+
+PACKAGE = Path(gramalign.__file__).parent
+# What each layer may import from gramalign, besides itself and the shared leaf modules.
+LEAVES = {"errors", "bitsets", "heap"}
+ALLOWED = {
+    "grammar": set(),
+    "parsing": {"grammar"},
+    "masking": {"grammar", "parsing"},
+    "samplers": {"grammar", "parsing", "masking"},
+    "integrations": {"grammar", "parsing", "masking", "samplers", "__init__"},  # __version__
+}
+
+
+def _imported(path: Path, root: Path = PACKAGE) -> set[str]:
+    """The gramalign top-level parts (``grammar``, ``errors``...) a module imports; a name
+    taken from the package itself (``from .. import __version__``) is ``__init__``."""
+    parts = path.relative_to(root).with_suffix("").parts
+    package = parts[:-1]  # the folder holds the module, __init__.py included
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the module's package
+                base = package[:len(package) - node.level + 1]
+                target = list(base) + (node.module.split(".") if node.module else [])
+                names = [target] if node.module else [list(base) + [a.name] for a in node.names]
+            elif node.module and node.module.split(".")[0] == "gramalign":
+                names = [node.module.split(".")[1:]]
+            else:
+                continue
+        elif isinstance(node, ast.Import):
+            names = [a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == "gramalign"]
+        else:
+            continue
+        for name in names:
+            if name:
+                is_module = (root / name[0]).is_dir() or (root / f"{name[0]}.py").exists()
+                found.add(name[0] if is_module else "__init__")
+    return found
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        layer = path.relative_to(PACKAGE).parts[0]
+        if layer not in ALLOWED:
+            continue
+        for part in _imported(path) - LEAVES - {layer}:
+            if part not in ALLOWED[layer]:
+                wrong.append(f"{path.relative_to(PACKAGE)} imports {part}")
+    assert wrong == []
+
+
+def test_the_check_sees_relative_and_lazy_imports(tmp_path):
+    # the reader itself, on a module that breaks the rule in each way it could be written
+    root = tmp_path / "gramalign"
+    for part in ("grammar", "parsing", "masking", "samplers"):
+        (root / part).mkdir(parents=True)
+    probe = root / "grammar" / "probe.py"
+    probe.write_text("from ..parsing import stacks\nfrom .. import errors\n\ndef f():\n"
+                     "    from gramalign.masking import matcher\n    import gramalign.samplers.smc\n")
+    (root / "errors.py").write_text("")
+    assert _imported(probe, root) == {"parsing", "masking", "samplers", "errors"}
