@@ -162,3 +162,26 @@ def test_sampling_options_are_refused_where_they_would_be_ignored(demo, sampler,
     with pytest.raises(ValueError, match="masked sampler only"):
         ga.generate(model, tokenizer, "Is 7 prime?", grammar=ga.Grammar.from_regex("Yes|No"), sampler=sampler,
                     **option)
+
+
+def test_generate_chat_returns_a_generation_with_the_models_logprob(demo):
+    from gramalign.integrations.hf import generate_chat
+
+    model, tokenizer = demo
+    pattern = r"(yes|no), [0-9]{1,2}"
+    compiled = ga.compile(ga.Grammar.from_regex(pattern), ga.vocabulary_for_model(tokenizer, model))
+    messages = [{"role": "user", "content": "Is 7 prime? Answer yes or no, then a number."}]
+    answer = generate_chat(model, tokenizer, compiled, messages, max_new_tokens=12)
+    assert isinstance(answer, ga.Generation) and answer.finished and re.fullmatch(pattern, answer.text)
+    assert answer.seconds > 0 and answer.log_weight is None
+    # oracle: one forward pass over prompt + answer + EOS, the unconstrained model's log-softmax
+    prompt = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                return_dict=True)["input_ids"])
+    written = list(answer.token_ids)
+    along = ga.HFLanguageModel(model).next_token_logprobs([prompt + written[:k] for k in range(len(written) + 1)])
+    text_logprob = sum(along[k, token] for k, token in enumerate(written))
+    eos_logprob = answer.logprob - text_logprob  # the EOS that ended it is one of the vocabulary's
+    assert any(eos_logprob == pytest.approx(along[-1, eos], abs=1e-3) for eos in compiled.vocabulary.eos_token_ids)
+    with pytest.warns(DeprecationWarning, match="Generation"):
+        from gramalign.integrations.hf import ChatAnswer
+    assert ChatAnswer is ga.Generation

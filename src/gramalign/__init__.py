@@ -47,7 +47,7 @@ _TORCH_NAMES = {
     "generate": "gramalign.integrations.generate",
     "generate_as": "gramalign.integrations.typed",
     "stream": "gramalign.integrations.typed",
-    "Generation": "gramalign.integrations.generate",
+    "Generation": "gramalign.integrations.generation",
     "HFLanguageModel": "gramalign.integrations.hf_model",
 }
 

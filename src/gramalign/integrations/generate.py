@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
 from typing import Sequence
 
 import numpy as np
@@ -12,38 +12,12 @@ from ..masking.compiler import CompiledGrammar, compile
 from ..samplers.asap import ASApSampler
 from ..samplers.awrs import awrs_sample
 from ..samplers.masked import SamplingOptions, masked_sample
-from ..samplers.result import Sample
 from ..samplers.smc import smc_sample
+from .generation import Generation
 from .hf import vocabulary_for_model
 from .hf_model import HFLanguageModel
 
 SAMPLERS = ("masked", "asap", "awrs", "smc")
-
-
-@dataclass(frozen=True)
-class Generation:
-    """A constrained generation.
-
-    ``text``/``token_ids`` (EOS excluded) are the chosen output; ``finished`` says EOS
-    ended it; ``logprob`` is its log-probability under the unconstrained model;
-    ``log_weight`` its log importance weight (AWRS, SMC; None otherwise). For SMC,
-    ``particles`` holds every weighted particle (the output is one drawn by weight) and
-    ``log_normaliser`` estimates log P(grammar | prompt). ``constraint_checks`` counts
-    AWRS's single-token checks. For ASAp, ``asap`` is the sampler with its trie: pass it
-    back as ``generate(..., asap=previous.asap)`` to keep learning. ``forced_tokens``
-    counts the output tokens jump-forward wrote that the model did not sample.
-    """
-
-    text: str
-    token_ids: tuple[int, ...]
-    finished: bool
-    logprob: float
-    log_weight: "float | None" = None
-    particles: "tuple[Sample, ...] | None" = None
-    log_normaliser: "float | None" = None
-    constraint_checks: int = 0
-    asap: "ASApSampler | None" = None
-    forced_tokens: int = 0
 
 
 def prompt_token_ids(tokenizer, prompt: "str | Sequence[dict]", *, chat_template: bool = True) -> list[int]:
@@ -97,6 +71,7 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
         raise TypeError(f"grammar must be a gramalign Grammar or CompiledGrammar, got {type(grammar).__name__}")
     prompt_ids = prompt_token_ids(tokenizer, prompt, chat_template=chat_template)
     rng = np.random.default_rng(seed)
+    start = time.perf_counter()
     language_model.reset()
     log_normaliser = particles = None
     checks = 0
@@ -123,4 +98,4 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
         checks = result.constraint_checks
     text = grammar.vocabulary.decode_bytes(sample.token_ids).decode("utf-8", errors="replace")
     return Generation(text, sample.token_ids, sample.finished, sample.logprob, sample.log_weight, particles,
-                      log_normaliser, checks, asap, sample.forced_tokens)
+                      log_normaliser, checks, asap, sample.forced_tokens, time.perf_counter() - start)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+import warnings
 import weakref
-from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import GramalignError
@@ -13,6 +13,7 @@ from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
 from ..masking.vocabulary import Vocabulary
 from .extras import require
+from .generation import Generation
 from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace
 
 torch = require("torch", "hf")
@@ -182,22 +183,36 @@ class GrammarLogitsProcessor(LogitsProcessor):
         return True
 
 
-@dataclass(frozen=True)
-class ChatAnswer:
-    """A constrained answer: its text, whether it ended with EOS (not the token budget),
-    the generated token ids (EOS excluded) and the wall time of ``model.generate``."""
+class _ChosenLogprobs(LogitsProcessor):
+    """Sums the log-probability of each chosen token under the scores it sees, placed before
+    the grammar's processor. That processor masks in place, leaving the logits of allowed
+    tokens (the chosen one among them) as they were, so only each step's log-normaliser is
+    taken before the mask; the chosen token is read from the next step's ``input_ids``."""
 
-    text: str
-    finished: bool
-    token_ids: tuple[int, ...]
-    seconds: float
+    def __init__(self):
+        self.logprob = 0.0
+        self._scores = self._normaliser = None
+
+    def __call__(self, input_ids, scores):
+        self.close(int(input_ids[0, -1]))
+        self._scores, self._normaliser = scores, float(torch.logsumexp(scores[0].double(), dim=-1))
+        return scores
+
+    def close(self, token: int) -> None:
+        """Count ``token`` as the choice of the last step seen."""
+        if self._scores is not None:
+            self.logprob += float(self._scores[0, token]) - self._normaliser
+            self._scores = None
 
 
 def generate_chat(model, tokenizer, compiled: CompiledGrammar, messages: list[dict], *, max_new_tokens: int = 256,
-                  chat_template_kwargs: dict | None = None, **generate_options) -> ChatAnswer:
+                  chat_template_kwargs: dict | None = None, **generate_options) -> Generation:
     """Greedy (unless ``generate_options`` say otherwise) answer to chat ``messages`` whose
     text follows ``compiled``'s grammar, through the model's chat template (``chat_template_kwargs``
-    go to ``apply_chat_template``, e.g. ``{"tools": tools}``).
+    go to ``apply_chat_template``, e.g. ``{"tools": tools}``) and ``model.generate`` with a
+    :class:`GrammarLogitsProcessor`. Its ``logprob`` is the answer's log-probability (EOS
+    included when it ended the answer) under the scores the grammar's mask applies to: the
+    unconstrained model's, after the processors of ``model.generate``'s own configuration.
 
     >>> answer = generate_chat(model, tokenizer, compiled, [{"role": "user", "content": "Hi"}])  # doctest: +SKIP
     >>> answer.text, answer.finished                                                               # doctest: +SKIP
@@ -205,14 +220,25 @@ def generate_chat(model, tokenizer, compiled: CompiledGrammar, messages: list[di
     prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                            return_dict=True, **(chat_template_kwargs or {}))
     generate_options.setdefault("do_sample", False)
+    chosen = _ChosenLogprobs()
     start = time.perf_counter()
     output = model.generate(**prompt, max_new_tokens=max_new_tokens,
-                            logits_processor=[GrammarLogitsProcessor(compiled)], **generate_options)
+                            logits_processor=[chosen, GrammarLogitsProcessor(compiled)], **generate_options)
     seconds = time.perf_counter() - start
     new_tokens = output[0, prompt["input_ids"].shape[1]:].tolist()
+    if new_tokens:
+        chosen.close(new_tokens[-1])
     vocab = compiled.vocabulary
     finished = bool(new_tokens) and new_tokens[-1] in vocab.eos_token_ids
     if finished:
         new_tokens = new_tokens[:-1]
-    return ChatAnswer(vocab.decode_bytes(new_tokens).decode("utf-8", errors="replace"), finished,
-                      tuple(new_tokens), seconds)
+    return Generation(vocab.decode_bytes(new_tokens).decode("utf-8", errors="replace"), tuple(new_tokens), finished,
+                      chosen.logprob, seconds=seconds)
+
+
+def __getattr__(name: str):
+    if name == "ChatAnswer":  # generate_chat's result type before Generation served both paths
+        warnings.warn("gramalign.integrations.hf.ChatAnswer is deprecated: generate_chat returns a "
+                      "gramalign.Generation", DeprecationWarning, stacklevel=2)
+        return Generation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
