@@ -18,6 +18,11 @@ def test_pack_unpack_roundtrip_and_layout(vocab_size):
     for token in range(vocab_size):  # bit i of word j is token 32*j+i
         assert bool((int(words[token // 32]) >> (token % 32)) & 1) == allowed[token]
     assert np.array_equal(unpack_bitmask_row(row, vocab_size), allowed)
+    # the numpy and torch unpackers, named alike, read the same bits
+    packed = np.stack([row, ~row])
+    both = np.stack([allowed, ~allowed])
+    assert np.array_equal(ga.unpack_token_bitmask_numpy(packed, vocab_size), both)
+    assert np.array_equal(ga.unpack_token_bitmask(torch.from_numpy(packed), vocab_size).numpy(), both)
 
 
 def test_allocate_shapes_and_all_allowed():

@@ -25,7 +25,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 import gramalign as ga
 from gramalign.masking import gc_guard
-from gramalign.masking.bitmask import unpack_bitmask
+from gramalign.masking.bitmask import unpack_token_bitmask_numpy
 from gramalign.masking.gc_guard import gc_paused
 from gramalign.masking.matcher import GrammarMatcher
 
@@ -113,7 +113,7 @@ def no_guard(monkeypatch):
 
 
 def allowed_choice(bitmask_row, vocab_size, rng):
-    allowed = np.flatnonzero(unpack_bitmask(bitmask_row[None, :], vocab_size)[0])
+    allowed = np.flatnonzero(unpack_token_bitmask_numpy(bitmask_row[None, :], vocab_size)[0])
     return int(rng.choice(allowed))
 
 

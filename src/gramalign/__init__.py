@@ -27,7 +27,7 @@ from .grammar.grammar import Grammar, Indentation
 from .grammar.limits import CompileLimits
 from .grammar.json_schema.types import parse_as
 from .masking.batch import BatchMatcher
-from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width
+from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width, unpack_token_bitmask_numpy
 from .masking.compiler import CompiledGrammar, compile
 from .masking.gc_guard import freeze_gc, gc_paused
 from .masking.matcher import GrammarMatcher
@@ -67,7 +67,7 @@ __all__ = [
     "BatchMatcher", "ByteDFA", "CompileLimits", "LimitExceeded", "CompiledGrammar", "ConcurrentUseError", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
     "RegexError", "SchemaCompileError", "SchemaKeywordWarning", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
-    "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "GrammarLogitsProcessor", "vocabulary_for_model",
+    "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "unpack_token_bitmask_numpy", "GrammarLogitsProcessor", "vocabulary_for_model",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
     "masked_sample", "smc_sample", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
 ]

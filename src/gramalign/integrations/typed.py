@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import IncompleteGeneration
 from ..grammar.grammar import Grammar
 from ..grammar.json_schema.types import is_schema_type, parse_as
-from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar, compile
 from ..masking.gc_guard import gc_paused
 from ..samplers.masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens
@@ -128,7 +128,7 @@ def stream(model, tokenizer, prompt: "str | Sequence[dict]", target, *, max_new_
         logprobs = checked_logprobs(language_model, [sequence])
         with gc_paused:
             matcher.fill_next_token_bitmask(bitmask, 0)
-            probs = constrained_distribution(logprobs, unpack_bitmask(bitmask, vocabulary.size), options)
+            probs = constrained_distribution(logprobs, unpack_token_bitmask_numpy(bitmask, vocabulary.size), options)
             token = int(draw_tokens(probs, rng)[0])
             matcher.accept_token(token)
         if token in eos_ids:

@@ -2,7 +2,8 @@
 
 A bitmask is an int32 array of shape ``[batch, ceil(vocab_size / 32)]``; bit ``i`` of word
 ``j`` (little-endian bit order) is token ``32 * j + i``. A set bit means "allowed".
-This module is numpy-only; the torch versions live in ``gramalign.integrations.torch_ops``.
+This module is numpy-only; the torch versions live in ``gramalign.integrations.torch_ops``
+under the same names without ``_numpy`` (``allocate_token_bitmask``, ``unpack_token_bitmask``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def allocate_token_bitmask_numpy(batch_size: int, vocab_size: int) -> np.ndarray
     return np.full((batch_size, bitmask_width(vocab_size)), -1, dtype=np.int32)
 
 
-def unpack_bitmask(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
+def unpack_token_bitmask_numpy(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
     """Bool ``[batch, vocab_size]`` of allowed tokens from an int32 ``[batch, words]`` bitmask."""
     bits = np.unpackbits(np.ascontiguousarray(bitmask).view(np.uint8), axis=1, bitorder="little")
     return bits[:, :vocab_size].astype(bool)
@@ -32,7 +33,7 @@ def unpack_bitmask(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
 
 def unpack_bitmask_row(row: np.ndarray, vocab_size: int) -> np.ndarray:
     """Bool array of length ``vocab_size`` from one bitmask row."""
-    return unpack_bitmask(np.asarray(row)[None, :], vocab_size)[0]
+    return unpack_token_bitmask_numpy(np.asarray(row)[None, :], vocab_size)[0]
 
 
 def pack_bool_mask(allowed: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from ..errors import SamplingError
@@ -106,7 +106,7 @@ class ASApSampler:
             probs = np.exp(logprobs)
             with gc_paused:  # no garbage collection inside the fill (gramalign.masking.gc_guard)
                 matcher.fill_next_token_bitmask(self._bitmask, 0)
-            allowed = unpack_bitmask(self._bitmask, len(probs))[0]
+            allowed = unpack_token_bitmask_numpy(self._bitmask, len(probs))[0]
             weights = np.where(allowed, probs, 0.0)
             node = self._nodes.get(prefix)
             if node is None:

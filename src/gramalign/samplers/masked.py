@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import SamplingError
-from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from .jump_forward import jump_forward
@@ -150,7 +150,8 @@ def masked_sample(model: LanguageModel, compiled: CompiledGrammar, *, num_sample
                 if i in jumped:
                     logprobs[row] = jumped[i]
                 matchers[i].fill_next_token_bitmask(bitmask, row)
-            probs = constrained_distribution(logprobs, unpack_bitmask(bitmask[: len(active)], vocab_size), options)
+            allowed = unpack_token_bitmask_numpy(bitmask[: len(active)], vocab_size)
+            probs = constrained_distribution(logprobs, allowed, options)
             chosen = draw_tokens(probs, rng)
             for row, (i, token) in enumerate(zip(active.tolist(), chosen.tolist())):
                 matchers[i].accept_token(token)

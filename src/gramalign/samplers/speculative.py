@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SamplingError
-from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_bitmask
+from ..masking.bitmask import allocate_token_bitmask_numpy, unpack_token_bitmask_numpy
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from .masked import SamplingOptions, check_model_fits, constrained_distribution, draw_tokens
@@ -80,7 +80,7 @@ def speculative_sample(target: LanguageModel, draft: LanguageModel, compiled: Co
         if valid != len(drafted):  # cannot happen with exact masks; never emit a refused token
             raise SamplingError(f"draft token {drafted[valid]} was sampled under the mask but refused by the matcher")
         target_probs = constrained_distribution(
-            target_rows, unpack_bitmask(target_masks[:len(drafted) + 1], vocab_size), options)
+            target_rows, unpack_token_bitmask_numpy(target_masks[:len(drafted) + 1], vocab_size), options)
         emitted = []  # emitted[i] was chosen at position i, where target_rows[i] applies
         kept = 0
         for position, token in enumerate(drafted):
@@ -118,7 +118,7 @@ def _propose(draft: LanguageModel, matcher, context: list[int], budget: int, eos
         logprobs = checked_logprobs(draft, [context + drafted])
         with gc_paused:
             matcher.fill_next_token_bitmask(bitmask, 0)
-            probs = constrained_distribution(logprobs, unpack_bitmask(bitmask, logprobs.shape[1]), options)
+            probs = constrained_distribution(logprobs, unpack_token_bitmask_numpy(bitmask, logprobs.shape[1]), options)
             token = int(draw_tokens(probs, rng)[0])
             drafted.append(token)
             distributions.append(probs[0])
