@@ -12,6 +12,7 @@ ends call :func:`build_parser_tables` to check a grammar before handing it out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -76,14 +77,26 @@ class ParserTables:
     def end_column(self) -> int:
         return len(self.table.terminals) - 1
 
-    def kernel_args(self):
-        """The arrays, in the order the kernels of :mod:`gramalign.parsing` take them first."""
-        t = self.table
+    @cached_property
+    def lexer_arrays(self) -> tuple:
+        """``lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte``: the lexer DFA."""
         lx = self.lexer
-        return (lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.num_starts), lx.class_byte,
-                t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column,
-                self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done,
-                self.layout, self.bracket_delta, self.tracks_column)
+        return lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.num_starts), lx.class_byte
+
+    @cached_property
+    def lr_arrays(self) -> tuple:
+        """``action, goto, rule_lhs, rule_len, term_column``: the LALR table and each lexer
+        terminal's column in it."""
+        t = self.table
+        return t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column
+
+    def kernel_args(self) -> tuple:
+        """The arrays, in the order the kernels of :mod:`gramalign.parsing` take them first:
+        the lexer, the LALR table, the candidates, the reachable-winners cache, the layout.
+        (Flat positional arrays: numba unboxes a tuple argument element by element in
+        Python, ~0.25 µs per array and call, more than many kernels' own work.)"""
+        return (*self.lexer_arrays, *self.lr_arrays, self.candidate_bits, self.candidate_id, self.reach_bits,
+                self.reach_done, self.layout, self.bracket_delta, self.tracks_column)
 
 
 def _check_newline_reaches_every_column(terminal) -> None:

@@ -419,7 +419,7 @@ class GrammarMaskStore:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool = parser.pool
         node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
-            *self._args[5:10], tables.layout, tables.bracket_delta, *arrays, int(hyp[STACK]), winner,
+            *tables.lr_arrays, tables.layout, tables.bracket_delta, *arrays, int(hyp[STACK]), winner,
             int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
         if node < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
