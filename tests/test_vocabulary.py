@@ -16,7 +16,7 @@ import pytest
 import tokenizer_zoo as zoo
 
 from gramalign.errors import VocabularyError
-from gramalign.masking.vocabulary import Vocabulary
+from gramalign.tokens import Vocabulary
 
 TEXT_COUNT = 2000
 TEXT_SEED = 20240911
@@ -662,3 +662,45 @@ def test_end_of_text_eos_that_is_also_bos_does_not_warn():
     assert vocab.eos_token_ids == (50256,)
     padded = Vocabulary.from_hf(tokenizer, model=_FakeModel(50304, generation_eos=50256))
     assert padded.size == 50304 and padded.num_tokens == 50257
+
+
+class _StartMarkerTokenizer:
+    """A slow byte-level tokenizer, the least from_hf reads, whose eos is named "<s>"."""
+
+    encoder = {"a": 0, "b": 1}
+    byte_decoder = {"a": ord("a"), "b": ord("b")}
+    added_tokens_decoder = {2: "<s>"}
+    all_special_ids = [2]
+    eos_token_id = 2
+
+    def convert_ids_to_tokens(self, ids):
+        return [["a", "b", "<s>"][i] for i in ids]
+
+    def encode(self, text, add_special_tokens=False):
+        return [self.encoder[char] for char in text]
+
+
+def test_start_marker_warning_points_at_the_caller_of_from_hf():
+    with pytest.warns(UserWarning, match="start marker") as record:
+        vocab = Vocabulary.from_hf(_StartMarkerTokenizer())
+    assert vocab.token_bytes == (b"a", b"b", b"") and vocab.eos_token_ids == (2,)
+    assert [entry.filename for entry in record] == [__file__]
+
+
+def test_tokens_package_imports_no_grammar_masking_or_integrations():
+    """tokens/ knows no grammar: besides its own modules it imports gramalign.errors only."""
+    import ast
+    import pathlib
+
+    import gramalign.tokens
+
+    package = pathlib.Path(gramalign.tokens.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1, f"{path.name} imports from outside tokens/: {ast.unparse(node)}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module]
+                gramalign_names = [name for name in names if name.split(".")[0] == "gramalign"]
+                assert all(name == "gramalign.errors" for name in gramalign_names), (
+                    f"{path.name}: {ast.unparse(node)}")

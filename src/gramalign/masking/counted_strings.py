@@ -22,7 +22,7 @@ import numpy as np
 from ..grammar.dfa import ByteDFA
 from ..grammar.lexer import character_starts, characters_to_close
 from ..grammar.parser import COLUMN, COUNTED, COUNTED_BOUNDS, KIND_MASK, LEXEME, NEED_SHIFT, ParserTables
-from .trie import TokenTrie
+from ..tokens.trie import TokenTrie
 
 FILTER_ROWS = 256
 """Filters kept per grammar (least recently used out): one per lexer state and count met

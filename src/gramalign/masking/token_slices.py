@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from ..grammar.parser import _intersects, fill_reach
-from .trie import TokenTrie
+from ..tokens.trie import TokenTrie
 
 LEVELS = (4, 8, 16, 32, 64)
 """Byte lengths up to which text tokens may be taken as a block (the largest level not
