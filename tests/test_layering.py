@@ -12,9 +12,10 @@ LEAVES = {"errors", "bitsets", "heap"}
 ALLOWED = {
     "grammar": set(),
     "parsing": {"grammar"},
-    "masking": {"grammar", "parsing"},
-    "samplers": {"grammar", "parsing", "masking"},
-    "integrations": {"grammar", "parsing", "masking", "samplers", "__init__"},  # __version__
+    "tokens": set(),  # knows no grammar
+    "masking": {"grammar", "parsing", "tokens"},
+    "samplers": {"grammar", "parsing", "tokens", "masking"},
+    "integrations": {"grammar", "parsing", "tokens", "masking", "samplers", "__init__"},  # __version__
 }
 
 

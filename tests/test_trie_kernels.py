@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gramalign.masking.kernels import advance_dfa, fill_state_masks
-from gramalign.masking.trie import TokenTrie
+from gramalign.tokens import TokenTrie
 
 
 def random_tokens(rng, count, alphabet):

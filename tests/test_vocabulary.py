@@ -16,7 +16,7 @@ import pytest
 import tokenizer_zoo as zoo
 
 from gramalign.errors import VocabularyError
-from gramalign.masking.vocabulary import Vocabulary
+from gramalign.tokens import Vocabulary
 
 TEXT_COUNT = 2000
 TEXT_SEED = 20240911
@@ -662,3 +662,27 @@ def test_end_of_text_eos_that_is_also_bos_does_not_warn():
     assert vocab.eos_token_ids == (50256,)
     padded = Vocabulary.from_hf(tokenizer, model=_FakeModel(50304, generation_eos=50256))
     assert padded.size == 50304 and padded.num_tokens == 50257
+
+
+class _StartMarkerTokenizer:
+    """A slow byte-level tokenizer, the least from_hf reads, whose eos is named "<s>"."""
+
+    encoder = {"a": 0, "b": 1}
+    byte_decoder = {"a": ord("a"), "b": ord("b")}
+    added_tokens_decoder = {2: "<s>"}
+    all_special_ids = [2]
+    eos_token_id = 2
+
+    def convert_ids_to_tokens(self, ids):
+        return [["a", "b", "<s>"][i] for i in ids]
+
+    def encode(self, text, add_special_tokens=False):
+        return [self.encoder[char] for char in text]
+
+
+def test_start_marker_warning_points_at_the_caller_of_from_hf():
+    with pytest.warns(UserWarning, match="start marker") as record:
+        vocab = Vocabulary.from_hf(_StartMarkerTokenizer())
+    assert vocab.token_bytes == (b"a", b"b", b"") and vocab.eos_token_ids == (2,)
+    assert [entry.filename for entry in record] == [__file__]
+

@@ -31,10 +31,10 @@ from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width, unpack
 from .masking.compiler import CompiledGrammar, compile
 from .masking.gc_guard import freeze_gc, gc_paused
 from .masking.matcher import GrammarMatcher
-from .masking.vocabulary import Vocabulary
 from .masking.warm_up import warm_up
 from .samplers import (ASApSampler, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel, awrs_sample,
                        masked_sample, smc_sample)
+from .tokens import Vocabulary
 
 __version__ = "0.1.0"
 

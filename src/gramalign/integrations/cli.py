@@ -19,7 +19,7 @@ from ..errors import GramalignError, StringRejected, VocabularyError
 from ..grammar.grammar import Grammar
 from ..masking.bitmask import unpack_bitmask_row
 from ..masking.compiler import compile as compile_grammar
-from ..masking.vocabulary import Vocabulary
+from ..tokens.vocabulary import Vocabulary
 from .extras import require
 
 BYTE_TOKENS = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b""], eos_token_ids=256,

@@ -11,7 +11,7 @@ from ..errors import GramalignError
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
-from ..masking.vocabulary import Vocabulary
+from ..tokens.vocabulary import Vocabulary
 from .extras import require
 from .generation import Generation
 from .torch_ops import allocate_token_bitmask, apply_token_bitmask_inplace

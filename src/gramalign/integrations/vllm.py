@@ -47,7 +47,7 @@ except ModuleNotFoundError as error:
 from ..errors import GramalignError
 from ..masking.bitmask import bitmask_width
 from ..masking.compiler import CompiledGrammar, compile
-from ..masking.vocabulary import Vocabulary
+from ..tokens.vocabulary import Vocabulary
 from ..masking.warm_up import warm_up
 from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, ConstraintError, RequestConstraint, _EndRequest, parse_request_constraint, stop_token_ids
 from .torch_ops import fused_bitmask_kernel, unpack_token_bitmask

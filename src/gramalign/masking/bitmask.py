@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def bitmask_width(vocab_size: int) -> int:
-    """Number of int32 words that hold one row of ``vocab_size`` bits."""
-    if vocab_size <= 0:
-        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
-    return (vocab_size + 31) // 32
+from ..tokens.vocabulary import bitmask_width  # there for Vocabulary.eos_bitmask: tokens never imports masking
 
 
 def allocate_token_bitmask_numpy(batch_size: int, vocab_size: int) -> np.ndarray:

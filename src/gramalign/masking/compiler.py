@@ -13,10 +13,10 @@ from ..errors import GrammarError
 from ..grammar.grammar import Grammar
 from ..grammar.limits import CompileLimits, applied
 from ..heap import TRIM_AFTER_BYTES, release_freed_memory, released_on_failure
+from ..tokens.trie import TokenTrie
+from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
 from .token_index import DFATokenIndex
-from .trie import TokenTrie
-from .vocabulary import Vocabulary
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
 _tries_lock = threading.Lock()

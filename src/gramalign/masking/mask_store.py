@@ -50,8 +50,8 @@ from .context_cache import (MAX_SIGNATURE_STATES, ContextClassificationCache, Sh
 from .grammar_walk import classify_tokens, group_rows, stack_shifts_each, walk_trie_grammar
 from .kernels import or_sparse_words, sparse_words
 from .token_slices import LEVELS, TextSlices, admits_text, clear_first_bytes, step_bytes, text_coverage, text_slices_for
-from .trie import TokenTrie
-from .vocabulary import Vocabulary
+from ..tokens.trie import TokenTrie
+from ..tokens.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,10 +7,10 @@ import threading
 import numpy as np
 
 from ..grammar.dfa import ByteDFA
+from ..tokens.trie import TokenTrie
+from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
 from .kernels import fill_state_masks
-from .trie import TokenTrie
-from .vocabulary import Vocabulary
 
 EAGER_MEMORY_LIMIT = 256 * 1024 * 1024
 """Masks of all states are built at compile time when they fit in this many bytes."""

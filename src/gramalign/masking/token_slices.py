@@ -28,7 +28,7 @@ import numpy as np
 
 from ..bitsets import intersects
 from ..parsing.lexing import fill_reach
-from .trie import TokenTrie
+from ..tokens.trie import TokenTrie
 
 LEVELS = (4, 8, 16, 32, 64)
 """Byte lengths up to which text tokens may be taken as a block (the largest level not

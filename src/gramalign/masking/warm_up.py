@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from ..grammar.grammar import Grammar
+from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
 from .compiler import compile
-from .vocabulary import Vocabulary
 
 # One of each construct whose compile or mask runs its own kernels: named properties (a
 # product of key languages), a counted string, a pattern automaton, integers with bounds,

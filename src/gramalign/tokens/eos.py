@@ -1,0 +1,77 @@
+"""Which token ids end a sequence, and the checks every EOS choice passes.
+
+A tokenizer that declares no EOS (a raw ``tokenizers`` object, a tiktoken encoding) gets
+the added special tokens with a conventional end name; every EOS list is checked to be
+non-empty and inside the logits width; and an EOS named like a start marker
+(``<|im_start|>``, ``<s>``) is warned about, since generation would then never end where
+the grammar allows.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from gramalign.errors import VocabularyError
+
+if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
+    import tokenizers
+
+# Names under which tokenizers without an explicit eos setting (raw ``tokenizers`` and
+# tiktoken objects) mark the end of a sequence or of a chat turn.
+_CONVENTIONAL_EOS_NAMES = frozenset(
+    {
+        "</s>",
+        "<eos>",
+        "<|endoftext|>",
+        "<|end_of_text|>",
+        "<|eot_id|>",
+        "<|eom_id|>",
+        "<|im_end|>",
+        "<|end|>",
+        "<end_of_turn>",
+    }
+)
+
+
+def _valid_ids(ids: Iterable[int | None]) -> list[int]:
+    """Drop the ``None``/negative values libraries use for "no such token"."""
+    return [int(i) for i in ids if i is not None and int(i) >= 0]
+
+
+_START_MARKER = re.compile(r"start|begin|^<s>$|^<bos>$", re.IGNORECASE)
+
+
+def _warn_start_marker_eos(tokenizer: Any, eos_ids: Sequence[int], *, source: str) -> None:
+    """Warn when the tokenizer's EOS is named like the start of a text or turn."""
+    try:
+        names = tokenizer.convert_ids_to_tokens(list(eos_ids))
+    except Exception:  # a foreign tokenizer without the method: nothing to judge by
+        return
+    starts = [name for name in names if isinstance(name, str) and _START_MARKER.search(name)]
+    if starts:
+        warnings.warn(
+            f"the {source}'s eos_token is {starts[0]!r}, which looks like a start marker: generation would not "
+            "end where the grammar allows. Build the vocabulary with gramalign.vocabulary_for_model(tokenizer, "
+            "model) (the model's generation config names the real EOS) or pass eos_token_ids=",
+            UserWarning, stacklevel=4)  # the caller of Vocabulary.from_hf, past vocabulary_from_hf
+
+
+def _check_eos_ids(eos_ids: Sequence[int], size: int) -> None:
+    if not eos_ids:
+        raise VocabularyError("at least one eos token id is required")
+    for token_id in eos_ids:
+        if not 0 <= token_id < size:
+            raise VocabularyError(f"eos token id {token_id} is out of range [0, {size})")
+
+
+def _conventional_eos_ids(tokenizer: tokenizers.Tokenizer) -> list[int]:
+    """Added special tokens named like an end of sequence or of a chat turn."""
+    added = tokenizer.get_added_tokens_decoder()
+    return sorted(
+        token_id
+        for token_id, token in added.items()
+        if token.special and token.content in _CONVENTIONAL_EOS_NAMES
+    )
