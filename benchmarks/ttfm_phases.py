@@ -33,7 +33,7 @@ def compile_in_phases(ga, vocab, schema) -> dict:
     from gramalign.grammar.lalr import build_parse_table
     from gramalign.grammar.lexer import build_lexer
     from gramalign.masking.compiler import token_trie
-    from gramalign.masking.mask_store import GrammarMaskStore
+    from gramalign.masking.cfg import GrammarMaskStore
 
     times = {}
     t0 = time.perf_counter()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gramalign.masking.kernels import advance_dfa, fill_state_masks
+from gramalign.masking.regex_index import fill_state_masks
 from gramalign.tokens import TokenTrie
 
 
@@ -81,15 +81,6 @@ def test_trie_structure_invariants():
 def test_trie_rejects_empty_tokens():
     with pytest.raises(ValueError, match="empty"):
         TokenTrie.from_tokens([b"", b"a"], np.array([0, 1], dtype=np.int32))
-
-
-def test_advance_dfa_stops_at_dead_state():
-    transitions = np.full((2, 256), -1, dtype=np.int32)
-    transitions[0, ord("a")] = 1
-    transitions[1, ord("b")] = 0
-    assert advance_dfa(transitions, 0, np.frombuffer(b"abab", dtype=np.uint8)) == 0
-    assert advance_dfa(transitions, 0, np.frombuffer(b"aa", dtype=np.uint8)) == -1
-    assert advance_dfa(transitions, 0, np.frombuffer(b"ba", dtype=np.uint8)) == -1
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -16,7 +16,7 @@ from ..heap import TRIM_AFTER_BYTES, release_freed_memory, released_on_failure
 from ..tokens.trie import TokenTrie
 from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
-from .token_index import DFATokenIndex
+from .regex_index import DFATokenIndex
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
 _tries_lock = threading.Lock()
@@ -163,7 +163,8 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache
         index = DFATokenIndex(dfa, vocabulary, token_trie(vocabulary), eager=eager)
         return CompiledGrammar(grammar, vocabulary, index=index)
     from ..grammar.parser_tables import build_parser_tables
-    from .mask_store import GrammarMaskStore, grammar_hash
+    from .cfg import GrammarMaskStore
+    from .cfg.disk_cache import grammar_hash
 
     tables = build_parser_tables(grammar)
     store = GrammarMaskStore(tables, vocabulary, token_trie(vocabulary))

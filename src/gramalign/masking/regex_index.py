@@ -1,16 +1,21 @@
-"""Per-state token masks of a byte DFA for one vocabulary."""
+"""The regex index: per-state token masks of a byte DFA for one vocabulary.
+
+A grammar that is one regular expression (``Grammar.from_regex``, or a schema that is one
+string) needs no parser: its masks are rows of :class:`DFATokenIndex`, filled by a numba
+walk of the token trie through the DFA (the kernels below; they release the GIL).
+"""
 
 from __future__ import annotations
 
 import threading
 
+import numba
 import numpy as np
 
 from ..grammar.dfa import ByteDFA
 from ..tokens.trie import TokenTrie
 from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
-from .kernels import fill_state_masks
 
 EAGER_MEMORY_LIMIT = 256 * 1024 * 1024
 """Masks of all states are built at compile time when they fit in this many bytes."""
@@ -103,3 +108,48 @@ class DFATokenIndex:
         self.live = live
         return not live.all()
 
+
+@numba.njit(cache=True, nogil=True)
+def walk_trie_through_dfa(transitions, start_state, node_byte, node_depth, subtree_end,
+                          token_start, token_ids, max_depth, live, out_words, successors):
+    """OR into ``out_words`` (uint32 bitmask) every token whose bytes the DFA can read from
+    ``start_state`` and that ends in a state marked in ``live``.
+
+    No byte of an allowed token leads to the dead state (-1). Every DFA state can reach
+    acceptance by *some* bytes; ``live`` says which can by bytes the vocabulary's tokens
+    spell. When ``successors`` (bool [n_states]) is not empty, the states in which
+    tokens end are marked in it.
+    """
+    record = successors.shape[0] > 0
+    states = np.empty(max_depth + 1, np.int32)
+    states[0] = start_state
+    n_nodes = node_byte.shape[0]
+    i = 0
+    while i < n_nodes:
+        depth = node_depth[i]
+        next_state = transitions[states[depth - 1], node_byte[i]]
+        if next_state < 0:
+            i = subtree_end[i]
+            continue
+        states[depth] = next_state
+        if record and token_start[i] < token_start[i + 1]:
+            successors[next_state] = True
+        if live[next_state]:
+            for k in range(token_start[i], token_start[i + 1]):
+                token = token_ids[k]
+                out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
+        i += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_state_masks(transitions, states, node_byte, node_depth, subtree_end,
+                     token_start, token_ids, max_depth, live, out_masks, successors):
+    """Row r of ``out_masks`` (uint32) becomes the token mask of DFA state ``states[r]``, and
+    row r of ``successors`` (bool [rows, n_states], or shape (0, 0) to skip) the states
+    its tokens lead to."""
+    record = successors.shape[0] > 0
+    for r in range(states.shape[0]):
+        out_masks[r, :] = 0
+        walk_trie_through_dfa(transitions, states[r], node_byte, node_depth, subtree_end,
+                              token_start, token_ids, max_depth, live, out_masks[r],
+                              successors[r] if record else successors[0:0, 0:0].ravel())

@@ -3,7 +3,7 @@
 :func:`walk_trie_grammar` is the reference path: it runs the incremental parser's
 hypotheses (see :mod:`gramalign.parsing.hypotheses`) down every branch of the token trie, so a
 token is allowed exactly when some hypothesis survives its bytes and can still complete a
-sentence. The mask store (:mod:`.mask_store`) uses it on small sub-tries of the tokens that
+sentence. The mask store (:mod:`.store`) uses it on small sub-tries of the tokens that
 cross a lexeme boundary, and answers the rest from precomputed per-lexer-state masks.
 
 Viability is cheap per trie node because it factors: a hypothesis can be completed iff
@@ -16,10 +16,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..parsing.hypotheses import advance_hypothesis, repeats_kept, usable_meets
-from ..parsing.lexing import fill_reach, free_terminal, lexer_step, reachable_winners
-from ..parsing.stacks import node_state
-from ..parsing.state import BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, shadow_column, shadow_slots
+from ...parsing.hypotheses import advance_hypothesis, repeats_kept, usable_meets
+from ...parsing.lexing import fill_reach, free_terminal, lexer_step, reachable_winners
+from ...parsing.stacks import node_state
+from ...parsing.state import BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, shadow_column, shadow_slots
 
 
 MERGE_AFTER = 4

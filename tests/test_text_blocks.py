@@ -1,4 +1,4 @@
-"""Text tokens taken as blocks (gramalign.masking.token_slices) and the reach kernel they use.
+"""Text tokens taken as blocks (gramalign.masking.cfg.text_blocks) and the reach kernel they use.
 
 Oracles: Python's own UTF-8 decoder for which tokens are text; a search per lexer state
 for the reachable winners; counting characters for how far a length-bounded string body
@@ -19,10 +19,10 @@ from gramalign.parsing import IncrementalParser
 from gramalign.parsing.lexing import fill_reach
 from gramalign.parsing.state import LEXEME, STACK
 from gramalign.masking.compiler import CompiledGrammar, token_trie
-from gramalign.masking.mask_store import GrammarMaskStore
-from gramalign.masking.token_slices import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
+from gramalign.masking.cfg import GrammarMaskStore
+from gramalign.masking.cfg.text_blocks import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
 
-from test_context_cache import lockstep_walks
+from test_shared_contexts import lockstep_walks
 from test_grammar_masks import gpt2_vocabulary
 
 CONTINUATIONS = (0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF)  # the ends of every second-byte range
@@ -265,15 +265,16 @@ def test_masks_with_text_blocks_equal_masks_walking_every_token(index):
               for blocks in (True, False)]
     with_blocks, walking = (CompiledGrammar(grammar, vocab, store=store) for store in stores)
     covers = []  # the blocks the classifications took
-    text_cover = stores[0]._text_cover
-    stores[0]._text_cover = lambda key, cand: _recorded(covers, text_cover(key, cand))
+    text = stores[0].contexts.text
+    text_cover = text.cover
+    text.cover = lambda start, cand: _recorded(covers, text_cover(start, cand))
     assert lockstep_walks(with_blocks, walking, index, 4, 40) >= 8  # with brute force now and then
-    word_blocks = {id(block) for block in stores[0]._slices[1]._blocks.values()}
+    word_blocks = {id(block) for block in text.slices[1]._blocks.values()}
     if index in WORD_SCHEMAS:  # these must exercise the letters-and-digits blocks
         assert any(id(cover[1]) in word_blocks for cover in covers)
     # Not only the masks: every context splits the tokens alike (groups may be numbered apart).
-    for key, entry in stores[0]._contexts.items():
-        reference = stores[1]._contexts[key]
+    for key, entry in stores[0].contexts.entries.items():
+        reference = stores[1].contexts.entries[key]
         assert np.array_equal(entry.inside, reference.inside), key
         assert set(entry.dependent_ids.tolist()) == set(reference.dependent_ids.tolist()), key
         assert sorted(map(bytes, entry.group_reach)) == sorted(map(bytes, reference.group_reach)), key

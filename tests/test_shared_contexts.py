@@ -1,4 +1,4 @@
-"""The cross-grammar cache of context classifications (gramalign.masking.context_cache).
+"""The cross-grammar cache of context classifications (gramalign.masking.cfg.shared_contexts).
 
 Independent oracle: a mask store that never uses the cache (``shared=None``) — itself
 checked against brute force in test_grammar_masks.py — must give the same mask at every
@@ -21,9 +21,8 @@ from gramalign.grammar.lexer import build_lexer
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.grammar.dfa_kernels import column_classes
-from gramalign.masking.context_cache import MAX_SIGNATURE_STATES, ContextClassificationCache, context_signature
-from gramalign.masking import mask_store
-from gramalign.masking.mask_store import GrammarMaskStore
+from gramalign.masking.cfg.shared_contexts import MAX_SIGNATURE_STATES, ContextClassificationCache, context_signature
+from gramalign.masking.cfg import GrammarMaskStore, contexts
 
 from test_grammar_masks import brute_force_allowed, gpt2_vocabulary
 
@@ -70,15 +69,15 @@ def lockstep_walks(cached: CompiledGrammar, fresh: CompiledGrammar, seed: int, w
     return compared
 
 
-@pytest.mark.parametrize("share_after_nodes", [0, mask_store.SHARE_AFTER_NODES])
+@pytest.mark.parametrize("share_after_nodes", [0, contexts.SHARE_AFTER_NODES])
 def test_second_schema_served_from_first_schemas_entries_matches_fresh_store(share_after_nodes, monkeypatch):
-    monkeypatch.setattr(mask_store, "SHARE_AFTER_NODES", share_after_nodes)  # 0: every context is shared
+    monkeypatch.setattr(contexts, "SHARE_AFTER_NODES", share_after_nodes)  # 0: every context is shared
     vocab = gpt2_vocabulary()
     cache = ContextClassificationCache()
     first = compiled_with(ga.Grammar.from_json_schema(SCHEMA_A), vocab, cache)
     lockstep_walks(first, compiled_with(ga.Grammar.from_json_schema(SCHEMA_A), vocab, None), 1, 6, 40)
     # With the default threshold nothing of these schemas is shared: the only large contexts,
-    # string bodies and keys, take their text tokens as blocks (test_token_slices.py) instead.
+    # string bodies and keys, take their text tokens as blocks (test_text_blocks.py) instead.
     assert (len(cache) > 0) == (share_after_nodes == 0)
     cache.max_bytes = cache.nbytes  # from now on, every hit is an entry the first schema made
     hits_before = cache.hits
@@ -90,7 +89,7 @@ def test_second_schema_served_from_first_schemas_entries_matches_fresh_store(sha
 
 
 def test_builtin_json_and_a_schema_share_entries_exactly(monkeypatch):
-    monkeypatch.setattr(mask_store, "SHARE_AFTER_NODES", 0)
+    monkeypatch.setattr(contexts, "SHARE_AFTER_NODES", 0)
     vocab = gpt2_vocabulary()
     cache = ContextClassificationCache()
     builtin = compiled_with(ga.Grammar.builtin("json"), vocab, cache)

@@ -19,11 +19,11 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
-from ..grammar.dfa import ByteDFA
-from ..grammar.lexer import character_starts, characters_to_close
-from ..grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, ParserTables
-from ..parsing.state import COLUMN, LEXEME
-from ..tokens.trie import TokenTrie
+from ...grammar.dfa import ByteDFA
+from ...grammar.lexer import character_starts, characters_to_close
+from ...grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, ParserTables
+from ...parsing.state import COLUMN, LEXEME
+from ...tokens.trie import TokenTrie
 
 FILTER_ROWS = 256
 """Filters kept per grammar (least recently used out): one per lexer state and count met

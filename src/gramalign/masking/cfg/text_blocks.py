@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..bitsets import intersects
-from ..parsing.lexing import fill_reach
-from ..tokens.trie import TokenTrie
+from ...bitsets import intersects
+from ...grammar.parser_tables import ParserTables
+from ...parsing.lexing import fill_reach
+from ...tokens.trie import TokenTrie
 
 LEVELS = (4, 8, 16, 32, 64)
 """Byte lengths up to which text tokens may be taken as a block (the largest level not
@@ -340,3 +341,84 @@ def text_slices_for(trie: TokenTrie, width: int) -> "tuple[TextSlices, ...]":
             found = _SLICES[trie] = tuple(TextSlices(trie, width, text) for text in ALPHABETS)
             _warm_kernels()
         return found
+
+
+class TextCover:
+    """Per grammar and vocabulary: which first bytes' short text tokens a context takes as
+    blocks, and the blocks added to its classes (the text side of :mod:`.contexts`)."""
+
+    def __init__(self, tables: ParserTables, trie: TokenTrie, width: int):
+        self.tables = tables
+        self.width = width
+        self.slices = text_slices_for(trie, width)
+        self.position_of = self.slices[0].position_of  # token id -> position in the whole trie
+        self._steps: dict = {}  # per alphabet, step_bytes of the lexer's byte classes, on first use
+        self._seen: list = []  # [scratch, last search number] for text_coverage, one per concurrent build
+
+    def cover(self, start: int, cand: np.ndarray):
+        """(first bytes whose short text tokens go as blocks (uint8 [256]), the
+        :class:`TextBlock` of their level, the lexer state after each first byte) for the
+        context at lexer state ``start`` under candidates ``cand``, or None where no text is
+        read far enough to be worth it. The alphabets are tried widest first: any text
+        (string bodies, keys), then letters and digits (names, formats, patterns, where a
+        space ends the lexeme)."""
+        tables = self.tables
+        lexer = tables.lexer
+        for k, slices in enumerate(self.slices):
+            if not admits_text(lexer.transitions, lexer.alive_bits, cand, np.int32(start), slices.text):
+                continue
+            steps = self._steps.get(k)
+            if steps is None:
+                steps = self._steps[k] = step_bytes(lexer.byte_class, slices.text)
+            try:
+                seen = self._seen.pop()
+            except IndexError:  # none free (first build, or another thread holds it)
+                seen = [np.zeros((lexer.num_states, max(s.text.shape[0] for s in self.slices)), np.int32), 0]
+            try:
+                if seen[1] > 1 << 30:
+                    seen[0][:] = 0
+                    seen[1] = 0
+                depth, state_after, seen[1] = text_coverage(
+                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand, tables.reach_bits,
+                    tables.reach_done, np.int32(start), slices.text, *steps, LEVELS[-1], seen[0], np.int64(seen[1]))
+            finally:
+                self._seen.append(seen)
+            # The level most text tokens can take (a few first bytes may admit longer texts,
+            # e.g. four-byte characters under a length bound in characters).
+            ascii_depth = depth[slices.ascii]
+            level = TextSlices.level_for(int(np.sort(ascii_depth)[ascii_depth.size // 2]))
+            if level:
+                return (depth >= level).astype(np.uint8), slices.block(level), state_after
+        return None
+
+    def add_blocks(self, covered, block: TextBlock, state_after, group_reach, group_masks, inside, max_groups: int):
+        """Add the text block's tokens of the covered first bytes to the inside groups (by
+        the reachable winners after the first byte) and to ``inside`` (in place); returns the
+        grown (group_reach, group_masks), or None if it would take more than ``max_groups``."""
+        covered_bytes = np.flatnonzero(covered)
+        in_block = np.diff(block.offsets) > 0
+        reach_of = self.tables.reach_bits[state_after[covered_bytes]]
+        if reach_of.shape[0] and (reach_of == reach_of[0]).all():  # one kind of ending after each byte: common
+            kinds = [(reach_of[0], covered.astype(bool))]
+        else:
+            kinds = []
+            for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
+                reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
+                same = np.zeros(256, dtype=bool)
+                same[covered_bytes[np.all(reach_of == reach, axis=1)]] = True
+                kinds.append((reach, same))
+        for reach, same in kinds:
+            row = block.row.copy()
+            clear_first_bytes(row, block.ids, block.offsets, np.flatnonzero(in_block & ~same))
+            matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
+            if matches.size:
+                g = int(matches[0])
+            elif group_reach.shape[0] < max_groups:
+                g = group_reach.shape[0]
+                group_reach = np.concatenate([group_reach, reach[None, :]])
+                group_masks = np.concatenate([group_masks, np.zeros((1, self.width), np.uint32)])
+            else:
+                return None
+            group_masks[g] |= row
+            inside |= row
+        return group_reach, group_masks

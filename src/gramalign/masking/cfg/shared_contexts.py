@@ -1,6 +1,6 @@
 """Token classifications of lexical contexts, shared across grammars of one vocabulary.
 
-:func:`.grammar_walk.classify_tokens` splits the vocabulary for a lexical context (lexer
+:func:`.trie_walk.classify_tokens` splits the vocabulary for a lexical context (lexer
 state, candidate terminals, shadows). Its answer reads only a small part of the grammar's
 lexer: the states reachable from the context's start state, its shadows and the lexer
 start of its candidate set (where a lexeme starts after an ignored one), whether any lexer
@@ -29,8 +29,8 @@ import weakref
 import numba
 import numpy as np
 
-from ..grammar.dfa_kernels import column_classes
-from ..bitsets import intersects, lowest_common_bit
+from ...bitsets import intersects, lowest_common_bit
+from ...grammar.dfa_kernels import column_classes
 
 MAX_SIGNATURE_STATES = 1024
 """Sub-automata larger than this (before minimisation) are classified directly, without a

@@ -1,0 +1,321 @@
+"""Lexical contexts and their token classes, computed on first use and kept.
+
+A *lexical context* is what a parser hypothesis's mask depends on apart from its stack:
+the lexer state of the current lexeme, the lexer start of its candidate terminals, and its
+shadows. :class:`LexicalContexts` splits the vocabulary for each one met
+(:func:`.trie_walk.classify_tokens`):
+
+* the *inside* tokens, which extend the current lexeme (possibly across ignored lexemes
+  such as whitespace) without ending a parser-visible one: grouped by the terminals their
+  lexemes can still become, each group allowed as a block when the stack can shift one of
+  them;
+* the *dependent* tokens, inside which a parser-visible lexeme could end: a sub-trie that
+  the exact walk checks against the real stack (:mod:`.stack_parts`).
+
+Where a context reads any text as one lexeme (string bodies, keys), short plain-text
+tokens are taken as precomputed blocks instead of being walked (:mod:`.text_blocks`). A
+classification that goes on past a few thousand trie nodes is looked up first in, and then
+added to, the cross-grammar cache of :mod:`.shared_contexts`, keyed by an exact signature
+of what it reads from the lexer. Counted strings of one automaton share their contexts
+(their *twins*).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...grammar.parser_tables import ParserTables
+from ...parsing.state import LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER
+from ...tokens.trie import TokenTrie
+from .shared_contexts import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
+                              context_signature, remap_terminal_bits, shared_cache_for, warm_kernels)
+from .text_blocks import TextCover
+from .trie_walk import classify_tokens, group_rows
+
+MAX_INSIDE_GROUPS = 16
+"""Kinds of lexeme endings per context kept as precomputed masks; rarer tokens go to the walk."""
+
+SHARE_AFTER_NODES = 4096
+"""Trie nodes a context's classification may visit before it is looked up in (and, when
+missing, added to) the cross-grammar cache of :mod:`.shared_contexts`."""
+
+UNSIGNED_TRIES = 2
+"""Signatures that come out too large under one candidate set before no more are tried there."""
+
+TWIN = -2
+"""The candidate-set slot of a context key shared by counted strings (no start has that id)."""
+
+_NO_SKIP = np.zeros(256, dtype=np.uint8)
+_NO_SIGNATURE = np.zeros(0, dtype=np.int32)
+
+
+@dataclass(frozen=True, eq=False)
+class ContextMasks:
+    """The token classes of one lexical context, and the stack-dependent results cached on it."""
+
+    inside: np.ndarray  # uint32 bitmask words: every inside token
+    group_reach: np.ndarray  # uint64 [groups, terminal words]: what each group's lexemes can become
+    group_masks: np.ndarray  # uint32 [groups, mask words]: the inside tokens of each group
+    dependent_ids: np.ndarray  # int32: the dependent tokens (their sub-trie is built on first use)
+    # Stack-dependent results, by layout and by how deep into the stack their computation
+    # looked: {layout key: {depth: {parser states of the top depth + 1 nodes: (groups,
+    # words, bits, whole)}}}, where the layout key is None without an indentation layout,
+    # else (bracket depth, newline column, columns of the open blocks), groups lists the
+    # inside groups the stack allows (None: all of them), (words, bits) are the allowed
+    # dependent tokens as sparse mask words and whole is the finished row (or None).
+    by_stack: dict = field(default_factory=dict)
+    lazy: dict = field(default_factory=dict)
+
+    def dependent(self, trie: TokenTrie) -> TokenTrie | None:
+        """The sub-trie of the dependent tokens of the vocabulary trie ``trie``."""
+        if "trie" not in self.lazy:
+            if self.dependent_ids.size:
+                keep = np.zeros(int(trie.token_ids.max()) + 1, dtype=np.uint8)
+                keep[self.dependent_ids] = 1
+                self.lazy["trie"] = trie.subset(keep)
+            else:
+                self.lazy["trie"] = None
+        return self.lazy["trie"]
+
+
+class LexicalContexts:
+    """The :class:`ContextMasks` of every lexical context of one grammar and vocabulary met
+    so far, by key (lexer state, candidate start, shadow 1 and its start, shadow 2 and its
+    start). Thread-safe: concurrent first uses of a context may both classify it; one wins."""
+
+    def __init__(self, tables: ParserTables, trie: TokenTrie, width: int,
+                 shared: "ContextClassificationCache | None | bool" = True, text_blocks: bool = True):
+        """``shared``: the cross-grammar cache to use (True: the process-wide one of
+        ``trie``; None or False: none). ``text_blocks``: take plain-text tokens as blocks
+        where a context admits any text; False walks every token (a reference for tests)."""
+        self.tables = tables
+        self.trie = trie
+        self.width = width
+        self.entries: dict[tuple[int, ...], ContextMasks] = {}
+        if shared is True:
+            shared = shared_cache_for(trie)
+        self.shared = None if shared is None or shared is False else shared
+        if self.shared is not None:
+            warm_kernels()
+        self.text = TextCover(tables, trie, width) if text_blocks else None
+        self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
+        self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
+        self._lock = threading.Lock()
+        lexer = tables.lexer
+        self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
+        self._candidate_id = tables.candidate_id.tolist()
+        self._twins = counted_block_twins(tables)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, entries: "dict[tuple[int, ...], ContextMasks]") -> None:
+        """Take ``entries`` (loaded from disk) where no context of that key exists yet."""
+        with self._lock:
+            for key, entry in entries.items():
+                self.entries.setdefault(key, entry)
+
+    def snapshot(self) -> "list[tuple[tuple[int, ...], ContextMasks]]":
+        with self._lock:
+            return list(self.entries.items())
+
+    def of(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
+        """The context of the hypothesis ``hyp`` (its row as ``fields``) whose stack's top
+        parser state is ``state``."""
+        cid = self._candidate_id
+        shadow1, shadow2 = fields[SHADOW1], fields[SHADOW2]
+        twin = self._twins.get(fields[LEXEME]) if self._twins else None
+        if twin is not None and shadow1 < 0 and shadow2 < 0:
+            return self._twin_context(twin, cid[state])
+        key = (fields[LEXEME], cid[state],
+               shadow1, cid[fields[SHADOW1_PARSER]] if shadow1 >= 0 else -1,
+               shadow2, cid[fields[SHADOW2_PARSER]] if shadow2 >= 0 else -1)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self._build_context(key, state, hyp)
+            with self._lock:
+                entry = self.entries.setdefault(key, entry)
+        return entry
+
+    def _twin_context(self, twin: tuple[int, int, int], cid: int) -> ContextMasks:
+        """The context of a state of a counted string's block, shared by every counted string
+        that spells the same automaton (a schema's strings of different length bounds are one
+        automaton in as many blocks): classified once, in the first such block, where only
+        that terminal is alive, so the others' contexts differ in their terminal bit alone."""
+        canonical, first, terminal = twin
+        key = (canonical, TWIN, terminal, -1, -1, -1)  # the shape of the other keys (saved to disk alike)
+        entry = self.entries.get(key)
+        if entry is not None:
+            return entry
+        base = self.entries.get((canonical, TWIN, first, -1, -1, -1))
+        if base is None:
+            base = self._classify((canonical, cid, -1, -1, -1, -1), self.tables.lexer.bits_of(
+                [self.tables.lexer.terminals[first].name]), np.zeros(0, np.int32),
+                np.zeros((0, self.tables.lexer.words), np.uint64), self.trie.num_nodes)
+            with self._lock:
+                base = self.entries.setdefault((canonical, TWIN, first, -1, -1, -1), base)
+        if terminal == first:
+            return base
+        reach = np.zeros_like(base.group_reach)
+        has = (base.group_reach[:, first >> 6] >> np.uint64(first & 63)) & np.uint64(1)
+        reach[:, terminal >> 6] = has << np.uint64(terminal & 63)
+        entry = ContextMasks(base.inside, reach, base.group_masks, base.dependent_ids)
+        entry.lazy.update(base.lazy)
+        with self._lock:
+            return self.entries.setdefault(key, entry)
+
+    def _build_context(self, key, state: int, hyp: np.ndarray) -> ContextMasks:
+        tables = self.tables
+        cid = self._candidate_id
+        lexer = tables.lexer
+        shadow_states = np.array([s for s in (hyp[SHADOW1], hyp[SHADOW2]) if s >= 0], dtype=np.int32)
+        # The context is shared by every parser state that lexes from this start, so it is
+        # classified for the terminals the start tracks (a superset of the state's own; the
+        # stack decides the rest, see grammar/lexer_starts.py).
+        starts = tables.start_bits
+        shadow_cands = np.array([starts[cid[p]] for s, p in ((hyp[SHADOW1], hyp[SHADOW1_PARSER]),
+                                                             (hyp[SHADOW2], hyp[SHADOW2_PARSER])) if s >= 0],
+                                dtype=np.uint64).reshape(len(shadow_states), lexer.words)
+        cand = starts[cid[state]]
+        if self.shared is None:
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes)
+        # Most contexts admit few first bytes and classify in a few thousand trie nodes,
+        # less than a signature costs; only the walks that go on past that are shared.
+        entry = self._classify(key, cand, shadow_states, shadow_cands, SHARE_AFTER_NODES)
+        if entry is not None:
+            return entry
+        # The walk gave up, so the context takes no text blocks (those walks never give up):
+        # the full walks below need not look for them again.
+        if self._unsigned.get(key[1], 0) < UNSIGNED_TRIES:
+            signature, real_of = context_signature(lexer.transitions, lexer.accept_bits, lexer.alive_bits,
+                                                   np.int64(key[1]), self._starts_any, tables.term_column, cand,
+                                                   shadow_states, shadow_cands, np.int64(key[0]), lexer.byte_class,
+                                                   lexer.class_byte, MAX_SIGNATURE_STATES)
+        else:
+            signature = _NO_SIGNATURE
+        if not signature.size:  # too large a sub-automaton to be worth a signature
+            # Lexemes of a large automaton (a format, a long bounded string) meet a new
+            # state at every byte; after a few of them the search is not tried again under
+            # these candidates: it costs more than the walk it could save.
+            self._unsigned[key[1]] = self._unsigned.get(key[1], 0) + 1
+            return self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes, text_blocks=False)
+        signature = signature.tobytes()
+        shared = self.shared.get(signature)
+        if shared is not None:
+            group_reach = remap_terminal_bits(shared.group_reach, real_of, lexer.words)
+            entry = ContextMasks(shared.inside, group_reach, shared.group_masks, shared.dependent_ids)
+            entry.lazy["trie"] = shared.dependent_trie
+            return entry
+        entry = self._classify(key, cand, shadow_states, shadow_cands, self.trie.num_nodes, text_blocks=False)
+        self._share(signature, real_of, entry)
+        return entry
+
+    def _classify(self, key, cand, shadow_states, shadow_cands, max_nodes: int,
+                  text_blocks: bool = True) -> "ContextMasks | None":
+        """The context's masks by :func:`classify_tokens`, or None past ``max_nodes`` trie nodes.
+
+        Where the context reads any text as one lexeme for a while (string bodies, object
+        keys), the short text tokens are taken as blocks by first byte (see
+        :mod:`.text_blocks`) and only the other tokens are walked, whatever their number."""
+        tables = self.tables
+        lexer = tables.lexer
+        cover = None
+        if self.text is not None and text_blocks and not shadow_states.size:
+            cover = self.text.cover(key[0], cand)
+        if cover is None:
+            walks = [(self.trie, _NO_SKIP)]
+        else:
+            covered, block, state_after = cover
+            walks = [(self.trie, covered), (block.rest, 1 - covered)]
+            max_nodes = self.trie.num_nodes
+        group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
+        n_groups = 0
+        pieces = []
+        held = []  # scratch buffers in use, back to the free list at the end
+        try:
+            for trie, skip in walks:
+                if trie is None:
+                    continue
+                try:
+                    scratch = self._scratch.pop()
+                except IndexError:  # none free (first build, another thread holds it, or a second walk)
+                    scratch = (np.empty(self.trie.token_ids.shape[0], dtype=np.int32),
+                               np.empty(self.trie.token_ids.shape[0], dtype=np.int32))
+                held.append(scratch)
+                positions, groups = scratch
+                n_groups, n_written = classify_tokens(
+                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
+                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits,
+                    tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
+                    trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups),
+                    skip, positions, groups, max_nodes)
+                if n_groups < 0:
+                    return None
+                pieces.append((trie, positions, groups, n_written))
+            group_masks = inside = None
+            dependent = []
+            dependent_positions = None
+            for trie, positions, groups, n_written in pieces:
+                piece_masks, piece_inside, piece_dependent = group_rows(trie.token_ids, positions, groups, n_written,
+                                                                        n_groups, self.width)
+                if group_masks is None:
+                    group_masks, inside, dependent_positions = piece_masks, piece_inside, piece_dependent
+                else:
+                    group_masks |= piece_masks
+                    inside |= piece_inside
+                dependent.append(trie.token_ids[piece_dependent])
+        finally:
+            self._scratch.extend(held)
+        if group_masks is None:
+            group_masks, inside = np.zeros((n_groups, self.width), np.uint32), np.zeros(self.width, np.uint32)
+        dependent_ids = np.concatenate(dependent) if len(dependent) > 1 else (
+            dependent[0] if dependent else np.zeros(0, np.int32))
+        group_reach = group_reach[:n_groups].copy()
+        if cover is not None:
+            added = self.text.add_blocks(covered, block, state_after, group_reach, group_masks, inside,
+                                         MAX_INSIDE_GROUPS)
+            if added is None:  # more kinds of endings than group slots: walk every token
+                return self._classify(key, cand, shadow_states, shadow_cands, max_nodes, text_blocks=False)
+            group_reach, group_masks = added
+            # The dependent tokens came from two tries: their sub-trie is cut from the whole one.
+            dependent_positions = np.sort(self.text.position_of[dependent_ids])
+            dependent_ids = self.trie.token_ids[dependent_positions]
+        elif dependent_positions is None:
+            dependent_positions = np.zeros(0, dtype=np.int64)
+        entry = ContextMasks(inside, group_reach, group_masks, dependent_ids)
+        entry.lazy["trie"] = self.trie.subset_positions(dependent_positions)
+        return entry
+
+    def _share(self, signature: bytes, real_of: np.ndarray, entry: ContextMasks) -> None:
+        """Put ``entry``'s classification into the cross-grammar cache, terminals renumbered
+        canonically (the inverse of ``real_of``)."""
+        canonical_of = np.full(self.tables.lexer.words * 64, -1, dtype=np.int32)
+        canonical_of[real_of] = np.arange(real_of.size, dtype=np.int32)
+        reach_terminals = np.flatnonzero(np.unpackbits(entry.group_reach.view(np.uint8), bitorder="little"))
+        if np.any(canonical_of[reach_terminals % canonical_of.size] < 0):
+            return  # cannot happen (reachable winners are winners of the signature's states); never guess
+        canonical_reach = remap_terminal_bits(entry.group_reach, canonical_of, max(1, (real_of.size + 63) // 64))
+        for array in (entry.inside, entry.group_masks, entry.dependent_ids):
+            array.flags.writeable = False  # shared by every grammar of this vocabulary from now on
+        self.shared.put(signature, SharedClassification(canonical_reach, entry.group_masks, entry.inside,
+                                                        entry.dependent_ids, entry.lazy["trie"]))
+
+
+def counted_block_twins(tables: ParserTables) -> dict[int, tuple[int, int, int]]:
+    """Lexer state -> (the same state in the first block of that automaton, its terminal,
+    this state's terminal) for the blocks of counted strings (see ``_twin_context``)."""
+    lexer = tables.lexer
+    first_of: dict[bytes, int] = {}
+    twins: dict[int, tuple[int, int, int]] = {}
+    for k, terminal in enumerate(lexer.terminals):
+        start = int(lexer.block_start[k]) if lexer.block_start.size else -1
+        if terminal.length is None or start < 0:
+            continue
+        first = first_of.setdefault(terminal.dfa.digest, k)
+        first_start = int(lexer.block_start[first])
+        for local in range(terminal.dfa.num_states):
+            twins[start + local] = (first_start + local, first, k)
+    return twins

@@ -1,0 +1,158 @@
+"""What the stack decides of a context's mask, cached under the part of the stack it read.
+
+A context's inside groups are allowed when the stack can shift one of the terminals their
+lexemes can become, and its dependent tokens are checked by the exact walk against the
+real stack (:func:`.trie_walk.walk_trie_grammar`). The result (which groups, which
+dependent tokens as sparse mask words, and while memory lasts the finished row) is cached
+on the context under the parser states of the top of the stack that the computation
+actually read (see :class:`~gramalign.parsing.stacks.StackPool`), so a hit is provably the
+same answer.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+
+from ...grammar.parser_tables import NEWLINE_TERMINAL, ParserTables
+from ...parsing import IncrementalParser
+from ...parsing.state import BLOCKS, BRACKETS, COLUMN, SCRATCH_BASE, STACK
+from ...tokens.trie import TokenTrie
+from .contexts import ContextMasks
+from .trie_walk import stack_shifts_each
+
+STACK_CACHE_ENTRIES = 50_000
+"""Cached stack-dependent walk results per compiled grammar (more are computed, not kept)."""
+
+WHOLE_ROW_BYTES = 32 << 20
+"""Memory per compiled grammar for finished mask rows of cached stack-dependent results."""
+
+_MISSING = object()
+_NO_WORDS = np.zeros(0, dtype=np.int64)
+_NO_BITS = np.zeros(0, dtype=np.uint32)
+_NO_WORDS.flags.writeable = _NO_BITS.flags.writeable = False
+
+
+class StackParts:
+    """The stack-dependent parts of one grammar's masks (see the module docstring)."""
+
+    def __init__(self, tables: ParserTables, trie: TokenTrie, width: int, walk):
+        """``walk(parser, hyps, row, trie, zeroed=)``: the exact walk that ORs into ``row`` the
+        tokens of ``trie`` allowed after ``hyps`` (``GrammarMaskStore.walk``)."""
+        self.tables = tables
+        self.trie = trie
+        self.width = width
+        self._walk = walk
+        self._newline = int(tables.layout[NEWLINE_TERMINAL])
+        self._cached = 0
+        self._whole_rows_left = WHOLE_ROW_BYTES // (4 * width)
+        self._lock = threading.Lock()
+
+    def part(self, parser: IncrementalParser, hyp: np.ndarray, entry: ContextMasks, fields: list[int]):
+        """((inside groups allowed or None for all, word indexes and bits of the dependent
+        tokens allowed, the whole row or None), depth) on this stack. Cached by the top of
+        the stack the computation looked at: ``depth + 1`` nodes of it."""
+        pool = parser.pool
+        node = fields[STACK]
+        layout_key = None
+        free = -1
+        if self._newline >= 0:
+            layout_key = (fields[BRACKETS], fields[COLUMN], pool.block_columns(fields[BLOCKS]))
+            free = self._newline if fields[BRACKETS] > 0 else -1
+        by_stack = entry.by_stack.get(layout_key)
+        if by_stack:
+            signature = pool.depth_signature(node, max(by_stack))
+            for depth, results in list(by_stack.items()):
+                found = results.get(signature[:depth + 1], _MISSING)
+                if found is not _MISSING:
+                    return found, depth
+        pool.exposed[0] = SCRATCH_BASE
+        allowed = np.empty(entry.group_reach.shape[0], dtype=np.bool_)
+        lr = self.tables.lr_arrays
+        pool.until_it_fits(lambda arrays: stack_shifts_each(*lr, *arrays, node, free, entry.group_reach, allowed))
+        groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
+        subtrie = entry.dependent(self.trie)
+        if subtrie is not None:
+            words = np.zeros(self.width, dtype=np.uint32)
+            self._walk(parser, hyp, words, subtrie, zeroed=True)
+            nonzero, bits = sparse_words(words)
+        else:
+            nonzero, bits = _NO_WORDS, _NO_BITS
+        whole = None
+        if nonzero.size and self._whole_rows_left > 0 and self._cached < STACK_CACHE_ENTRIES:
+            self._whole_rows_left -= 1  # one copy beats assembling the row each time
+            whole = words
+            if groups is None:
+                whole |= entry.inside
+            else:
+                for g in groups:
+                    whole |= entry.group_masks[g]
+        part = (groups, nonzero, bits, whole)
+        depth = pool.depth_of(node, int(pool.exposed[0]))
+        if self._cached < STACK_CACHE_ENTRIES:
+            with self._lock:
+                by_depth = entry.by_stack.setdefault(layout_key, {})
+                by_depth.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
+                self._cached += 1
+        return part, depth
+
+
+def write_part(entry: ContextMasks, part, row: np.ndarray, overwrite: bool) -> None:
+    """Write (or OR) into ``row`` the tokens of ``entry`` that the stack part ``part`` allows."""
+    groups, words, bits, whole = part
+    if whole is not None:
+        if overwrite:
+            np.copyto(row, whole)
+        else:
+            np.bitwise_or(row, whole, out=row)
+    else:
+        if groups is None:
+            if overwrite:
+                np.copyto(row, entry.inside)
+            else:
+                np.bitwise_or(row, entry.inside, out=row)
+        else:
+            if overwrite:
+                row[:] = 0
+            for g in groups:
+                np.bitwise_or(row, entry.group_masks[g], out=row)
+        if words.size:
+            or_sparse_words(row, words, bits)
+
+
+def part_bytes(entry: ContextMasks) -> int:
+    """Memory of the stack parts cached on ``entry``."""
+    total = 0
+    for by_depth in list(entry.by_stack.values()):
+        for results in list(by_depth.values()):
+            total += sum(64 + words.nbytes * 2 + (whole.nbytes if whole is not None else 0)
+                         for _, words, _, whole in list(results.values()))
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def sparse_words(row):
+    """(indexes of the nonzero words of ``row``, those words): ``or_sparse_words``' input,
+    without numpy's flatnonzero and fancy-indexing overhead on a short list."""
+    count = 0
+    for k in range(row.shape[0]):
+        if row[k]:
+            count += 1
+    words = np.empty(count, np.int64)
+    bits = np.empty(count, row.dtype)
+    count = 0
+    for k in range(row.shape[0]):
+        if row[k]:
+            words[count] = k
+            bits[count] = row[k]
+            count += 1
+    return words, bits
+
+
+@numba.njit(cache=True, nogil=True)
+def or_sparse_words(row, words, bits):
+    """``row[words] |= bits`` without numpy's fancy-indexing overhead."""
+    for k in range(words.shape[0]):
+        row[words[k]] |= bits[k]

@@ -1,0 +1,237 @@
+"""Token masks for context-free grammars, shared by every matcher of a compiled grammar.
+
+The mask of a parser hypothesis (stack, lexer state, shadows) is assembled from parts:
+the token classes of its *lexical context* (:mod:`.contexts`, computed once per context)
+and what its stack allows of them (:mod:`.stack_parts`, cached under the top of the stack
+the computation read). When the lexeme can end right here, before the token, the
+hypothesis "it ended" is added and its mask is assembled the same way. Counted strings
+near a length bound narrow their masks with :mod:`.counted_strings`. Entries are
+computed on first use and kept for the life of the compiled grammar; access is
+thread-safe. Rare states (more than two shadows) take the exact walk of the whole trie
+(:func:`.trie_walk.walk_trie_grammar`), which is also the reference the tests compare with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...bitsets import lowest_common_bit
+from ...grammar.parser_tables import NEWLINE_TERMINAL, ParserTables
+from ...parsing import IncrementalParser
+from ...parsing.hypotheses import end_lexeme
+from ...parsing.state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
+                              LEXEME, OK, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, SHADOWS_FULL, STACK,
+                              widen)
+from ...tokens.trie import TokenTrie
+from ...tokens.vocabulary import Vocabulary
+from ..bitmask import bitmask_width
+from .contexts import ContextMasks, LexicalContexts
+from .counted_strings import LengthFilter
+from .disk_cache import load_contexts, save_contexts
+from .shared_contexts import ContextClassificationCache
+from .stack_parts import STACK_CACHE_ENTRIES, StackParts, part_bytes, write_part
+from .trie_walk import walk_trie_grammar
+
+MEMO_ENTRIES = 4096
+"""Rows remembered per parser (matcher) by exact hypothesis, see ``StackPool.memo``."""
+
+
+class GrammarMaskStore:
+    """Exact token masks for the states of an :class:`IncrementalParser`."""
+
+    def __init__(self, tables: ParserTables, vocabulary: Vocabulary, trie: TokenTrie,
+                 shared: "ContextClassificationCache | None | bool" = True, text_blocks: bool = True):
+        """``shared``: the cross-grammar cache of context classifications to use (True: the
+        process-wide one of ``trie``; None or False: classify every context here).
+        ``text_blocks``: take plain-text tokens as blocks where a context admits any text
+        (see :mod:`.text_blocks`); False walks every token (a reference for tests)."""
+        self.tables = tables
+        self.vocabulary = vocabulary
+        self.trie = trie
+        self.width = bitmask_width(vocabulary.size)
+        self._args = tables.kernel_args()
+        self.contexts = LexicalContexts(tables, trie, self.width, shared, text_blocks)
+        self.stack_parts = StackParts(tables, trie, self.width, self.walk)
+        lexer = tables.lexer
+        self._accepting_any = tables.accepting
+        self._can_continue = np.any(lexer.transitions >= 0, axis=1)
+        self._starts = lexer.num_starts
+        self._candidate_id = tables.candidate_id.tolist()
+        self._newline = int(tables.layout[NEWLINE_TERMINAL])
+        # (top parser state, lexer state, shadows) -> (context, part) for parts computed
+        # from the top of the stack alone: the fast path of fill().
+        self._by_top: dict[tuple[int, ...], tuple[ContextMasks, tuple]] = {}
+        self._lengths = LengthFilter(tables, trie, vocabulary.size, self.width) if LengthFilter.needed(tables) else None
+
+    @property
+    def num_contexts(self) -> int:
+        return len(self.contexts)
+
+    @property
+    def memory_bytes(self) -> int:
+        t = self.tables
+        total = int(t.reach_bits.nbytes + t.reach_done.nbytes + t.lexer.transitions.nbytes
+                    + t.table.action.nbytes + t.table.goto.nbytes)
+        for entry in list(self.contexts.entries.values()):
+            total += entry.inside.nbytes + entry.group_masks.nbytes + part_bytes(entry)
+            subtrie = entry.lazy.get("trie")
+            if subtrie is not None:
+                total += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
+                                                subtrie.token_start, subtrie.token_ids))
+        return total
+
+    def save(self, path: "str | Path") -> None:
+        """Write every lexical context computed so far to ``path`` (a .npz file, see
+        :mod:`.disk_cache`)."""
+        save_contexts(path, self.contexts.snapshot(), self.tables, self.vocabulary, self.width)
+
+    def load(self, path: "str | Path") -> int:
+        """Add the contexts saved in ``path``; returns how many. A file for another grammar,
+        vocabulary or format is ignored with a warning (and 0 is returned)."""
+        loaded = load_contexts(path, self.tables, self.vocabulary, self.width)
+        self.contexts.add(loaded)
+        return len(loaded)
+
+    def walk(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray, trie: TokenTrie | None = None,
+             zeroed: bool = False) -> None:
+        """OR into ``row`` every token of ``trie`` (default: the vocabulary) allowed after
+        ``hyps``; ``zeroed``: ``row`` is all zeros, so the walk may write it directly."""
+        trie = trie if trie is not None else self.trie
+        scratch = row if zeroed else np.zeros_like(row)
+        rows = max(INITIAL_HYPOTHESES, parser.rows)
+        while True:
+            status = walk_trie_grammar(*self._args, *parser.pool.arrays(), hyps, trie.node_byte,
+                                       trie.node_depth, trie.subtree_end, trie.token_start,
+                                       trie.token_ids, trie.max_depth, rows, scratch)
+            if status == OK:
+                if scratch is not row:
+                    row |= scratch
+                return
+            if status == HYPOTHESES_FULL:
+                rows *= 2
+            elif status == SHADOWS_FULL:
+                hyps = widen(hyps)
+            else:
+                parser.pool.grow(status)
+            scratch[:] = 0
+
+    def fill(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
+        """Write into ``row`` (uint32 words) the non-EOS tokens allowed after ``hyps``."""
+        if self._lengths is not None:
+            filters = [self._lengths.allowed(hyp) for hyp in hyps]
+            if any(f is not None for f in filters):
+                self._fill_counted(parser, hyps, row, filters)
+                return
+        self._fill_unbounded(parser, hyps, row)
+
+    def _fill_unbounded(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
+        """``fill`` without length filters (see :mod:`.counted_strings`)."""
+        if hyps.shape[0] == 1 and hyps.shape[1] == HYPOTHESIS_FIELDS:
+            # The common case: one hypothesis whose lexeme cannot end here, seen before by
+            # this parser (stack nodes are immutable, so the whole row is its key), or whose
+            # stack-dependent part depended on the top of the stack only.
+            fields = tuple(hyps.tolist()[0])
+            hit = parser.pool.memo.get(fields)
+            if hit is None and self._newline < 0 and not self._accepting_any[fields[LEXEME]]:
+                hit = self._by_top.get((int(parser.pool.state[fields[STACK]]),) + fields[LEXEME:SHADOW2_PARSER + 1])
+            if hit is not None:
+                write_part(hit[0], hit[1], row, True)
+                return
+        mark = parser.pool.used
+        try:
+            for h in range(hyps.shape[0]):
+                self._fill_hypothesis(parser, hyps[h:h + 1], row, overwrite=h == 0)
+        finally:
+            if parser.pool.used != mark:
+                parser.truncate(mark)
+
+    def _fill_counted(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray, filters) -> None:
+        """``fill`` where a counted string is near a bound: each such hypothesis's mask as if
+        its string had no bounds (count -1: not checked), narrowed by its length filter."""
+        part = np.empty_like(row)
+        for h, allowed in enumerate(filters):
+            hyp = hyps[h:h + 1]
+            if allowed is not None and hyp[0, LEXEME] >= self._starts:
+                hyp = hyp.copy()
+                hyp[0, COLUMN] = -1
+            self._fill_unbounded(parser, hyp, part)
+            if allowed is not None:
+                part &= allowed
+            if h == 0:
+                np.copyto(row, part)
+            else:
+                row |= part
+
+    def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray,
+                         overwrite: bool = False) -> None:
+        """OR this hypothesis's allowed tokens into ``row`` (or overwrite ``row`` with them)."""
+        tables = self.tables
+        fields = hyp[0].tolist()
+        if len(fields) > HYPOTHESIS_FIELDS and fields[HYPOTHESIS_FIELDS] >= 0:
+            # More than two shadows: rare enough that the exact walk beats a context of its own.
+            if overwrite:
+                row[:] = 0
+            self.walk(parser, hyp, row)
+            return
+        q = fields[LEXEME]
+        state = int(parser.pool.state[fields[STACK]])
+        entry = self.contexts.of(fields, state, hyp[0])
+        part, depth = self.stack_parts.part(parser, hyp, entry, fields)
+        write_part(entry, part, row, overwrite)
+        accepting = q >= self._starts and self._accepting_any[q]
+        if not accepting:
+            if depth == 0 and self._newline < 0 and len(self._by_top) < STACK_CACHE_ENTRIES:
+                self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (entry, part)
+            pool = parser.pool
+            node = max(fields[STACK], fields[BLOCKS])
+            if overwrite and node < pool.used and len(pool.memo) < MEMO_ENTRIES:
+                pool.memo[tuple(fields)] = (entry, part)
+                pool.memo_top = max(pool.memo_top, node)
+        else:
+            ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
+            if ended is not None:
+                allowed = self._lengths.allowed(ended[0]) if self._lengths is not None and ended.shape[0] else None
+                if allowed is not None:  # the next lexeme may be a counted string
+                    part = np.empty_like(row)
+                    self._fill_hypothesis(parser, ended, part, overwrite=True)
+                    row |= part & allowed
+                elif ended.shape[0]:
+                    self._fill_hypothesis(parser, ended, row)
+            else:
+                self.walk(parser, hyp, row)
+
+    def _lexeme_ended(self, parser: IncrementalParser, hyp: np.ndarray, state: int, cand: np.ndarray):
+        """The hypothesis "the current lexeme ends before the next byte", as a 1-row array;
+        an empty array if the parser rejects it; None if it needs more than two shadows."""
+        tables = self.tables
+        lexer = tables.lexer
+        q = int(hyp[LEXEME])
+        common = lexer.accept_bits[q] & cand
+        winner = lowest_common_bit(common, common)
+        if winner < 0:
+            return np.empty((0, hyp.shape[0]), dtype=np.int32)
+        pool = parser.pool
+        node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
+            *tables.lr_arrays, tables.layout, tables.bracket_delta, *arrays, int(hyp[STACK]), winner,
+            int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
+        if node < 0:
+            return np.empty((0, hyp.shape[0]), dtype=np.int32)
+        pool.used = int(alloc)
+        shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
+        if self._can_continue[q]:
+            shadows.append((q, state))
+        shadows = [s for s in shadows if s[0] >= 0]
+        if len(shadows) > 2:
+            return None
+        ended = np.full((1, hyp.shape[0]), -1, dtype=np.int32)
+        ended[0, STACK] = node
+        ended[0, LEXEME] = self._candidate_id[int(pool.state[node])]  # the start of its candidate set
+        ended[0, BRACKETS] = brackets
+        ended[0, COLUMN] = 0
+        ended[0, BLOCKS] = blocks
+        for k, (s, p) in enumerate(shadows):
+            ended[0, SHADOW1 + 2 * k] = s
+            ended[0, SHADOW1_PARSER + 2 * k] = p
+        return ended
