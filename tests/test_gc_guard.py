@@ -425,3 +425,40 @@ def test_freeze_gc_is_opt_in(monkeypatch):
     assert calls == []  # nothing freezes behind the user's back
     assert ga.freeze_gc() == gc.get_freeze_count()
     assert calls == ["collect", "freeze"]  # garbage collected first, so none is frozen
+
+
+@pytest.mark.parametrize("source", ["lark", "schema"])
+def test_a_compiled_grammar_is_freed_without_the_cyclic_collector(source):
+    # fills run with the collector paused, so a reference cycle through a compiled grammar
+    # (its mask store, contexts, stack parts) would keep it, and its masks, alive for long
+    # (built here, not by ga.compile, whose cache keeps recent grammars on purpose)
+    import weakref
+
+    from gramalign.grammar.parser_tables import build_parser_tables
+    from gramalign.masking.cfg import GrammarMaskStore
+    from gramalign.masking.compiler import CompiledGrammar, token_trie
+
+    vocab = ga.Vocabulary.from_token_bytes(TOKENS, eos_token_ids=[EOS])
+    grammar = (ga.Grammar.from_lark(LET) if source == "lark"
+               else ga.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        compiled = CompiledGrammar(grammar, vocab, store=GrammarMaskStore(build_parser_tables(grammar), vocab,
+                                                                           token_trie(vocab)))
+        matcher = compiled.matcher()
+        bitmask = ga.allocate_token_bitmask_numpy(1, vocab.size)
+        for _ in range(4):  # fill, then take an allowed token, so every part of the store is built
+            matcher.fill_next_token_bitmask(bitmask)
+            allowed = np.flatnonzero(unpack_token_bitmask_numpy(bitmask, vocab.size)[0])
+            if not allowed.size or allowed[0] == EOS:
+                break
+            matcher.accept_token(int(allowed[0]))
+        assert compiled.store is not None and len(compiled.store.contexts) > 0
+        store = weakref.ref(compiled.store)
+        del compiled, matcher
+        assert store() is None
+    finally:
+        if was_enabled:
+            gc.enable()

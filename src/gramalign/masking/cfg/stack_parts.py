@@ -38,22 +38,22 @@ _NO_WORDS.flags.writeable = _NO_BITS.flags.writeable = False
 class StackParts:
     """The stack-dependent parts of one grammar's masks (see the module docstring)."""
 
-    def __init__(self, tables: ParserTables, trie: TokenTrie, width: int, walk):
-        """``walk(parser, hyps, row, trie, zeroed=)``: the exact walk that ORs into ``row`` the
-        tokens of ``trie`` allowed after ``hyps`` (``GrammarMaskStore.walk``)."""
+    def __init__(self, tables: ParserTables, trie: TokenTrie, width: int):
         self.tables = tables
         self.trie = trie
         self.width = width
-        self._walk = walk
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._cached = 0
         self._whole_rows_left = WHOLE_ROW_BYTES // (4 * width)
         self._lock = threading.Lock()
 
-    def part(self, parser: IncrementalParser, hyp: np.ndarray, entry: ContextMasks, fields: list[int]):
+    def part(self, parser: IncrementalParser, hyp: np.ndarray, entry: ContextMasks, fields: list[int], walk):
         """((inside groups allowed or None for all, word indexes and bits of the dependent
         tokens allowed, the whole row or None), depth) on this stack. Cached by the top of
-        the stack the computation looked at: ``depth + 1`` nodes of it."""
+        the stack the computation looked at: ``depth + 1`` nodes of it. ``walk(parser, hyps,
+        row, trie, zeroed=)`` is the exact walk (``GrammarMaskStore.walk``), passed per call:
+        kept here, it would tie the store into a reference cycle that only the cyclic
+        garbage collector frees."""
         pool = parser.pool
         node = fields[STACK]
         layout_key = None
@@ -76,7 +76,7 @@ class StackParts:
         subtrie = entry.dependent(self.trie)
         if subtrie is not None:
             words = np.zeros(self.width, dtype=np.uint32)
-            self._walk(parser, hyp, words, subtrie, zeroed=True)
+            walk(parser, hyp, words, subtrie, zeroed=True)
             nonzero, bits = sparse_words(words)
         else:
             nonzero, bits = _NO_WORDS, _NO_BITS

@@ -53,7 +53,7 @@ class GrammarMaskStore:
         self.width = bitmask_width(vocabulary.size)
         self._args = tables.kernel_args()
         self.contexts = LexicalContexts(tables, trie, self.width, shared, text_blocks)
-        self.stack_parts = StackParts(tables, trie, self.width, self.walk)
+        self.stack_parts = StackParts(tables, trie, self.width)
         lexer = tables.lexer
         self._accepting_any = tables.accepting
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
@@ -178,7 +178,7 @@ class GrammarMaskStore:
         q = fields[LEXEME]
         state = int(parser.pool.state[fields[STACK]])
         entry = self.contexts.of(fields, state, hyp[0])
-        part, depth = self.stack_parts.part(parser, hyp, entry, fields)
+        part, depth = self.stack_parts.part(parser, hyp, entry, fields, self.walk)
         write_part(entry, part, row, overwrite)
         accepting = q >= self._starts and self._accepting_any[q]
         if not accepting:
