@@ -5,9 +5,9 @@
 Each case runs in a forked child with ``--budget`` seconds of compile time
 (``CompileLimits(max_compile_seconds=...)``, for the front end and for ``ga.compile``
 each), ``--memory-mib`` of address space above the parent's, and is killed after
-``--timeout`` seconds; see ``tests/fuzz_run.py`` for the checks and outcomes,
-``tests/fuzz_cases.py`` for the generators. Prints the outcome table (overall and per
-family) and every failure with the command that reproduces it; exits 1 on any failure.
+``--timeout`` seconds; see ``tests/support/fuzz_run.py`` for the checks and outcomes,
+``tests/support/fuzz_cases.py`` for the generators. Prints the outcome table (overall and
+per family) and every failure with the command that reproduces it; exits 1 on any failure.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
-from fuzz_cases import make_case  # noqa: E402
-from fuzz_run import FAILURES, OUTCOMES, run_cases, summarize, warm_up  # noqa: E402
+from support.fuzz_cases import make_case  # noqa: E402
+from support.fuzz_run import FAILURES, OUTCOMES, run_cases, summarize, warm_up  # noqa: E402
 
 
 def main(argv=None) -> int:

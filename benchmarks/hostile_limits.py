@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 import gramalign as ga  # noqa: E402
-from fuzz_run import _vm_bytes, byte_vocabulary  # noqa: E402
+from support.fuzz_run import byte_vocabulary, vm_bytes  # noqa: E402
 
 
 def _self_containing():
@@ -49,7 +49,7 @@ CASES = {
 
 
 def _child(connection, name):
-    limit = _vm_bytes() + (1 << 30)
+    limit = vm_bytes() + (1 << 30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     payload = CASES[name]()
     limits = ga.CompileLimits(max_compile_seconds=2)

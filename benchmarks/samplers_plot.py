@@ -1,5 +1,6 @@
 """KL(sampler || exact conditioned model) against the number of samples, on the toy
-distortion case of tests/test_samplers.py; writes docs/samplers_kl.png.
+distortion case of tests/oracles/exact_laws.py (the oracle of tests/test_samplers.py);
+writes docs/samplers_kl.png.
 
 Run: PYTHONPATH=src:tests python benchmarks/samplers_plot.py
 """
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from gramalign.samplers import ASApSampler, smc_sample  # noqa: E402
-from test_samplers import distortion_case, empirical, kl, masked_exact, target_distribution  # noqa: E402
+from oracles.exact_laws import distortion_case, empirical, kl, masked_exact, target_distribution  # noqa: E402
 
 COUNTS = [10, 30, 100, 300, 1000, 3000]
 

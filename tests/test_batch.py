@@ -7,8 +7,8 @@ import pytest
 
 import gramalign as ga
 
-from test_drafts import mask_row, valid_sequences
-from test_grammar_masks import gpt2_vocabulary
+from support.mask_walks import mask_row, valid_sequences
+from support.vocabularies import gpt2_vocabulary
 
 
 @pytest.fixture(scope="module")

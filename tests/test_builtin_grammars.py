@@ -1,6 +1,6 @@
 """The shipped grammars (json.lark, sql.lark) against their oracles, the random sentence
-generator of grammar_strings.py, and -- most importantly -- that lark's contextual lexer
-and gramalign's longest-match lexing agree on every string tried.
+generator of support/grammar_strings.py, and -- most importantly -- that lark's
+contextual lexer and gramalign's longest-match lexing agree on every string tried.
 
 Oracles: RFC 8259 is ``json.loads`` minus its NaN/Infinity extension; the SQL corpus is
 tests/data/sql/queries.sql; the language of a grammar is lark's LALR parser's.
@@ -27,8 +27,8 @@ from gramalign.errors import GrammarError
 from gramalign.grammar.builtin import BUILTIN_GRAMMARS, BUILTIN_LAYOUTS, builtin_grammar_text, load_builtin
 from gramalign.grammar.regex import regex_to_dfa
 
-from grammar_strings import SQL_QUERIES_PATH, random_strings, real_sql_queries, split_sql_statements
-from grammar_walks import lark_accepts as lark_parser_accepts
+from support.grammar_strings import SQL_QUERIES_PATH, random_strings, real_sql_queries, split_sql_statements
+from support.grammar_walks import lark_accepts as lark_parser_accepts
 
 TESTS = Path(__file__).parent
 
@@ -55,7 +55,7 @@ def rfc_json_valid(text: str) -> bool:
 
 WITHOUT_LAYOUT = sorted(set(BUILTIN_GRAMMARS) - set(BUILTIN_LAYOUTS))
 """Grammars whose sentences lark parses without a post-lexer (the Python grammar's
-indentation has its own oracle: tests/python_oracle.py, test_python_grammar*.py)."""
+indentation has its own oracle: tests/oracles/python_layout.py, test_python_grammar*.py)."""
 
 
 @lru_cache(maxsize=None)
@@ -339,7 +339,7 @@ def test_generator_is_deterministic(name):
 
 
 def test_generator_is_deterministic_across_hash_seeds():
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); from grammar_strings import random_strings; "
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from support.grammar_strings import random_strings; "
               "from gramalign.grammar.builtin import builtin_grammar_text as t; "
               "print(repr(random_strings(t('sql'), 'start', 8, seed=9) + random_strings(t('json'), 'value', 8, seed=9)))")
     outputs = set()

@@ -28,8 +28,8 @@ from gramalign.parsing import IncrementalParser
 from gramalign.integrations.cli import main
 from gramalign.masking.bitmask import pack_bool_mask
 
-from grammar_walks import random_texts
-from shared_data import data_dir
+from support.grammar_walks import random_texts
+from support.shared_data import data_dir
 
 D7 = "http://json-schema.org/draft-07/schema#"
 D2019 = "https://json-schema.org/draft/2019-09/schema"

@@ -85,13 +85,12 @@ def test_version_and_a_model_folder_that_does_not_exist(tmp_path, capsys):
     assert "Hugging Face model folder" in capsys.readouterr().err
 
 
-def test_generate_with_a_local_model_folder(tmp_path, capsys):
+def test_generate_with_a_local_model_folder(tmp_path, capsys, tiny_model):
     """--model reads a Hugging Face folder offline (a tiny random Llama with GPT-2's tokenizer):
     only the grammar makes its output match."""
-    from test_hf_processor import tiny_model
-    from tokenizer_zoo import gpt2_hf_fast
+    from support.tokenizer_zoo import gpt2_hf_fast
 
-    tiny_model.__wrapped__().save_pretrained(tmp_path)
+    tiny_model.save_pretrained(tmp_path)
     tokenizer = gpt2_hf_fast()
     tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
     tokenizer.save_pretrained(tmp_path)

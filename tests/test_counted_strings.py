@@ -19,7 +19,8 @@ from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 from gramalign.masking.bitmask import unpack_bitmask_row
 
-from test_grammar_masks import assert_mask_equals_brute_force, gpt2_vocabulary
+from oracles.brute_force_masks import assert_mask_equals_brute_force
+from support.vocabularies import gpt2_vocabulary
 
 BOUNDS = [(0, 1), (1, None), (2, 2), (0, 5), (3, 9), (0, 100), (64, 70), (22, 4096), (1, 131072), (90, None)]
 CHARACTERS = ["a", "é", "中", "\U0001F642", "\n", '"', "\\", "\x01"]

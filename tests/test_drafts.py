@@ -13,7 +13,8 @@ import pytest
 import gramalign as ga
 from gramalign.masking.bitmask import unpack_bitmask_row
 
-from test_grammar_masks import gpt2_vocabulary, random_mask_walk
+from support.mask_walks import mask_row, replay, valid_sequences
+from support.vocabularies import gpt2_vocabulary
 
 GRAMMARS = {
     "json": lambda: ga.Grammar.builtin("json"),
@@ -25,24 +26,6 @@ GRAMMARS = {
 @pytest.fixture(scope="module", params=sorted(GRAMMARS))
 def compiled(request) -> ga.CompiledGrammar:
     return ga.compile(GRAMMARS[request.param](), gpt2_vocabulary())
-
-
-def valid_sequences(compiled: ga.CompiledGrammar, count: int, seed: int) -> list[list[int]]:
-    rng = np.random.default_rng(seed)
-    sequences = []
-    for _ in range(count):
-        tokens = []
-
-        def pick(choices, rng, tokens=tokens):
-            token = int(rng.choice(choices))
-            tokens.append(token)
-            return token
-
-        matcher, _ = random_mask_walk(compiled, rng, steps=40, end_after=25, end_chance=0.1, pick=pick)
-        if matcher.is_terminated():
-            tokens.append(compiled.vocabulary.eos_token_ids[0])
-        sequences.append(tokens)
-    return sequences
 
 
 def corrupt(tokens: list[int], vocab: ga.Vocabulary, rng: np.random.Generator) -> list[int]:
@@ -58,19 +41,6 @@ def corrupt(tokens: list[int], vocab: ga.Vocabulary, rng: np.random.Generator) -
     else:
         tokens.insert(where, vocab.eos_token_ids[0])
     return tokens
-
-
-def mask_row(matcher: ga.GrammarMatcher) -> np.ndarray:
-    row = ga.allocate_token_bitmask_numpy(1, matcher.compiled.vocabulary.size)
-    matcher.fill_next_token_bitmask(row, 0)
-    return row[0]
-
-
-def replay(compiled: ga.CompiledGrammar, tokens: list[int]) -> ga.GrammarMatcher:
-    matcher = compiled.matcher()
-    for token in tokens:
-        matcher.accept_token(token)
-    return matcher
 
 
 def test_validate_draft_agrees_with_feeding_tokens_one_by_one(compiled):

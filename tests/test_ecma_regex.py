@@ -23,7 +23,7 @@ import regex
 from gramalign.errors import RegexError
 from gramalign.grammar.dfa import DEAD
 from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_dfa
-from shared_data import data_dir
+from support.shared_data import data_dir
 
 
 def matches(pattern: str, text: str) -> bool:

@@ -1,7 +1,7 @@
 """A short fuzz run (fixed seed): hostile and random schemas, Lark grammars and regexes, each
 compiled in a child process under a 2 s compile budget and 1 GiB of memory, then checked by
 random mask walks and near-miss texts against jsonschema, lark and ``re`` (see
-tests/fuzz_run.py). ``benchmarks/fuzz.py`` runs the same cases at scale (docs/benchmarks.md).
+tests/support/fuzz_run.py). ``benchmarks/fuzz.py`` runs the same cases at scale (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import multiprocessing
 
 import pytest
 
-from fuzz_cases import make_case
-from fuzz_run import FAILURES, run_cases, summarize, warm_up
+from support.fuzz_cases import make_case
+from support.fuzz_run import FAILURES, run_cases, summarize, warm_up
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                                 reason="each case runs in a forked process")

@@ -1,5 +1,5 @@
 """Grammar.from_gbnf: llama.cpp's GBNF means what the GBNF definition says (oracle: the
-Earley recognizer of gbnf_reference.py over the rules' syntax trees, on random sentences
+Earley recognizer of oracles/gbnf.py over the rules' syntax trees, on random sentences
 and damaged ones), masks equal a brute-force scan, and bad grammars fail with a line and
 column. The grammars are written here in the style of llama.cpp's GBNF documentation.
 """
@@ -16,8 +16,8 @@ from gramalign.grammar.gbnf_frontend import GbnfError, parse_gbnf
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from gbnf_reference import earley_accepts, random_sentence
-from test_grammar_masks import assert_mask_equals_brute_force
+from oracles.brute_force_masks import assert_mask_equals_brute_force
+from oracles.gbnf import earley_accepts, random_sentence
 
 JSON = r'''
 # JSON values, no leading zeros

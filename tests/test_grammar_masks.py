@@ -2,7 +2,8 @@
 matcher's complete strings against lark's own LALR parser.
 
 Brute force: for every token, the incremental parser is fed prefix + token bytes the slow
-way (one numba call per token, no trie, no mask store); the mask must equal that set.
+way (one numba call per token, no trie, no mask store; oracles/brute_force_masks.py); the
+mask must equal that set.
 States are reached by random prefixes (cut at token boundaries and at random bytes) of
 strings generated from each shipped grammar and of real text.
 """
@@ -19,31 +20,15 @@ import pytest
 
 import gramalign as ga
 from gramalign.grammar.builtin import builtin_grammar_text
-from gramalign.parsing import IncrementalParser
-from gramalign.masking.bitmask import unpack_bitmask_row
 
-from grammar_strings import random_strings, real_sql_queries
-from shared_data import maskbench_documents
-from tokenizer_zoo import gpt2_hf_fast, llama3_tokenizers
+from oracles.brute_force_masks import assert_mask_equals_brute_force
+from support.grammar_strings import random_strings, real_sql_queries
+from support.mask_walks import random_mask_walk
+from support.shared_data import maskbench_documents
+from support.tokenizer_zoo import gpt2_hf_fast
+from support.vocabularies import gpt2_vocabulary, llama_sample_vocabulary
 
 START = {"json": "value", "sql": "start"}
-LLAMA_SAMPLE = 5000
-
-
-@lru_cache(maxsize=None)
-def gpt2_vocabulary() -> ga.Vocabulary:
-    return ga.Vocabulary.from_hf(gpt2_hf_fast())
-
-
-@lru_cache(maxsize=None)
-def llama_sample_vocabulary() -> ga.Vocabulary:
-    """Llama-3.2 with a fixed random sample of 5,000 tokens; all others are blanked."""
-    full = ga.Vocabulary.from_tokenizers(llama3_tokenizers(), eos_token_ids=[128001])
-    grammar_ids = full.grammar_token_ids()
-    keep = set(np.random.default_rng(1234).choice(grammar_ids, LLAMA_SAMPLE, replace=False).tolist())
-    blanked = [i for i in range(full.size) if i not in keep and i not in full.eos_token_ids]
-    return ga.Vocabulary.from_token_bytes(full.token_bytes, eos_token_ids=full.eos_token_ids,
-                                          special_token_ids=blanked, vocab_size=full.size)
 
 
 @lru_cache(maxsize=None)
@@ -55,63 +40,6 @@ def compiled_grammar(name: str, vocab_name: str) -> ga.CompiledGrammar:
 @lru_cache(maxsize=None)
 def lark_parser(name: str) -> lark.Lark:
     return lark.Lark(builtin_grammar_text(name), parser="lalr", start=START[name])
-
-
-def brute_force_allowed(compiled: ga.CompiledGrammar, prefix: bytes) -> np.ndarray:
-    parser = IncrementalParser(compiled.store.tables)
-    state, _ = parser.feed(parser.initial_state(), prefix)
-    assert state is not None, prefix
-    vocab = compiled.vocabulary
-    allowed = np.zeros(vocab.size, dtype=bool)
-    mark = parser.pool.used
-    for token in vocab.grammar_token_ids().tolist():
-        following, _ = parser.feed(state, vocab.token_bytes[token])
-        allowed[token] = following is not None
-        parser.truncate(mark)
-    if parser.can_end(state):
-        allowed[list(vocab.eos_token_ids)] = True
-    return allowed
-
-
-def assert_mask_equals_brute_force(compiled: ga.CompiledGrammar, prefix: bytes) -> bool:
-    """Check the matcher's mask after ``prefix`` against :func:`brute_force_allowed`; False
-    (nothing checked) when ``prefix`` cuts a UTF-8 character that no token sequence can make."""
-    matcher = compiled.matcher()
-    try:
-        matcher.accept_string(prefix)
-    except ga.StringRejected:
-        return False
-    mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
-    matcher.fill_next_token_bitmask(mask, 0)
-    got = unpack_bitmask_row(mask[0], compiled.vocabulary.size)
-    expected = brute_force_allowed(compiled, prefix)
-    wrong = np.flatnonzero(got != expected)
-    assert wrong.size == 0, (prefix, [(int(t), compiled.vocabulary.token_bytes[t], bool(expected[t]))
-                                      for t in wrong[:10]])
-    return True
-
-
-def random_mask_walk(compiled: ga.CompiledGrammar, rng: np.random.Generator, *, steps: int, end_after: int,
-                     end_chance: float, pick=None):
-    """(matcher, text): tokens drawn from the mask until EOS (taken with ``end_chance``, or
-    always after ``end_after`` steps) or ``steps`` tokens. ``pick(choices, rng)`` chooses a
-    non-EOS token (default: uniformly)."""
-    vocab = compiled.vocabulary
-    eos = set(vocab.eos_token_ids)
-    matcher = compiled.matcher()
-    text = b""
-    for step in range(steps):
-        allowed = matcher.allowed_token_ids()
-        assert allowed.size, text
-        ends = [t for t in allowed if t in eos]
-        if ends and (step > end_after or rng.random() < end_chance):
-            matcher.accept_token(ends[0])
-            break
-        choices = [t for t in allowed if t not in eos]
-        token = pick(choices, rng) if pick is not None else int(rng.choice(choices))
-        matcher.accept_token(token)
-        text += vocab.token_bytes[token]
-    return matcher, text
 
 
 def sample_texts(name: str) -> list[str]:

@@ -8,24 +8,13 @@ import re
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 import gramalign as ga
-from tokenizer_zoo import gpt2_hf_fast
+from support.tiny_model import PADDED_WIDTH
+from support.tokenizer_zoo import gpt2_hf_fast
 
-PADDED_WIDTH = 50304  # wider than GPT-2's 50257 ids, as many models are
-
-
-@pytest.fixture(scope="module")
-def tiny_model():
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=PADDED_WIDTH, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                         bos_token_id=50256, eos_token_id=50256, pad_token_id=50256)
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():  # a peaked random model: sampling is far from uniform
-        model.lm_head.weight.mul_(40)
-    return model
+# tiny_model: the fixture of conftest.py (support/tiny_model.py)
 
 
 @pytest.mark.parametrize("pattern", [

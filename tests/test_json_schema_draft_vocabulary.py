@@ -20,7 +20,7 @@ from gramalign.errors import SchemaCompileError
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from grammar_walks import random_texts
+from support.grammar_walks import random_texts
 
 D4 = "http://json-schema.org/draft-04/schema#"
 D6 = "http://json-schema.org/draft-06/schema#"

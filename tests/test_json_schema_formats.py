@@ -27,32 +27,10 @@ import pytest
 
 from gramalign.grammar.dfa import DEAD, ByteDFA
 from gramalign.grammar.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, format_dfa
-from shared_data import data_dir
+from support.format_allowances import ALLOWED_REJECTIONS, allowance
+from support.shared_data import data_dir
 
 SUITE_DRAFTS = ("draft2020-12", "draft7")
-
-# Valid suite instances we knowingly reject (the module docstring explains each subset).
-ALLOWED_REJECTIONS: list[tuple[str, object, str]] = [
-    # Punycode and IDNA2008 validity of A-labels is not practical in a DFA: every label
-    # with "--" in positions 3-4 (so every "xn--" label) is rejected.
-    ("hostname", lambda s: any(label[2:4] == "--" for label in s.split(".")), "reserved (xn--) label"),
-    # The regex subset stays inside what ECMA-262 (with and without the u flag) and Python's
-    # re (jsonschema's checker) both accept, and is regular (no back-references).
-    ("regex", "(?<name>x)", "named group: not Python syntax"),
-    ("regex", "(?<n>a)\\k<n>", "named group and back-reference"),
-    ("regex", "(?<=a+)b", "lookbehind (variable width: not Python)"),
-    ("regex", "[]", "empty class: not Python syntax"),
-    ("regex", "[^]", "negated empty class: not Python syntax"),
-    ("regex", "\\cA", "control escape: not Python syntax"),
-]
-
-
-def _allowance(fmt: str, instance: str) -> int | None:
-    """Index of the allow-list entry covering a rejected valid instance, if any."""
-    for index, (name, rule, _) in enumerate(ALLOWED_REJECTIONS):
-        if name == fmt and (rule(instance) if callable(rule) else rule == instance):
-            return index
-    return None
 
 
 def accepts(fmt: str, text: str) -> bool:
@@ -98,9 +76,9 @@ def test_suite_valid_instances_are_accepted_but_the_allow_list():
     cases = [case for case in _suite_cases() if case[1] in FORMATS and case[3]]
     assert len(cases) > 350
     rejected = [case for case in cases if not accepts(case[1], case[2])]
-    assert [case for case in rejected if _allowance(case[1], case[2]) is None] == []
+    assert [case for case in rejected if allowance(case[1], case[2]) is None] == []
     # Every allow-list entry is still needed, and the tolerated rejections stay few.
-    assert {_allowance(case[1], case[2]) for case in rejected} == set(range(len(ALLOWED_REJECTIONS)))
+    assert {allowance(case[1], case[2]) for case in rejected} == set(range(len(ALLOWED_REJECTIONS)))
     assert len({case[1:3] for case in rejected}) <= 25
 
 

@@ -16,7 +16,7 @@ import gramalign as ga
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from grammar_walks import random_texts
+from support.grammar_walks import random_texts
 
 WORD = {"type": "string", "pattern": "^[a-z]{0,4}$"}
 SCHEMA = {"type": "object", "properties": {

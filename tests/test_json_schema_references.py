@@ -24,8 +24,8 @@ from gramalign.grammar.json_schema.resolve import MAX_DYNAMIC_SCOPES
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from shared_data import data_dir
-from test_json_schema_suite import _has_integral_float
+from support.json_instances import has_integral_float
+from support.shared_data import data_dir
 
 REMOTE = "http://localhost:1234/"
 
@@ -183,7 +183,7 @@ def test_dynamic_references_agree_with_jsonschema(schema):
         valid = validator.is_valid(value)
         verdicts[valid] += 1
         accepted = _accepts(grammar, value)
-        assert accepted == valid or (valid and _has_integral_float(value)), (value, valid)
+        assert accepted == valid or (valid and has_integral_float(value)), (value, valid)
     assert verdicts[True] > 5 and verdicts[False] > 5, verdicts
 
 

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 import jsonschema
 import pydantic
 import pytest
-from grammar_walks import byte_vocabulary, is_valid_text, random_texts
+from support.grammar_walks import byte_vocabulary, is_valid_text, random_texts
 
 import gramalign as ga
 from gramalign.integrations.tools import parse_tool_calls, tool_calling_grammar

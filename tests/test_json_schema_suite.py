@@ -20,8 +20,9 @@ from gramalign.grammar.grammar import Grammar
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from shared_data import data_dir
-from test_json_schema_formats import _allowance as format_subset_allowance
+from support.format_allowances import allowance as format_subset_allowance
+from support.json_instances import has_integral_float, reversed_keys
+from support.shared_data import data_dir
 
 # (file, group description, test description): valid instances the grammar rejects on purpose.
 KEY_ORDER = "keys in another order than the schema's (property_order='schema')"
@@ -59,24 +60,6 @@ def _groups(draft: str, with_formats: bool):
             yield path, group
 
 
-def _reversed_keys(value):
-    """``value`` with every object's members in reverse order (for property_order='any')."""
-    if isinstance(value, dict):
-        return {key: _reversed_keys(value[key]) for key in reversed(value)}
-    if isinstance(value, list):
-        return [_reversed_keys(item) for item in value]
-    return value
-
-
-def _has_integral_float(value) -> bool:
-    """Whether ``value`` holds a float like 1.0, which ``integer`` rejects unless integer_fraction=True."""
-    if isinstance(value, float):
-        return value.is_integer()
-    if isinstance(value, dict):
-        value = list(value.values())
-    return isinstance(value, list) and any(map(_has_integral_float, value))
-
-
 def _run(draft: str, whitespace: str, property_order: str = "schema", integer_fraction: bool = False):
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     counts = {"compiled": 0, "refused": 0, "agreed": 0}
@@ -96,7 +79,7 @@ def _run(draft: str, whitespace: str, property_order: str = "schema", integer_fr
         counts["compiled"] += 1
         parser = IncrementalParser(build_parser_tables(grammar))
         for test in group["tests"]:
-            data = _reversed_keys(test["data"]) if property_order == "any" else test["data"]
+            data = reversed_keys(test["data"]) if property_order == "any" else test["data"]
             if whitespace == "compact":
                 text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
             else:
@@ -106,7 +89,7 @@ def _run(draft: str, whitespace: str, property_order: str = "schema", integer_fr
                 counts["agreed"] += 1
             elif not test["valid"]:
                 failures.append(("INVALID ACCEPTED", path.name, group["description"], test["description"], text))
-            elif not integer_fraction and _has_integral_float(test["data"]):
+            elif not integer_fraction and has_integral_float(test["data"]):
                 continue  # integers are written plainly by default: 1.0 is not generated
             elif path.name == "format.json" and "annotation" in test["description"]:
                 continue  # FORMAT_ASSERTED

@@ -24,7 +24,7 @@ from gramalign.grammar.json_schema.types import is_schema_type, schema_of_type
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from grammar_walks import random_texts
+from support.grammar_walks import random_texts
 
 
 class Genre(enum.Enum):

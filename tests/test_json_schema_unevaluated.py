@@ -9,7 +9,7 @@
   on every instance of a small enumerated universe by ``jsonschema``'s validator.
 - Texts the masks write (random walks over a byte vocabulary) for those schemas: each one
   valid for the validator.
-- Random schemas of ``test_json_schema_random`` with ``unevaluated*`` keywords sprinkled
+- Random schemas of ``support.random_schemas`` with ``unevaluated*`` keywords sprinkled
   in, judged by the validator on the generator's instances.
 """
 
@@ -28,10 +28,10 @@ from gramalign.grammar.grammar import Grammar
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from grammar_walks import is_valid_text, random_texts
-from shared_data import data_dir
-from test_json_schema_random import InstanceGenerator, SchemaGenerator, serialize
-from test_json_schema_suite import _reversed_keys
+from support.grammar_walks import is_valid_text, random_texts
+from support.json_instances import reversed_keys
+from support.random_schemas import InstanceGenerator, SchemaGenerator, serialize
+from support.shared_data import data_dir
 
 # Groups refused for a reason outside these keywords: (draft, file, group) -> why.
 SUITE_REFUSALS = {
@@ -65,7 +65,7 @@ def test_suite_groups(draft, file):
             refused.add((draft, file, group["description"]))
             continue
         for test in group["tests"]:
-            for data in (test["data"], _reversed_keys(test["data"])):
+            for data in (test["data"], reversed_keys(test["data"])):
                 if parser.accepts(_text(data)) != test["valid"]:
                     disagreements.append((group["description"], test["description"], _text(data)))
     assert not disagreements, disagreements
@@ -216,7 +216,7 @@ def test_random_schemas_with_unevaluated_keywords(seed):
         compiled += 1
         for value in instances:
             expected = validator.is_valid(value)
-            for text in {serialize(value), _text(_reversed_keys(value)).decode()}:
+            for text in {serialize(value), _text(reversed_keys(value)).decode()}:
                 if parser.accepts(text.encode("utf-8")) != expected:
                     failures.append(("INVALID ACCEPTED" if not expected else "valid rejected", json.dumps(schema),
                                      text))

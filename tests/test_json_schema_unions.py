@@ -20,7 +20,7 @@ import gramalign as ga
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from grammar_walks import is_valid_text, random_texts
+from support.grammar_walks import is_valid_text, random_texts
 
 POOL = [None, 0, 1, -1, 2.5, "a", "b", True, {}, {"x": 1}, {"y": True}, {"t": "a"}, {"t": "b"}, {"t": "a", "u": 1}]
 

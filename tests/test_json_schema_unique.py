@@ -25,7 +25,7 @@ from gramalign.grammar.json_schema.unique import MAX_UNIQUE_SETS, subsets_needed
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from shared_data import data_dir
+from support.shared_data import data_dir
 
 POOL = ["1", "1.0", "1e0", "2", "2.50", "2.5", "0", "-0", "0.0", "true", "false", "null", '"a"', '"\\u0061"', '"b"',
         "[1]", "[1.0]", "[1,2]", "[2,1]", '{"a":1,"b":2}', '{"b":2,"a":1}', '{"a":1}', "[]", "{}"]

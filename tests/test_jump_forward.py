@@ -14,9 +14,9 @@ import pytest
 import gramalign as ga
 from gramalign.samplers.jump_forward import jump_forward
 
-from test_drafts import mask_row, replay
-from test_grammar_masks import gpt2_vocabulary
-from tokenizer_zoo import gpt2_hf_fast
+from support.mask_walks import mask_row, replay
+from support.tokenizer_zoo import gpt2_hf_fast
+from support.vocabularies import gpt2_vocabulary
 
 
 def finite_regex_language() -> tuple[ga.Grammar, list[bytes]]:

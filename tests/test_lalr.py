@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark.parsers.lalr_analysis import digraph as lark_digraph
-from lark_lalr_oracle import _digraph, canonical, lark_parse_table
-from shared_data import maskbench_files
+from oracles.lark_lalr import canonical, iterative_digraph, lark_parse_table
+from support.shared_data import maskbench_files
 
 import gramalign as ga
 import gramalign.grammar.parser_tables
@@ -50,7 +50,7 @@ def test_iterative_digraph_equals_larks(seed):
     rng = random.Random(seed)
     nodes, relation, initial = random_relation(rng, rng.randrange(1, 40))
     # Both mutate their initial sets (as lark does): give each its own copy.
-    ours = _digraph(nodes, relation, {x: set(v) for x, v in initial.items()})
+    ours = iterative_digraph(nodes, relation, {x: set(v) for x, v in initial.items()})
     theirs = lark_digraph(nodes, relation, {x: set(v) for x, v in initial.items()})
     assert {x: ours[x] for x in nodes} == {x: theirs[x] for x in nodes}
     assert sharing(ours) == sharing(theirs)

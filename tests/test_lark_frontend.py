@@ -12,7 +12,7 @@ import gramalign as ga
 from gramalign.grammar.lalr import build_parse_table, parse_terminals
 from gramalign.grammar.lark_frontend import LarkGrammarError
 
-from grammar_walks import lark_accepts
+from support.grammar_walks import lark_accepts
 
 EBNF = r'''
 start: item+ ("|" item*)? [";"]

@@ -20,7 +20,8 @@ from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 from gramalign.parsing.state import HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES
 
-from test_grammar_masks import assert_mask_equals_brute_force, gpt2_vocabulary
+from oracles.brute_force_masks import assert_mask_equals_brute_force
+from support.vocabularies import gpt2_vocabulary
 
 # LONG stays undecided across any run of a's and b's, and its bounded count makes every
 # pending lexeme start a shadow in a state of its own; the right recursion gives every
@@ -140,7 +141,7 @@ def python_pair():
 
 
 def docstring_heavy_files(count: int):
-    from python_oracle import stdlib_python_files
+    from oracles.python_layout import stdlib_python_files
 
     files = [(path.read_text(encoding="utf-8").count('"""'), path) for path in stdlib_python_files(40)]
     return [path for n, path in sorted(files, key=lambda item: -item[0])[:count] if n >= 6]
@@ -165,7 +166,7 @@ def test_stdlib_modules_with_docstrings_agree_with_lark_byte_by_byte():
 def test_masks_after_opening_triple_quotes_in_stdlib_modules():
     """Token by token through real modules: every mask is filled without an exception, and
     right after an opening triple quote the mask equals a brute-force scan."""
-    from tokenizer_zoo import gpt2_hf_fast
+    from support.tokenizer_zoo import gpt2_hf_fast
 
     _, grammar = python_pair()
     compiled = ga.compile(grammar, gpt2_vocabulary())

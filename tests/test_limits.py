@@ -15,7 +15,7 @@ import gramalign as ga
 from gramalign.errors import LimitExceeded
 from gramalign.grammar.lalr import build_parse_table
 from gramalign.grammar.limits import active_limits, applied, check_time
-from fuzz_run import byte_vocabulary
+from support.fuzz_run import byte_vocabulary
 
 PAST = ga.CompileLimits(max_compile_seconds=1e-9)  # already over when the first check runs
 

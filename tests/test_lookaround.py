@@ -24,7 +24,7 @@ from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 from gramalign.grammar.regex import regex_to_dfa
 
-from grammar_walks import lark_accepts
+from support.grammar_walks import lark_accepts
 
 INSIDE = [
     r'"(?!")[^"]*"',  # a lookahead at the start of what follows

@@ -1,5 +1,5 @@
 """The shipped Python grammar: the incremental parser against lark's LALR parser with the
-indentation post-lexer of ``python_oracle`` (gramalign's documented layout semantics), and
+indentation post-lexer of ``oracles.python_layout`` (gramalign's documented layout semantics), and
 masks against a brute-force scan of the vocabulary, on standard-library files and random
 sentences of the grammar.
 """
@@ -16,10 +16,11 @@ import gramalign as ga
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
-from python_oracle import oracle_accepts, python_random_strings, stdlib_python_files
-from test_grammar_masks import (assert_mask_equals_brute_force, gpt2_vocabulary, llama_sample_vocabulary,
-                                random_mask_walk)
-from tokenizer_zoo import gpt2_hf_fast
+from oracles.brute_force_masks import assert_mask_equals_brute_force
+from oracles.python_layout import oracle_accepts, python_random_strings, stdlib_python_files
+from support.mask_walks import random_mask_walk
+from support.tokenizer_zoo import gpt2_hf_fast
+from support.vocabularies import gpt2_vocabulary, llama_sample_vocabulary
 
 MUTATIONS = ("(", ")", "[", "]", ":", " ", "  ", "\t", "\n", "\n    ", "#", "x", "'", '"', "\\\n", "=", ",", "if ")
 

@@ -1,4 +1,4 @@
-"""The shipped Python grammar and its lark oracle (python_oracle.py) against Python itself:
+"""The shipped Python grammar and its lark oracle (oracles/python_layout.py) against Python itself:
 hand-written snippets (layout above all) get CPython's verdict, standard-library files are
 accepted and lexed into Python's own tokens, lark's contextual lexing is longest-match
 lexing, and the random programs are sentences of the grammar.
@@ -17,7 +17,7 @@ from lark.lexer import BasicLexer, PatternStr
 
 from gramalign.grammar.regex import regex_to_dfa
 
-from python_oracle import (
+from oracles.python_layout import (
     grammar_text,
     oracle_accepts,
     python_lark_parser,

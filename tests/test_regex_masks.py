@@ -21,7 +21,7 @@ import regex as regex_module
 import gramalign as ga
 from gramalign.masking.bitmask import unpack_bitmask_row
 
-from tokenizer_zoo import gpt2_hf_fast
+from support.tokenizer_zoo import gpt2_hf_fast
 
 # (pattern, sample strings of the language used to reach states)
 PATTERNS = [

@@ -24,7 +24,8 @@ from gramalign.grammar.dfa_kernels import column_classes
 from gramalign.masking.cfg.shared_contexts import MAX_SIGNATURE_STATES, ContextClassificationCache, context_signature
 from gramalign.masking.cfg import GrammarMaskStore, contexts
 
-from test_grammar_masks import brute_force_allowed, gpt2_vocabulary
+from support.mask_walks import lockstep_walks
+from support.vocabularies import gpt2_vocabulary
 
 SCHEMA_A = {"type": "object", "properties": {
     "name": {"type": "string"}, "age": {"type": "integer"},
@@ -39,34 +40,6 @@ SCHEMA_B = {"type": "object", "properties": {
 def compiled_with(grammar: ga.Grammar, vocabulary: ga.Vocabulary, shared) -> CompiledGrammar:
     store = GrammarMaskStore(build_parser_tables(grammar), vocabulary, token_trie(vocabulary), shared=shared)
     return CompiledGrammar(grammar, vocabulary, store=store)
-
-
-def lockstep_walks(cached: CompiledGrammar, fresh: CompiledGrammar, seed: int, walks: int, steps: int) -> int:
-    """Random walks drawn from the masks, asserting both grammars give the same mask at every
-    step (and brute force agrees at a few); returns the number of masks compared."""
-    rng = np.random.default_rng(seed)
-    vocab = cached.vocabulary
-    eos = set(vocab.eos_token_ids)
-    compared = 0
-    for walk in range(walks):
-        a, b = cached.matcher(), fresh.matcher()
-        text = b""
-        for step in range(steps):
-            got, expected = a.allowed_token_ids(), b.allowed_token_ids()
-            assert np.array_equal(got, expected), text
-            if step % 11 == 3:
-                oracle = np.flatnonzero(brute_force_allowed(fresh, text))
-                assert np.array_equal(got, oracle), text
-            compared += 1
-            choices = [t for t in got.tolist() if t not in eos]
-            if not choices:
-                break
-            # Prefer tokens that stay in long lexemes (string bodies) now and then.
-            token = int(rng.choice(choices))
-            a.accept_token(token)
-            b.accept_token(token)
-            text += vocab.token_bytes[token]
-    return compared
 
 
 @pytest.mark.parametrize("share_after_nodes", [0, contexts.SHARE_AFTER_NODES])

@@ -22,8 +22,8 @@ from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.masking.cfg import GrammarMaskStore
 from gramalign.masking.cfg.text_blocks import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
 
-from test_shared_contexts import lockstep_walks
-from test_grammar_masks import gpt2_vocabulary
+from support.mask_walks import lockstep_walks
+from support.vocabularies import gpt2_vocabulary
 
 CONTINUATIONS = (0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF)  # the ends of every second-byte range
 

@@ -13,9 +13,8 @@ import torch
 import gramalign as ga
 from gramalign.integrations.tools import HERMES, ToolCallFormat, parse_tool_calls, tool_calling_grammar
 
-from grammar_walks import byte_vocabulary, random_texts
-from test_hf_processor import tiny_model  # noqa: F401 (a fixture)
-from tokenizer_zoo import gpt2_hf_fast
+from support.grammar_walks import byte_vocabulary, random_texts
+from support.tokenizer_zoo import gpt2_hf_fast
 
 WEATHER = {"type": "object", "required": ["city"], "additionalProperties": False,
            "properties": {"city": {"type": "string", "maxLength": 12},

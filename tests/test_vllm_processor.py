@@ -305,7 +305,7 @@ def _fake_vllm(monkeypatch, tokenizer):
 
 def test_processor_masks_constrained_rows_and_leaves_the_others(monkeypatch):
     torch = pytest.importorskip("torch")
-    from tokenizer_zoo import gpt2_hf_fast
+    from support.tokenizer_zoo import gpt2_hf_fast
 
     tokenizer = gpt2_hf_fast()
     adapter = _fake_vllm(monkeypatch, tokenizer)
@@ -411,7 +411,7 @@ def test_import_gramalign_imports_neither_vllm_nor_torch():
 
 def test_each_request_ends_on_its_own_stop_ids(monkeypatch):
     torch = pytest.importorskip("torch")
-    from tokenizer_zoo import gpt2_hf_fast
+    from support.tokenizer_zoo import gpt2_hf_fast
 
     tokenizer = gpt2_hf_fast()
     adapter = _fake_vllm(monkeypatch, tokenizer)
@@ -472,7 +472,7 @@ def test_docstring_examples_of_batch_rows():
 
 def test_the_engine_start_builds_the_vocabulary_and_survives_a_tokenizer_it_cannot_read(monkeypatch, caplog):
     pytest.importorskip("torch")
-    from tokenizer_zoo import gpt2_hf_fast
+    from support.tokenizer_zoo import gpt2_hf_fast
 
     config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: 50304),
                              scheduler_config=SimpleNamespace(max_num_seqs=2))

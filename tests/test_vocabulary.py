@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import tokenizer_zoo as zoo
+from support import tokenizer_zoo as zoo
 
 from gramalign.errors import VocabularyError
 from gramalign.tokens import Vocabulary

@@ -26,7 +26,7 @@ from gramalign.grammar.regex import regex_to_dfa
 
 __all__ = ["random_strings", "real_sql_queries", "split_sql_statements", "SQL_QUERIES_PATH"]
 
-SQL_QUERIES_PATH = Path(__file__).parent / "data" / "sql" / "queries.sql"
+SQL_QUERIES_PATH = Path(__file__).parent.parent / "data" / "sql" / "queries.sql"
 
 DEFAULT_MAX_DEPTH = 40
 """Derivation depth budget (levels of nonterminals); raised to the grammar's minimum if lower."""

@@ -2,9 +2,9 @@
 
 This is what ``gramalign.grammar.lalr`` ran before its integer construction: lark's
 ``LALR_Analyzer`` on lark ``Rule`` objects, with two changes that keep its results (NULLABLE
-by a worklist instead of lark's FIRST/FOLLOW fixpoint, and :func:`_digraph`, lark's
-look-ahead traversal without recursion). :func:`canonical` renumbers any table's states
-breadth first, so two constructions can be compared entry by entry.
+by a worklist instead of lark's FIRST/FOLLOW fixpoint, and :func:`iterative_digraph`,
+lark's look-ahead traversal without recursion). :func:`canonical` renumbers any table's
+states breadth first, so two constructions can be compared entry by entry.
 """
 
 from __future__ import annotations
@@ -172,13 +172,13 @@ class _Analyzer(LALR_Analyzer):
 
 
     def compute_lookaheads(self):
-        """lark's ``compute_lookaheads`` with :func:`_digraph` (no recursion) in place of its
-        recursive ``digraph``, which overflows Python's stack on long include chains (a
+        """lark's ``compute_lookaheads`` with :func:`iterative_digraph` (no recursion) in place
+        of its recursive ``digraph``, which overflows Python's stack on long include chains (a
         schema requiring 1,000 keys needs ~950 nested calls)."""
-        read_sets = _digraph(self.nonterminal_transitions, self.reads, self.directly_reads)
+        read_sets = iterative_digraph(self.nonterminal_transitions, self.reads, self.directly_reads)
         if not self.shared_sets:
             read_sets = {x: set(read_sets[x]) for x in self.nonterminal_transitions}
-        follow_sets = _digraph(self.nonterminal_transitions, self.includes, read_sets)
+        follow_sets = iterative_digraph(self.nonterminal_transitions, self.includes, read_sets)
         for nonterminal, lookbacks in self.lookback.items():
             for state, rule in lookbacks:
                 for symbol in follow_sets[nonterminal]:
@@ -213,7 +213,7 @@ class _Analyzer(LALR_Analyzer):
         return found
 
 
-def _digraph(nodes, relation, initial) -> dict:
+def iterative_digraph(nodes, relation, initial) -> dict:
     """lark's ``digraph`` (DeRemer and Pennello's traversal: F(x) = G(x) united with F(y) for
     every y related to x) with an explicit stack instead of recursion. It performs lark's
     steps in lark's order, sharing set objects exactly as lark does (F(x) starts as G(x)

@@ -31,7 +31,7 @@ from lark.indenter import DedentError, Indenter
 
 from gramalign.grammar.builtin import builtin_grammar_text
 
-from grammar_strings import bnf_alternatives, min_heights
+from support.grammar_strings import bnf_alternatives, min_heights
 
 __all__ = ["GramalignIndenter", "grammar_text", "oracle_accepts", "python_lark_parser", "python_random_strings",
            "stdlib_candidate_files", "stdlib_python_files", "newline_column"]

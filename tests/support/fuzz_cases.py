@@ -4,7 +4,7 @@
 is reproduced alone (``benchmarks/fuzz.py --seed S --case I``) and a run split over jobs
 meets the same cases. A :class:`Case` carries the input as a user would send it (a dict, a
 JSON text, bytes that are not UTF-8, a dict that contains itself, a Lark text, a pattern and
-flags) and, for schemas written by ``test_json_schema_random.SchemaGenerator``, values near
+flags) and, for schemas written by ``support.random_schemas.SchemaGenerator``, values near
 the schema whose serialisation is in the documented output form (docs/json_schema.md), so
 a valid one must be accepted.
 
@@ -23,7 +23,7 @@ import re
 import string
 from dataclasses import dataclass, field
 
-from test_json_schema_random import InstanceGenerator, SchemaGenerator
+from support.random_schemas import InstanceGenerator, SchemaGenerator
 
 DRAFTS = ("http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-06/schema#",
           "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2019-09/schema",

@@ -38,7 +38,7 @@ import traceback
 from decimal import Decimal
 
 import gramalign as ga
-from fuzz_cases import Case
+from support.fuzz_cases import Case
 
 OUTCOMES = ("result", "clear error", "other exception", "crash", "hang", "over memory", "over time budget",
             "invalid output", "invalid accepted", "valid rejected", "dead end", "oracle error", "unchecked",
@@ -71,7 +71,7 @@ def vocabulary() -> ga.Vocabulary:
 # ------------------------------------------------------------------------- in the child
 
 
-def _vm_bytes() -> int:
+def vm_bytes() -> int:
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith("VmSize:"):
@@ -260,7 +260,7 @@ def _oracle(case: Case) -> _Oracle:
 
 def _samples(case: Case) -> list[tuple[bytes, bool]]:
     """(text, in the output form) for the generator's values of a schema case."""
-    from test_json_schema_random import other_spellings, serialize
+    from support.random_schemas import other_spellings, serialize
 
     texts = []
     for value in case.values:
@@ -348,7 +348,7 @@ def check_case(case: Case, budget: float, walks: int, max_bytes: int, phase) -> 
 
 
 def _child(connection, case: Case, budget: float, walks: int, max_bytes: int, memory_mib: int) -> None:
-    limit = _vm_bytes() + (memory_mib << 20)
+    limit = vm_bytes() + (memory_mib << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.setrecursionlimit(1000)  # what a fresh interpreter has (the parent may have raised it)
 
@@ -454,7 +454,7 @@ def run_cases(cases, *, budget: float = 2.0, timeout: float = 20.0, memory_mib: 
 def warm_up() -> None:
     """Compile and walk one grammar of each kind in this process, so forked children find the
     numba kernels compiled (each child would otherwise JIT them again)."""
-    from fuzz_cases import make_case
+    from support.fuzz_cases import make_case
 
     rng = random.Random(0)
     vocab = vocabulary()
