@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.masking.bitmask import unpack_bitmask_row
 
 from support.mask_walks import mask_row, replay, valid_sequences
 from support.vocabularies import gpt2_vocabulary

@@ -25,8 +25,7 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.integrations.batch_rows import (ConstrainedRows, ConstraintError, RequestConstraint,
-                                               parse_request_constraint)
+from gramalign.integrations.batch_rows import ConstrainedRows, ConstraintError, parse_request_constraint
 from gramalign.masking.bitmask import unpack_bitmask_row
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},

@@ -39,6 +39,7 @@ from decimal import Decimal
 
 import gramalign as ga
 from support.fuzz_cases import Case
+from support.grammar_walks import byte_vocabulary  # token i is byte i, EOS = 256
 
 OUTCOMES = ("result", "clear error", "other exception", "crash", "hang", "over memory", "over time budget",
             "invalid output", "invalid accepted", "valid rejected", "dead end", "oracle error", "unchecked",
@@ -51,11 +52,6 @@ sized by an estimate, a pass over a 300 KB schema, a garbage collection) take up
 
 EOS = 256
 _STRUCTURAL = frozenset(b'"]},:0123456789.-truefalsn')
-
-
-def byte_vocabulary() -> ga.Vocabulary:
-    return ga.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b""], eos_token_ids=EOS,
-                                          special_token_ids=[EOS])
 
 
 _VOCAB = None
