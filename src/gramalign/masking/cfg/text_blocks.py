@@ -228,13 +228,59 @@ def step_bytes(byte_class, text):
 
 
 @numba.njit(cache=True, nogil=True)
-def clear_first_bytes(row, ids, offsets, first_bytes):
-    """Clear in bitmask ``row`` the tokens ``ids[offsets[b]:offsets[b + 1]]`` of each byte
-    ``b`` in ``first_bytes``."""
-    for b in first_bytes:
-        for k in range(offsets[b], offsets[b + 1]):
-            token = ids[k]
-            row[token >> 5] &= ~(np.uint32(1) << np.uint32(token & 31))
+def block_kinds(covered, state_after, reach_bits):
+    """(kind of each first byte, -1 where not covered; the reachable winners of each kind):
+    covered first bytes grouped by the terminals their lexemes can still become."""
+    kind_of = np.full(256, -1, np.int64)
+    kinds = np.empty((256, reach_bits.shape[1]), np.uint64)
+    n = 0
+    for b in range(256):
+        if not covered[b]:
+            continue
+        reach = reach_bits[state_after[b]]
+        for k in range(n):
+            same = True
+            for w in range(reach.shape[0]):
+                if kinds[k, w] != reach[w]:
+                    same = False
+                    break
+            if same:
+                kind_of[b] = k
+                break
+        if kind_of[b] < 0:
+            kinds[n] = reach
+            kind_of[b] = n
+            n += 1
+    return kind_of, kinds[:n].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def or_block_tokens(row, ids, offsets, kind_of, kind, group_row, inside):
+    """OR into ``group_row`` and ``inside`` the block's tokens (``row``; ``ids[offsets[b]:
+    offsets[b + 1]]`` start with byte ``b``) whose first byte is of kind ``kind``: set one by
+    one, or as the whole row less the others, whichever touches fewer tokens."""
+    taken = 0
+    for b in range(256):
+        if kind_of[b] == kind:
+            taken += offsets[b + 1] - offsets[b]
+    if 2 * taken <= offsets[256]:
+        for b in range(256):
+            if kind_of[b] == kind:
+                for k in range(offsets[b], offsets[b + 1]):
+                    token = ids[k]
+                    bit = np.uint32(1) << np.uint32(token & 31)
+                    group_row[token >> 5] |= bit
+                    inside[token >> 5] |= bit
+        return
+    part = row.copy()
+    for b in range(256):
+        if kind_of[b] != kind:
+            for k in range(offsets[b], offsets[b + 1]):
+                token = ids[k]
+                part[token >> 5] &= ~(np.uint32(1) << np.uint32(token & 31))
+    for w in range(part.shape[0]):
+        group_row[w] |= part[w]
+        inside[w] |= part[w]
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,9 +368,10 @@ def _warm_kernels() -> None:
         steps = step_bytes(np.zeros(256, np.int64), TEXT)
         text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, np.int32(0),
                       TEXT, *steps, LEVELS[-1], np.zeros((1, TEXT.shape[0]), np.int32), np.int64(0))
-    ids, offsets = np.zeros(1, np.int32), np.zeros(257, np.int64)
-    ids.flags.writeable = offsets.flags.writeable = False
-    clear_first_bytes(np.zeros(1, np.uint32), ids, offsets, np.zeros(1, np.int64))
+    ids, offsets, row = np.zeros(1, np.int32), np.zeros(257, np.int64), np.zeros(1, np.uint32)
+    ids.flags.writeable = offsets.flags.writeable = row.flags.writeable = False
+    kind_of, _ = block_kinds(np.ones(256, np.uint8), np.zeros(256, np.int32), np.zeros((1, 1), np.uint64))
+    or_block_tokens(row, ids, offsets, kind_of, 0, np.zeros(1, np.uint32), np.zeros(1, np.uint32))
     _warm = True
 
 
@@ -395,21 +442,9 @@ class TextCover:
         """Add the text block's tokens of the covered first bytes to the inside groups (by
         the reachable winners after the first byte) and to ``inside`` (in place); returns the
         grown (group_reach, group_masks), or None if it would take more than ``max_groups``."""
-        covered_bytes = np.flatnonzero(covered)
-        in_block = np.diff(block.offsets) > 0
-        reach_of = self.tables.reach_bits[state_after[covered_bytes]]
-        if reach_of.shape[0] and (reach_of == reach_of[0]).all():  # one kind of ending after each byte: common
-            kinds = [(reach_of[0], covered.astype(bool))]
-        else:
-            kinds = []
-            for reach in np.unique(reach_of.view(f"V{reach_of.shape[1] * 8}")):
-                reach = np.frombuffer(reach.tobytes(), dtype=np.uint64)
-                same = np.zeros(256, dtype=bool)
-                same[covered_bytes[np.all(reach_of == reach, axis=1)]] = True
-                kinds.append((reach, same))
-        for reach, same in kinds:
-            row = block.row.copy()
-            clear_first_bytes(row, block.ids, block.offsets, np.flatnonzero(in_block & ~same))
+        kind_of, kinds = block_kinds(covered, state_after, self.tables.reach_bits)
+        for kind in range(kinds.shape[0]):
+            reach = kinds[kind]
             matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
             if matches.size:
                 g = int(matches[0])
@@ -419,6 +454,5 @@ class TextCover:
                 group_masks = np.concatenate([group_masks, np.zeros((1, self.width), np.uint32)])
             else:
                 return None
-            group_masks[g] |= row
-            inside |= row
+            or_block_tokens(block.row, block.ids, block.offsets, kind_of, kind, group_masks[g], inside)
         return group_reach, group_masks
