@@ -11,7 +11,7 @@ import pytest
 from gramalign.errors import GrammarError
 from gramalign.grammar.automata import complement, concatenate, difference, intersect, optional, repeat, star, union
 from gramalign.grammar.dfa import StateLimitError
-from gramalign.grammar.json_numbers import integer_range_dfa, integer_range_regex
+from gramalign.grammar.json_schema.integer_ranges import integer_range_dfa, integer_range_regex
 from gramalign.grammar.regex import regex_to_dfa
 
 ALPHABET = "ab,"

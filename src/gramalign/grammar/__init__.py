@@ -9,7 +9,7 @@ In the order a compile reaches them:
   :mod:`.builtin` (the shipped grammars in ``grammars/``), ``Grammar.from_regex``.
 - Regexes to byte automata: :mod:`.regex` (Python syntax to a byte NFA), :mod:`.dfa`
   (ByteDFA and its algebra, kernels in :mod:`.dfa_kernels`), :mod:`.automata` and
-  :mod:`.automaton_cache` (bounded, shared automata), :mod:`.json_numbers`.
+  :mod:`.automaton_cache` (bounded, shared automata).
 - Analysis: :mod:`.lexer` (every terminal in one product DFA, kernels in
   :mod:`.lexer_kernels`, shared starts in :mod:`.lexer_starts`), :mod:`.lalr` (the LALR(1)
   table lark builds, kernels in :mod:`.lalr_kernels`), and :mod:`.parser_tables`, which

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from ..automata import MAX_STATES, concatenate, intersect, union
 from ..dfa import NFA, ByteDFA, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa
-from ..json_numbers import integer_range_dfa
+from .integer_ranges import integer_range_dfa
 from ..regex import regex_to_dfa
 
 __all__ = ["MAX_MULTIPLE_STATES", "all_numbers", "bounded", "decimals", "integers", "multiple_of", "number_literal",
