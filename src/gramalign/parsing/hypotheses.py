@@ -230,7 +230,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
 
     Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
     "the lexeme ended just before this byte". ``HYPOTHESES_FULL``: ``out`` needs more rows;
-    ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`widen`).
+    ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`.state.widen`).
     """
     if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
         return n_out, alloc, OK
