@@ -106,7 +106,7 @@ class LexicalContexts:
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
-        self._candidate_id = tables.candidate_id.tolist()
+        self.candidate_id = tables.candidate_id.tolist()  # per parser state: the lexer start of its candidates
         self._twins = counted_block_twins(tables)
 
     def __len__(self) -> int:
@@ -125,7 +125,7 @@ class LexicalContexts:
     def of(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
         """The context of the hypothesis ``hyp`` (its row as ``fields``) whose stack's top
         parser state is ``state``."""
-        cid = self._candidate_id
+        cid = self.candidate_id
         shadow1, shadow2 = fields[SHADOW1], fields[SHADOW2]
         twin = self._twins.get(fields[LEXEME]) if self._twins else None
         if twin is not None and shadow1 < 0 and shadow2 < 0:
@@ -169,7 +169,7 @@ class LexicalContexts:
 
     def _build_context(self, key, state: int, hyp: np.ndarray) -> ContextMasks:
         tables = self.tables
-        cid = self._candidate_id
+        cid = self.candidate_id
         lexer = tables.lexer
         shadow_states = np.array([s for s in (hyp[SHADOW1], hyp[SHADOW2]) if s >= 0], dtype=np.int32)
         # The context is shared by every parser state that lexes from this start, so it is

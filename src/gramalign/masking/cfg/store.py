@@ -58,7 +58,6 @@ class GrammarMaskStore:
         self._accepting_any = tables.accepting
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
         self._starts = lexer.num_starts
-        self._candidate_id = tables.candidate_id.tolist()
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         # (top parser state, lexer state, shadows) -> (context, part) for parts computed
         # from the top of the stack alone: the fast path of fill().
@@ -227,7 +226,7 @@ class GrammarMaskStore:
             return None
         ended = np.full((1, hyp.shape[0]), -1, dtype=np.int32)
         ended[0, STACK] = node
-        ended[0, LEXEME] = self._candidate_id[int(pool.state[node])]  # the start of its candidate set
+        ended[0, LEXEME] = self.contexts.candidate_id[int(pool.state[node])]  # the start of its candidate set
         ended[0, BRACKETS] = brackets
         ended[0, COLUMN] = 0
         ended[0, BLOCKS] = blocks
