@@ -23,6 +23,7 @@ from gramalign.masking.cfg import GrammarMaskStore
 from gramalign.masking.cfg.text_blocks import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
 
 from support.mask_walks import lockstep_walks
+from oracles.brute_force_masks import brute_force_allowed
 from support.vocabularies import gpt2_vocabulary
 
 CONTINUATIONS = (0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF)  # the ends of every second-byte range
@@ -175,29 +176,34 @@ def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
     steps = step_bytes(lexer.byte_class, TEXT)  # as the mask store does
     depth, _, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
                                 tables.candidate_bits[parser_state], tables.reach_bits, tables.reach_done, np.int32(q),
-                                TEXT, *steps, LEVELS[-1], np.zeros((lexer.num_states, TEXT.shape[0]), np.int32),
-                                np.int64(0))
+                                TEXT, *steps, LEVELS[-1], np.zeros((lexer.num_states, TEXT.shape[0], 3), np.int32),
+                                np.int64(0), np.int64(1))
     return depth
 
 
 def test_coverage_reuses_a_scratch_it_never_clears():
     # Searches are numbered on from the caller's count, so marks a kept scratch holds from
-    # earlier calls (all below that count) never pass for pairs met now.
+    # earlier calls (all below that count) never pass for pairs met now; memo entries count
+    # only under the caller's stamp, and those kept from earlier calls under the same
+    # candidates answer alike.
     vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
     compiled = ga.compile(ga.Grammar.from_json_schema({"type": "string", "maxLength": 40}), vocab)
     tables, lexer = compiled.store.tables, compiled.store.tables.lexer
     parser = IncrementalParser(tables)
     steps = step_bytes(lexer.byte_class, TEXT)
-    dirty = np.random.default_rng(0).integers(0, 1000, (lexer.num_states, TEXT.shape[0])).astype(np.int32)
+    dirty = np.random.default_rng(0).integers(0, 1000, (lexer.num_states, TEXT.shape[0], 3)).astype(np.int32)
+    kept_memo = dirty.copy()
     for used in range(0, 40, 7):
         hyps, _ = parser.feed(parser.initial_state(), b'"' + b"a" * used)
         q, state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
         args = (lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, tables.candidate_bits[state],
                 tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
-        fresh = text_coverage(*args, np.zeros_like(dirty), np.int64(0))
-        kept = text_coverage(*args, dirty, np.int64(1000 + 300 * used))
+        fresh = text_coverage(*args, np.zeros_like(dirty), np.int64(0), np.int64(1))
+        kept = text_coverage(*args, dirty.copy(), np.int64(1000 + 300 * used), np.int64(7000))
         assert np.array_equal(fresh[0], kept[0]) and np.array_equal(fresh[1], kept[1])
         assert kept[2] - (1000 + 300 * used) == fresh[2] > 0  # as many searches, numbered on
+        remembered = text_coverage(*args, kept_memo, np.int64(1000 + 300 * used), np.int64(5000))
+        assert np.array_equal(fresh[0], remembered[0]) and np.array_equal(fresh[1], remembered[1])
 
 
 @pytest.mark.parametrize("max_length", [3, 12, 40, 100])
@@ -271,10 +277,51 @@ def test_masks_with_text_blocks_equal_masks_walking_every_token(index):
     assert lockstep_walks(with_blocks, walking, index, 4, 40) >= 8  # with brute force now and then
     word_blocks = {id(block) for block in text.slices[1]._blocks.values()}
     if index in WORD_SCHEMAS:  # these must exercise the letters-and-digits blocks
-        assert any(id(cover[1]) in word_blocks for cover in covers)
-    # Not only the masks: every context splits the tokens alike (groups may be numbered apart).
+        assert any(id(cover.block) in word_blocks for cover in covers)
+    _assert_same_classes(stores)
+
+
+def _assert_same_classes(stores) -> None:
+    """Not only the masks: every context splits the tokens alike (groups may be numbered apart)."""
     for key, entry in stores[0].contexts.entries.items():
         reference = stores[1].contexts.entries[key]
         assert np.array_equal(entry.inside, reference.inside), key
         assert set(entry.dependent_ids.tolist()) == set(reference.dependent_ids.tolist()), key
         assert sorted(map(bytes, entry.group_reach)) == sorted(map(bytes, reference.group_reach)), key
+
+
+# Keys among named ones that share their first letters: after `"l` the names a key can still
+# become change at the next byte, so `l` is split by its second byte (`"lx` is any other key).
+NAMED_KEYS = {"type": "object", "properties": {
+    name: {"type": "integer"} for name in ("line_length", "line_ending", "linting", "max", "maximum_depth",
+                                           "name", "names", "level", "a", "ab", "zz_top")}}
+
+
+@pytest.mark.parametrize("additional", [True, {"type": "string"}, False])
+def test_keys_among_named_ones_split_by_their_second_byte_as_a_walk_of_every_token_does(additional):
+    vocab = gpt2_vocabulary()
+    grammar = ga.Grammar.from_json_schema({**NAMED_KEYS, "additionalProperties": additional})
+    trie = token_trie(vocab)
+    stores = [GrammarMaskStore(build_parser_tables(grammar), vocab, trie, shared=None, text_blocks=blocks)
+              for blocks in (True, False)]
+    with_blocks, walking = (CompiledGrammar(grammar, vocab, store=store) for store in stores)
+    covers = []
+    text = stores[0].contexts.text
+    text_cover = text.cover
+    text.cover = lambda start, cand: _recorded(covers, text_cover(start, cand))
+    byte_token = {data[0]: token for token, data in enumerate(vocab.token_bytes) if len(data) == 1}
+    for key in ("line_lx", "linting", "lev", "maximum_d", "mx", "namesake", "ab", "abc", "zz_tops", "q"):
+        a, b = with_blocks.matcher(), walking.matcher()
+        written = b""
+        for byte in ('{"' + key).encode():
+            assert np.array_equal(a.allowed_token_ids(), b.allowed_token_ids()), written
+            if len(written) % 3 == 2:
+                assert np.array_equal(a.allowed_token_ids(), np.flatnonzero(brute_force_allowed(walking, written)))
+            if not b.try_accept_token(byte_token[byte]):
+                assert additional is False and not a.try_accept_token(byte_token[byte]), written
+                break
+            a.accept_token(byte_token[byte])
+            written += bytes([byte])
+    _assert_same_classes(stores)
+    if additional is not False:  # any other key: the split was taken
+        assert any(cover.pair_covered.any() for cover in covers)

@@ -48,7 +48,7 @@ UNSIGNED_TRIES = 2
 TWIN = -2
 """The candidate-set slot of a context key shared by counted strings (no start has that id)."""
 
-_NO_SKIP = np.zeros(256, dtype=np.uint8)
+_NO_SKIP = (np.zeros(256, dtype=np.int32), np.zeros((0, 256), dtype=np.uint8))
 _NO_SIGNATURE = np.zeros(0, dtype=np.int32)
 
 
@@ -103,6 +103,7 @@ class LexicalContexts:
         self.text = TextCover(tables, trie, width) if text_blocks else None
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
+        self._dependent_tries: dict = {}  # hash of dependent positions -> (ids, sub-trie), see _dependent_trie
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
@@ -228,8 +229,8 @@ class LexicalContexts:
         if cover is None:
             walks = [(self.trie, _NO_SKIP)]
         else:
-            covered, block, state_after = cover
-            walks = [(self.trie, covered), (block.rest, 1 - covered)]
+            whole, rest = cover.skips()
+            walks = [(self.trie, whole), (cover.block.rest, rest)]
             max_nodes = self.trie.num_nodes
         group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
         n_groups = 0
@@ -251,7 +252,7 @@ class LexicalContexts:
                     lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits,
                     tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
                     trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups),
-                    skip, positions, groups, max_nodes)
+                    skip[0], skip[1], positions, groups, max_nodes)
                 if n_groups < 0:
                     return None
                 pieces.append((trie, positions, groups, n_written))
@@ -275,8 +276,7 @@ class LexicalContexts:
             dependent[0] if dependent else np.zeros(0, np.int32))
         group_reach = group_reach[:n_groups].copy()
         if cover is not None:
-            added = self.text.add_blocks(covered, block, state_after, group_reach, group_masks, inside,
-                                         MAX_INSIDE_GROUPS)
+            added = self.text.add_blocks(cover, group_reach, group_masks, inside, MAX_INSIDE_GROUPS)
             if added is None:  # more kinds of endings than group slots: walk every token
                 return self._classify(key, cand, shadow_states, shadow_cands, max_nodes, text_blocks=False)
             group_reach, group_masks = added
@@ -285,9 +285,22 @@ class LexicalContexts:
             dependent_ids = self.trie.token_ids[dependent_positions]
         elif dependent_positions is None:
             dependent_positions = np.zeros(0, dtype=np.int64)
+        dependent_ids, dependent_trie = self._dependent_trie(dependent_ids, dependent_positions)
         entry = ContextMasks(inside, group_reach, group_masks, dependent_ids)
-        entry.lazy["trie"] = self.trie.subset_positions(dependent_positions)
+        entry.lazy["trie"] = dependent_trie
         return entry
+
+    def _dependent_trie(self, ids: np.ndarray, positions: np.ndarray) -> "tuple[np.ndarray, TokenTrie | None]":
+        """(``ids``, the sub-trie of the tokens at ``positions``), both shared with an earlier
+        context with the same dependent tokens if there is one: the keys of one object, say,
+        all end alike."""
+        digest = hash(positions.tobytes())
+        found = self._dependent_tries.get(digest)
+        if found is not None and np.array_equal(found[0], ids):
+            return found
+        made = (ids, self.trie.subset_positions(positions))
+        self._dependent_tries[digest] = made
+        return made
 
     def _share(self, signature: bytes, real_of: np.ndarray, entry: ContextMasks) -> None:
         """Put ``entry``'s classification into the cross-grammar cache, terminals renumbered

@@ -19,6 +19,7 @@ every token gives (tests compare both).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from dataclasses import dataclass
@@ -101,7 +102,7 @@ def _text_lengths(node_byte, node_depth, token_start, text):
 
 @numba.njit(cache=True, nogil=True)
 def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start, text, step_bytes,
-                  step_offsets, max_depth, seen, searches):
+                  step_offsets, max_depth, marks, searches, stamp):
     """(depth, state, searches): depth and state are int32 [256], by first byte ``b`` of a
     text: how many bytes of any text that starts with ``b`` lexer state ``start`` reads under candidates ``cand``
     such that after each byte the lexeme is alive and has the reachable winners of
@@ -111,31 +112,94 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     ``step_bytes[step_offsets[t]:step_offsets[t + 1]]`` are the bytes to try from text state
     ``t``: one per class of bytes that both automata treat alike (see :func:`step_bytes`).
 
-    ``seen`` (int32, at least [lexer states, text states]) is the caller's scratch:
-    ``seen[p, u] == search`` marks a pair met by search number ``search``; searches are
-    numbered on from ``searches`` and the last number is returned, so a scratch kept across
-    calls is never cleared (clearing one the size of a large lexer per context cost more than
-    the searches). A fresh scratch is zeros with ``searches`` 0."""
+    ``marks`` (int32 [lexer states, text states, 3]) is the caller's scratch, kept across
+    calls and never cleared (clearing one the size of a large lexer per context cost more
+    than the searches): ``marks[p, u, 0] == search`` marks a pair met by search number
+    ``search`` (searches are numbered on from ``searches`` and the last number is
+    returned); ``marks[p, u, 2]`` is the answer for the pair (lexer state, text state) after
+    a first byte where ``marks[p, u, 1]`` is ``stamp``, a number the caller keeps while
+    ``cand``, ``text`` and ``max_depth`` stay the same (the keys of one object share most of
+    these pairs). A fresh scratch is zeros with ``searches`` 0 and ``stamp`` 1."""
     depth = np.zeros(256, np.int32)
     state = np.full(256, -1, np.int32)
-    pairs = lx_trans.shape[0] * text.shape[0]
-    level = np.empty((pairs, 2), np.int32)
-    following = np.empty((pairs, 2), np.int32)
+    level = np.empty((0, 2), np.int32)  # the searches' queues, allocated at the first search
+    following = np.empty((0, 2), np.int32)
     for b in range(256):
         u = text[0, b]
         p = lx_trans[start, b]
         if u < 0 or p < 0:
             continue
         state[b] = p
-        for earlier in range(b):  # the same pair after another first byte: the same answer
-            if state[earlier] == p and text[0, earlier] == u:
-                depth[b] = depth[earlier]
-                break
-        else:
+        if marks[p, u, 1] != stamp:
+            if level.shape[0] == 0:
+                level = np.empty((lx_trans.shape[0] * text.shape[0], 2), np.int32)
+                following = np.empty_like(level)
             searches += 1
-            depth[b] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u,
-                                   text, step_bytes, step_offsets, max_depth, seen, searches, level, following)
+            marks[p, u, 1] = stamp
+            marks[p, u, 2] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done,
+                                         p, u, text, step_bytes, step_offsets, max_depth, marks, searches, level,
+                                         following)
+        depth[b] = marks[p, u, 2]
     return depth, state, searches
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, depth, state, level, text,
+                  step_bytes, step_offsets, max_depth, marks, searches, stamp):
+    """:func:`text_coverage` one byte further, for the first bytes it left short of ``level``
+    although the lexeme after them is alive and cannot end there (a key whose reachable
+    names change at its next byte: ``"l`` of ``"line_length"`` among any other key). Returns
+    (``row[b]``: the row of first byte ``b``, -1 if not split; ``covered[row, c]``: texts
+    starting with ``b c`` are read ``level`` bytes deep as :func:`text_coverage` demands,
+    keeping the reachable winners they have after ``c``; ``after[row, c]``: the lexer state
+    after ``b c``; the last search number).
+
+    The other arguments are :func:`text_coverage`'s, its memo included."""
+    words = cand.shape[0]
+    row = np.full(256, -1, np.int32)
+    n = 0
+    for b in range(256):
+        if depth[b] < 1 or depth[b] >= level:
+            continue
+        q = state[b]
+        alive = False
+        accepts = False
+        for w in range(words):
+            if lx_alive[q, w] & cand[w]:
+                alive = True
+            if lx_accept[q, w] & cand[w]:
+                accepts = True
+        if alive and not accepts:
+            row[b] = n
+            n += 1
+    covered = np.zeros((n, 256), np.uint8)
+    after = np.full((n, 256), -1, np.int32)
+    level_pairs = np.empty((0, 2), np.int32)  # the searches' queues, allocated at the first search
+    following = np.empty((0, 2), np.int32)
+    for b in range(256):
+        r = row[b]
+        if r < 0:
+            continue
+        q = state[b]
+        u = text[0, b]
+        for c in range(256):
+            v = text[u, c]
+            p = lx_trans[q, c]
+            if v < 0 or p < 0:
+                continue
+            after[r, c] = p
+            if marks[p, v, 1] != stamp:
+                if level_pairs.shape[0] == 0:
+                    level_pairs = np.empty((lx_trans.shape[0] * text.shape[0], 2), np.int32)
+                    following = np.empty_like(level_pairs)
+                searches += 1
+                marks[p, v, 1] = stamp
+                marks[p, v, 2] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits,
+                                             reach_done, p, v, text, step_bytes, step_offsets, max_depth, marks,
+                                             searches, level_pairs, following)
+            if marks[p, v, 2] >= level - 1:
+                covered[r, c] = 1
+    return row, covered, after, searches
 
 
 @numba.njit(cache=True, nogil=True)
@@ -156,7 +220,7 @@ def admits_text(lx_trans, lx_alive, cand, start, text):
 
 @numba.njit(cache=True, nogil=True)
 def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, first, first_text, text,
-                step_bytes, step_offsets, max_depth, seen, search, level, following):
+                step_bytes, step_offsets, max_depth, marks, search, level, following):
     """:func:`text_coverage` for the texts whose first byte led to (lexer ``first``, text
     ``first_text``): breadth-first over (lexer state, text state) pairs. Once a level
     brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
@@ -165,7 +229,7 @@ def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, 
     n_next = 1
     following[0, 0] = first
     following[0, 1] = first_text
-    seen[first, first_text] = search
+    marks[first, first_text, 0] = search
     for depth in range(1, max_depth + 1):
         # Check the pairs `depth` bytes in, then expand them.
         for k in range(n_next):
@@ -197,8 +261,8 @@ def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, 
                 p = lx_trans[q, byte]
                 if p < 0:
                     return depth
-                if seen[p, u] != search:
-                    seen[p, u] = search
+                if marks[p, u, 0] != search:
+                    marks[p, u, 0] = search
                     following[n_next, 0] = p
                     following[n_next, 1] = u
                     n_next += 1
@@ -227,31 +291,64 @@ def step_bytes(byte_class, text):
     return chosen[:count].copy(), offsets
 
 
-@numba.njit(cache=True, nogil=True)
-def block_kinds(covered, state_after, reach_bits):
-    """(kind of each first byte, -1 where not covered; the reachable winners of each kind):
-    covered first bytes grouped by the terminals their lexemes can still become."""
-    kind_of = np.full(256, -1, np.int64)
-    kinds = np.empty((256, reach_bits.shape[1]), np.uint64)
-    n = 0
-    for b in range(256):
-        if not covered[b]:
-            continue
-        reach = reach_bits[state_after[b]]
-        for k in range(n):
-            same = True
-            for w in range(reach.shape[0]):
-                if kinds[k, w] != reach[w]:
-                    same = False
-                    break
-            if same:
-                kind_of[b] = k
+@numba.njit(cache=True, nogil=True, inline="always")
+def _kind_of(reach, kinds, n):
+    """(index of ``reach`` among the first ``n`` rows of ``kinds``, appended if new; n after)."""
+    for k in range(n):
+        same = True
+        for w in range(reach.shape[0]):
+            if kinds[k, w] != reach[w]:
+                same = False
                 break
-        if kind_of[b] < 0:
-            kinds[n] = reach
-            kind_of[b] = n
-            n += 1
-    return kind_of, kinds[:n].copy()
+        if same:
+            return k, n
+    kinds[n] = reach
+    return n, n + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def block_kinds(covered, state_after, pair_covered, pair_state, reach_bits):
+    """(kind of each first byte, -1 where not covered; kind of each covered pair, by the
+    rows of :func:`pair_coverage`, -1 elsewhere; the reachable winners of each kind):
+    covered texts grouped by the terminals their lexemes can still become."""
+    kind_of = np.full(256, -1, np.int64)
+    kind_of_pair = np.full(pair_covered.shape, -1, np.int64)
+    kinds = np.empty((256 + np.count_nonzero(pair_covered), reach_bits.shape[1]), np.uint64)
+    n = 0
+    last_state = -1  # most texts go to the same few states: runs of one state have one kind
+    kind = -1
+    for b in range(256):
+        if covered[b]:
+            if state_after[b] != last_state:
+                last_state = state_after[b]
+                kind, n = _kind_of(reach_bits[last_state], kinds, n)
+            kind_of[b] = kind
+    for r in range(pair_covered.shape[0]):
+        for c in range(256):
+            if pair_covered[r, c]:
+                if pair_state[r, c] != last_state:
+                    last_state = pair_state[r, c]
+                    kind, n = _kind_of(reach_bits[last_state], kinds, n)
+                kind_of_pair[r, c] = kind
+    return kind_of, kind_of_pair, kinds[:n].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def or_pair_tokens(ids, pair_start, pair_end, pair_row, kind_of_pair, kind, group_row, inside):
+    """OR into ``group_row`` and ``inside`` the block's tokens (``ids[pair_start[b, c]:
+    pair_end[b, c]]`` start with bytes ``b c``) of the pairs of kind ``kind``."""
+    for b in range(256):
+        r = pair_row[b]
+        if r < 0:
+            continue
+        for c in range(256):
+            if kind_of_pair[r, c] != kind:
+                continue
+            for k in range(pair_start[b, c], pair_end[b, c]):
+                token = ids[k]
+                bit = np.uint32(1) << np.uint32(token & 31)
+                group_row[token >> 5] |= bit
+                inside[token >> 5] |= bit
 
 
 @numba.njit(cache=True, nogil=True)
@@ -291,12 +388,14 @@ class TextBlock:
     row: np.ndarray  # uint32 bitmask row of all of them
     ids: np.ndarray  # int32: their ids, by first byte ...
     offsets: np.ndarray  # int64 [257]: ... ids[offsets[b]:offsets[b + 1]] start with byte b
+    pair_start: np.ndarray  # int32 [256, 256]: ... and ids[pair_start[b, c]:pair_end[b, c]] with
+    pair_end: np.ndarray  # bytes b c (tokens of two bytes or more, in trie order)
     rest: "TokenTrie | None"  # the trie of every other token
 
 
 class TextSlices:
     """The tokens of one vocabulary trie that are text of one alphabet (``TEXT`` or
-    ``WORD``) and a :class:`TextBlock` per level, all built at once (~30 ms and ~10 MB for
+    ``WORD``) and a :class:`TextBlock` per level, all built at once (~30 ms and ~15 MB for
     Llama-3's 128k tokens, once per process and alphabet) so that no mask pays for one."""
 
     def __init__(self, trie: TokenTrie, width: int, text: np.ndarray = TEXT):
@@ -305,7 +404,9 @@ class TextSlices:
         self.text = text
         self.ascii = ascii_of(text)
         self.lengths = _text_lengths(trie.node_byte, trie.node_depth, trie.token_start, text)
-        self._first_byte = trie.node_byte[_token_nodes_first_byte(trie.node_depth, trie.token_start)]
+        first_node, second_node = _token_prefix_nodes(trie.node_depth, trie.token_start)
+        self._first_byte = trie.node_byte[first_node]
+        self._second_byte = np.where(second_node >= 0, trie.node_byte[second_node].astype(np.int32), -1)
         self.position_of = np.zeros(int(trie.token_ids.max()) + 1 if trie.token_ids.size else 1, dtype=np.int64)
         self.position_of[trie.token_ids] = np.arange(trie.token_ids.size)  # token id -> position in trie
         self._blocks = {level: self._build(level) for level in LEVELS}
@@ -325,26 +426,52 @@ class TextSlices:
         ids = self.trie.token_ids[in_block][order]
         offsets = np.zeros(257, dtype=np.int64)
         np.cumsum(np.bincount(first, minlength=256), out=offsets[1:])
+        pair_start, pair_end = _pair_ranges(first[order], self._second_byte[in_block][order])
         wide = ids.astype(np.int64)
         row = np.zeros(self.width, dtype=np.uint32)
         np.bitwise_or.at(row, wide >> 5, np.left_shift(np.uint32(1), (wide & 31).astype(np.uint32)))
-        for array in (row, ids, offsets):
+        for array in (row, ids, offsets, pair_start, pair_end):
             array.flags.writeable = False
-        return TextBlock(level, row, ids, offsets, self.trie.subset_positions(np.flatnonzero(~in_block)))
+        return TextBlock(level, row, ids, offsets, pair_start, pair_end,
+                         self.trie.subset_positions(np.flatnonzero(~in_block)))
 
 
 @numba.njit(cache=True, nogil=True)
-def _token_nodes_first_byte(node_depth, token_start):
-    """Per token position of a pre-order trie: the depth-1 node its path starts at."""
+def _token_prefix_nodes(node_depth, token_start):
+    """Per token position of a pre-order trie: the depth-1 node its path starts at, and the
+    depth-2 node after it (-1 for a one-byte token)."""
     n = node_depth.shape[0]
-    root_child = np.empty(token_start[n], np.int64)
+    first = np.empty(token_start[n], np.int64)
+    second = np.empty(token_start[n], np.int64)
     current = 0
+    below = -1
     for i in range(n):
         if node_depth[i] == 1:
             current = i
+            below = -1
+        elif node_depth[i] == 2:
+            below = i
         for k in range(token_start[i], token_start[i + 1]):
-            root_child[k] = current
-    return root_child
+            first[k] = current
+            second[k] = below if node_depth[i] > 1 else -1
+    return first, second
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_ranges(first, second):
+    """(start, end) int32 [256, 256]: the range of positions with first byte b and second
+    byte c (both arrays in trie order, so each pair's positions are contiguous)."""
+    start = np.zeros((256, 256), np.int32)
+    end = np.zeros((256, 256), np.int32)
+    for k in range(first.shape[0]):
+        c = second[k]
+        if c < 0:
+            continue
+        b = first[k]
+        if end[b, c] == 0:
+            start[b, c] = k
+        end[b, c] = k + 1
+    return start, end
 
 
 _warm = False
@@ -366,12 +493,21 @@ def _warm_kernels() -> None:
         if not admits_text(transitions, bits, bits[0], np.int32(0), TEXT):
             raise AssertionError("a lexer that reads any text admits text")
         steps = step_bytes(np.zeros(256, np.int64), TEXT)
-        text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, np.int32(0),
-                      TEXT, *steps, LEVELS[-1], np.zeros((1, TEXT.shape[0]), np.int32), np.int64(0))
+        marks = np.zeros((1, TEXT.shape[0], 3), np.int32)
+        depth, state, _ = text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits,
+                                        reach_done, np.int32(0), TEXT, *steps, LEVELS[-1], marks, np.int64(0),
+                                        np.int64(1))
+        pair_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, depth, state,
+                      LEVELS[-1], TEXT, *steps, LEVELS[-1], marks, np.int64(0), np.int64(1))
     ids, offsets, row = np.zeros(1, np.int32), np.zeros(257, np.int64), np.zeros(1, np.uint32)
-    ids.flags.writeable = offsets.flags.writeable = row.flags.writeable = False
-    kind_of, _ = block_kinds(np.ones(256, np.uint8), np.zeros(256, np.int32), np.zeros((1, 1), np.uint64))
+    pairs = np.zeros((256, 256), np.int32)
+    for array in (ids, offsets, row, pairs):
+        array.flags.writeable = False
+    kind_of, kind_of_pair, _ = block_kinds(np.ones(256, np.uint8), np.zeros(256, np.int32), np.zeros((1, 256), np.uint8),
+                                           np.zeros((1, 256), np.int32), np.zeros((1, 1), np.uint64))
     or_block_tokens(row, ids, offsets, kind_of, 0, np.zeros(1, np.uint32), np.zeros(1, np.uint32))
+    or_pair_tokens(ids, pairs, pairs, np.zeros(256, np.int32), kind_of_pair, 0, np.zeros(1, np.uint32),
+                   np.zeros(1, np.uint32))
     _warm = True
 
 
@@ -390,9 +526,87 @@ def text_slices_for(trie: TokenTrie, width: int) -> "tuple[TextSlices, ...]":
         return found
 
 
+@dataclass(frozen=True, eq=False)
+class Cover:
+    """The texts one context takes as blocks: whole first bytes, and pairs of bytes after
+    the first bytes that fell short (see :func:`pair_coverage`)."""
+
+    covered: np.ndarray  # uint8 [256]: the block's tokens starting with b are inside
+    block: TextBlock
+    state_after: np.ndarray  # int32 [256]: the lexer state after first byte b
+    pair_row: np.ndarray  # int32 [256]: the row of first byte b below, -1 where not split
+    pair_covered: np.ndarray  # uint8 [rows, 256]: the block's tokens starting with b c are inside
+    pair_state: np.ndarray  # int32 [rows, 256]: the lexer state after b c
+
+    def skips(self):
+        """The ``(skip_first, skip_rows)`` of :func:`.trie_walk.classify_tokens` for the
+        walk of the whole trie (every token the block does not take) and for the walk of
+        ``block.rest`` (the tokens of the covered first bytes and pairs that the block lacks)."""
+        split = self.pair_row >= 0
+        rows = (self.pair_row + 2).astype(np.int32)
+        whole = np.where(split, rows, self.covered.astype(np.int32))
+        rest = np.where(split, rows, 1 - self.covered.astype(np.int32))
+        return (whole, self.pair_covered), (rest, 1 - self.pair_covered)
+
+
+_NO_ROW = np.full(256, -1, np.int32)
+_NO_PAIRS = np.zeros((0, 256), np.uint8)
+_NO_PAIR_STATES = np.zeros((0, 256), np.int32)
+for _array in (_NO_ROW, _NO_PAIRS, _NO_PAIR_STATES):
+    _array.flags.writeable = False
+
+
+class _CoverScratch:
+    """The scratch of :func:`text_coverage` and :func:`pair_coverage` for one alphabet (see
+    their docstrings), kept process-wide and lent to one build at a time (of any grammar:
+    its numbers only grow, so marks left by another never pass), with the grammar and
+    candidate set its memo holds answers for."""
+
+    def __init__(self, states: int, text_states: int):
+        self.marks = np.zeros((states, text_states, 3), np.int32)
+        self.searches = 0
+        self.stamp = 0
+        self.memo_for = None
+
+    def stamp_for(self, owner: int, cand: np.ndarray) -> np.int64:
+        """The memo stamp under which answers for ``cand`` in grammar ``owner`` are kept (a
+        new one when either changes); clears the scratch when the numbers run out."""
+        if self.searches > 1 << 30 or self.stamp > 1 << 30:
+            self.marks[:] = 0
+            self.searches = self.stamp = 0
+            self.memo_for = None
+        key = (owner, cand.tobytes())
+        if self.memo_for != key:
+            self.stamp += 1
+            self.memo_for = key
+        return np.int64(self.stamp)
+
+
+_FREE_SCRATCH: "list[list[_CoverScratch]]" = [[] for _ in ALPHABETS]
+_SCRATCH_LOCK = threading.Lock()
+_OWNERS = itertools.count()
+
+
+def _borrow_scratch(alphabet: int, states: int) -> _CoverScratch:
+    """A free scratch for ``alphabet`` with rows for ``states`` lexer states (larger ones
+    replace smaller ones: one big lexer's scratch serves every grammar after it)."""
+    with _SCRATCH_LOCK:
+        free = _FREE_SCRATCH[alphabet]
+        if free:
+            scratch = free.pop()
+            if scratch.marks.shape[0] >= states:
+                return scratch
+    return _CoverScratch(states, ALPHABETS[alphabet].shape[0])
+
+
+def _return_scratch(alphabet: int, scratch: _CoverScratch) -> None:
+    with _SCRATCH_LOCK:
+        _FREE_SCRATCH[alphabet].append(scratch)
+
+
 class TextCover:
-    """Per grammar and vocabulary: which first bytes' short text tokens a context takes as
-    blocks, and the blocks added to its classes (the text side of :mod:`.contexts`)."""
+    """Per grammar and vocabulary: which short text tokens a context takes as blocks, and
+    the blocks added to its classes (the text side of :mod:`.contexts`)."""
 
     def __init__(self, tables: ParserTables, trie: TokenTrie, width: int):
         self.tables = tables
@@ -400,15 +614,13 @@ class TextCover:
         self.slices = text_slices_for(trie, width)
         self.position_of = self.slices[0].position_of  # token id -> position in the whole trie
         self._steps: dict = {}  # per alphabet, step_bytes of the lexer's byte classes, on first use
-        self._seen: list = []  # [scratch, last search number] for text_coverage, one per concurrent build
+        self._owner = next(_OWNERS)  # tells this grammar's memo answers from another's
 
-    def cover(self, start: int, cand: np.ndarray):
-        """(first bytes whose short text tokens go as blocks (uint8 [256]), the
-        :class:`TextBlock` of their level, the lexer state after each first byte) for the
-        context at lexer state ``start`` under candidates ``cand``, or None where no text is
-        read far enough to be worth it. The alphabets are tried widest first: any text
-        (string bodies, keys), then letters and digits (names, formats, patterns, where a
-        space ends the lexeme)."""
+    def cover(self, start: int, cand: np.ndarray) -> "Cover | None":
+        """The :class:`Cover` of the context at lexer state ``start`` under candidates
+        ``cand``, or None where no text is read far enough to be worth it. The alphabets are
+        tried widest first: any text (string bodies, keys), then letters and digits (names,
+        formats, patterns, where a space ends the lexeme)."""
         tables = self.tables
         lexer = tables.lexer
         for k, slices in enumerate(self.slices):
@@ -417,32 +629,38 @@ class TextCover:
             steps = self._steps.get(k)
             if steps is None:
                 steps = self._steps[k] = step_bytes(lexer.byte_class, slices.text)
+            scratch = _borrow_scratch(k, lexer.num_states)
             try:
-                seen = self._seen.pop()
-            except IndexError:  # none free (first build, or another thread holds it)
-                seen = [np.zeros((lexer.num_states, max(s.text.shape[0] for s in self.slices)), np.int32), 0]
-            try:
-                if seen[1] > 1 << 30:
-                    seen[0][:] = 0
-                    seen[1] = 0
-                depth, state_after, seen[1] = text_coverage(
+                stamp = scratch.stamp_for(self._owner, cand)
+                depth, state_after, scratch.searches = text_coverage(
                     lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand, tables.reach_bits,
-                    tables.reach_done, np.int32(start), slices.text, *steps, LEVELS[-1], seen[0], np.int64(seen[1]))
+                    tables.reach_done, np.int32(start), slices.text, *steps, LEVELS[-1], scratch.marks,
+                    np.int64(scratch.searches), stamp)
+                # The level most text tokens can take (a few first bytes may admit longer texts,
+                # e.g. four-byte characters under a length bound in characters).
+                ascii_depth = depth[slices.ascii]
+                level = TextSlices.level_for(int(np.sort(ascii_depth)[ascii_depth.size // 2]))
+                row, pair_covered, pair_state = _NO_ROW, _NO_PAIRS, _NO_PAIR_STATES
+                if np.any((depth > 0) & (depth < level)):  # the first bytes short of it, split by the second
+                    row, pair_covered, pair_state, scratch.searches = pair_coverage(
+                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand,
+                        tables.reach_bits, tables.reach_done, depth, state_after, level, slices.text, *steps,
+                        LEVELS[-1], scratch.marks, np.int64(scratch.searches), stamp)
             finally:
-                self._seen.append(seen)
-            # The level most text tokens can take (a few first bytes may admit longer texts,
-            # e.g. four-byte characters under a length bound in characters).
-            ascii_depth = depth[slices.ascii]
-            level = TextSlices.level_for(int(np.sort(ascii_depth)[ascii_depth.size // 2]))
+                _return_scratch(k, scratch)
             if level:
-                return (depth >= level).astype(np.uint8), slices.block(level), state_after
+                return Cover((depth >= level).astype(np.uint8), slices.block(level), state_after, row, pair_covered,
+                             pair_state)
         return None
 
-    def add_blocks(self, covered, block: TextBlock, state_after, group_reach, group_masks, inside, max_groups: int):
-        """Add the text block's tokens of the covered first bytes to the inside groups (by
-        the reachable winners after the first byte) and to ``inside`` (in place); returns the
-        grown (group_reach, group_masks), or None if it would take more than ``max_groups``."""
-        kind_of, kinds = block_kinds(covered, state_after, self.tables.reach_bits)
+    def add_blocks(self, cover: Cover, group_reach, group_masks, inside, max_groups: int):
+        """Add the text block's tokens that ``cover`` takes to the inside groups (by the
+        reachable winners after their first byte, or pair) and to ``inside`` (in place);
+        returns the grown (group_reach, group_masks), or None if it would take more than
+        ``max_groups``."""
+        block = cover.block
+        kind_of, kind_of_pair, kinds = block_kinds(cover.covered, cover.state_after, cover.pair_covered,
+                                                   cover.pair_state, self.tables.reach_bits)
         for kind in range(kinds.shape[0]):
             reach = kinds[kind]
             matches = np.flatnonzero(np.all(group_reach == reach, axis=1))
@@ -455,4 +673,7 @@ class TextCover:
             else:
                 return None
             or_block_tokens(block.row, block.ids, block.offsets, kind_of, kind, group_masks[g], inside)
+            if cover.pair_covered.shape[0]:
+                or_pair_tokens(block.ids, block.pair_start, block.pair_end, cover.pair_row, kind_of_pair, kind,
+                               group_masks[g], inside)
         return group_reach, group_masks

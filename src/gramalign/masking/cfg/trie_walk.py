@@ -241,7 +241,7 @@ def _group_of(reach, group_reach, n_groups):
 @numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
                     reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
-                    token_start, token_ids, max_depth, group_reach, n_groups, skip_first, out_positions,
+                    token_start, token_ids, max_depth, group_reach, n_groups, skip_first, skip_rows, out_positions,
                     out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
@@ -262,7 +262,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
     ``cid`` is the context's candidate set, so state ``cid`` is where a lexeme starts after
     an ignored one; ``starts_any[b]`` says whether any lexer start reads byte ``b``.
 
-    Tokens whose first byte has ``skip_first`` set are not visited (the caller has them
+    Tokens whose first byte ``b`` has ``skip_first[b]`` 1 are not visited (the caller has them
+    otherwise), nor, where ``skip_first[b]`` is ``r + 2``, those whose second byte ``c`` has
+    ``skip_rows[r, c]`` set (the caller has them
     otherwise); the first ``n_groups`` rows of ``group_reach`` are groups already made.
 
     The output is sparse, so a context that admits few first bytes costs time in
@@ -299,6 +301,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
     lone_group = np.full(lx_trans.shape[0], -2, np.int32)  # group of a node reached by one branch
     n_nodes = node_byte.shape[0]
     visited = 0
+    skip_row = -1  # the skip_rows row of the current first byte
     i = 0
     while i < n_nodes:
         visited += 1
@@ -306,7 +309,13 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
             return -1, 0
         depth = node_depth[i]
         byte = node_byte[i]
-        if depth == 1 and skip_first[byte]:
+        if depth == 1:
+            skip = skip_first[byte]
+            if skip == 1:
+                i = subtree_end[i]
+                continue
+            skip_row = skip - 2
+        elif depth == 2 and skip_row >= 0 and skip_rows[skip_row, byte]:
             i = subtree_end[i]
             continue
         above = depth - 1
