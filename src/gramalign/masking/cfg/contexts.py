@@ -30,6 +30,7 @@ import numpy as np
 from ...grammar.parser_tables import ParserTables
 from ...parsing.state import LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER
 from ...tokens.trie import TokenTrie
+from .derived_contexts import MAX_PAIRS, behaves_alike, free_partner
 from .shared_contexts import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
                               context_signature, remap_terminal_bits, shared_cache_for, warm_kernels)
 from .text_blocks import TextCover
@@ -50,6 +51,7 @@ TWIN = -2
 
 _NO_SKIP = (np.zeros(256, dtype=np.int32), np.zeros((0, 256), dtype=np.uint8))
 _NO_SIGNATURE = np.zeros(0, dtype=np.int32)
+_NO_GROUP_MASKS = np.zeros((0, 0), dtype=np.uint32)  # a derived context's groups have no masks of their own
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +70,10 @@ class ContextMasks:
     # dependent tokens as sparse mask words and whole is the finished row (or None).
     by_stack: dict = field(default_factory=dict)
     lazy: dict = field(default_factory=dict)
+    # Set where the classes are a free partner's (see :mod:`.derived_contexts`): the winners
+    # reachable from this context's start. Its groups are then those terminals one by one
+    # (without masks): a stack that allows every one of them allows every inside token.
+    derived_reach: "np.ndarray | None" = None
 
     def dependent(self, trie: TokenTrie) -> TokenTrie | None:
         """The sub-trie of the dependent tokens of the vocabulary trie ``trie``."""
@@ -120,8 +126,9 @@ class LexicalContexts:
                 self.entries.setdefault(key, entry)
 
     def snapshot(self) -> "list[tuple[tuple[int, ...], ContextMasks]]":
+        """The classified contexts (derived ones are not: their groups are a partner's)."""
         with self._lock:
-            return list(self.entries.items())
+            return [(key, entry) for key, entry in self.entries.items() if entry.derived_reach is None]
 
     def of(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
         """The context of the hypothesis ``hyp`` (its row as ``fields``) whose stack's top
@@ -136,9 +143,55 @@ class LexicalContexts:
                shadow2, cid[fields[SHADOW2_PARSER]] if shadow2 >= 0 else -1)
         entry = self.entries.get(key)
         if entry is None:
-            entry = self._build_context(key, state, hyp)
+            entry = None if shadow1 >= 0 or shadow2 >= 0 else self._derived(key, state, hyp)
+            if entry is None:
+                entry = self._build_context(key, state, hyp)
             with self._lock:
                 entry = self.entries.setdefault(key, entry)
+        return entry
+
+    def classified(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
+        """The context of :meth:`of`, classified for real where it was derived (the stack
+        could shift a terminal that only its own groups tell apart)."""
+        entry = self.of(fields, state, hyp)
+        if entry.derived_reach is None:
+            return entry
+        cid = self.candidate_id
+        key = (fields[LEXEME], cid[state], -1, -1, -1, -1)
+        real = self._build_context(key, state, hyp)
+        with self._lock:
+            self.entries[key] = real
+        return real
+
+    def _derived(self, key, state: int, hyp: np.ndarray) -> "ContextMasks | None":
+        """The context ``key`` (without shadows) as its free partner's classes, or None
+        (see :mod:`.derived_contexts`)."""
+        tables = self.tables
+        lexer = tables.lexer
+        start = key[0]
+        if start < lexer.num_starts or (self._twins and start in self._twins):
+            return None
+        cand = tables.start_bits[key[1]]
+        args = (lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand)
+        partner = int(free_partner(*args, tables.reach_bits, tables.reach_done, np.int32(start)))
+        if partner < 0 or (self._twins and partner in self._twins) or not behaves_alike(
+                *args, tables.term_column, np.int32(start), np.int32(partner), MAX_PAIRS):
+            return None
+        partner_key = (partner,) + key[1:]
+        base = self.entries.get(partner_key)
+        if base is None:
+            base = self._build_context(partner_key, state, hyp)
+            with self._lock:
+                base = self.entries.setdefault(partner_key, base)
+        if base.derived_reach is not None:
+            return None
+        # One group per terminal the start can still become: the stack must allow each.
+        reach = tables.reach_bits[start]
+        terminals = np.flatnonzero(np.unpackbits(reach.view(np.uint8), bitorder="little"))
+        rows = np.zeros((terminals.size, lexer.words), dtype=np.uint64)
+        rows[np.arange(terminals.size), terminals >> 6] = np.left_shift(np.uint64(1), (terminals & 63).astype(np.uint64))
+        entry = ContextMasks(base.inside, rows, _NO_GROUP_MASKS, base.dependent_ids, derived_reach=reach.copy())
+        entry.lazy["trie"] = base.dependent(self.trie)
         return entry
 
     def _twin_context(self, twin: tuple[int, int, int], cid: int) -> ContextMasks:

@@ -49,7 +49,8 @@ class StackParts:
 
     def part(self, parser: IncrementalParser, hyp: np.ndarray, entry: ContextMasks, fields: list[int], walk):
         """((inside groups allowed or None for all, word indexes and bits of the dependent
-        tokens allowed, the whole row or None), depth) on this stack. Cached by the top of
+        tokens allowed, the whole row or None), depth) on this stack, or (None, 0) where
+        ``entry`` is derived and this stack needs its real classes. Cached by the top of
         the stack the computation looked at: ``depth + 1`` nodes of it. ``walk(parser, hyps,
         row, trie, zeroed=)`` is the exact walk (``GrammarMaskStore.walk``), passed per call:
         kept here, it would tie the store into a reference cycle that only the cyclic
@@ -72,6 +73,8 @@ class StackParts:
         allowed = np.empty(entry.group_reach.shape[0], dtype=np.bool_)
         lr = self.tables.lr_arrays
         pool.until_it_fits(lambda arrays: stack_shifts_each(*lr, *arrays, node, free, entry.group_reach, allowed))
+        if entry.derived_reach is not None and not allowed.all():
+            return None, 0  # a derived context's groups are exact only where all are allowed
         groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
         subtrie = entry.dependent(self.trie)
         if subtrie is not None:

@@ -74,7 +74,10 @@ class GrammarMaskStore:
         total = int(t.reach_bits.nbytes + t.reach_done.nbytes + t.lexer.transitions.nbytes
                     + t.table.action.nbytes + t.table.goto.nbytes)
         for entry in list(self.contexts.entries.values()):
-            total += entry.inside.nbytes + entry.group_masks.nbytes + part_bytes(entry)
+            total += part_bytes(entry)
+            if entry.derived_reach is not None:
+                continue  # its classes are its partner's
+            total += entry.inside.nbytes + entry.group_masks.nbytes
             subtrie = entry.lazy.get("trie")
             if subtrie is not None:
                 total += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
@@ -178,6 +181,9 @@ class GrammarMaskStore:
         state = int(parser.pool.state[fields[STACK]])
         entry = self.contexts.of(fields, state, hyp[0])
         part, depth = self.stack_parts.part(parser, hyp, entry, fields, self.walk)
+        if part is None:  # a derived context this stack tells apart from its partner
+            entry = self.contexts.classified(fields, state, hyp[0])
+            part, depth = self.stack_parts.part(parser, hyp, entry, fields, self.walk)
         write_part(entry, part, row, overwrite)
         accepting = q >= self._starts and self._accepting_any[q]
         if not accepting:
