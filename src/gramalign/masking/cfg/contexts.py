@@ -46,6 +46,10 @@ missing, added to) the cross-grammar cache of :mod:`.shared_contexts`."""
 UNSIGNED_TRIES = 2
 """Signatures that come out too large under one candidate set before no more are tried there."""
 
+REFUSALS_TOLERATED = 4
+"""Derived contexts under one candidate set that stacks may send to be classified before
+derivation stops there, unless it succeeds four times as often."""
+
 TWIN = -2
 """The candidate-set slot of a context key shared by counted strings (no start has that id)."""
 
@@ -110,6 +114,9 @@ class LexicalContexts:
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._dependent_tries: dict = {}  # hash of dependent positions -> (ids, sub-trie), see _dependent_trie
+        # per candidate start: contexts derived, and derived ones a stack made classify (see _derived)
+        self._derived_count: dict[int, int] = {}
+        self._refused: dict[int, int] = {}
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
@@ -158,6 +165,7 @@ class LexicalContexts:
             return entry
         cid = self.candidate_id
         key = (fields[LEXEME], cid[state], -1, -1, -1, -1)
+        self._refused[key[1]] = self._refused.get(key[1], 0) + 1
         real = self._build_context(key, state, hyp)
         with self._lock:
             self.entries[key] = real
@@ -171,6 +179,9 @@ class LexicalContexts:
         start = key[0]
         if start < lexer.num_starts or (self._twins and start in self._twins):
             return None
+        refused = self._refused.get(key[1], 0)
+        if refused > REFUSALS_TOLERATED and refused * 4 > self._derived_count.get(key[1], 0):
+            return None  # under these candidates stacks mostly refuse a name: classify
         cand = tables.start_bits[key[1]]
         args = (lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand)
         partner = int(free_partner(*args, tables.reach_bits, tables.reach_done, np.int32(start)))
@@ -192,6 +203,7 @@ class LexicalContexts:
         rows[np.arange(terminals.size), terminals >> 6] = np.left_shift(np.uint64(1), (terminals & 63).astype(np.uint64))
         entry = ContextMasks(base.inside, rows, _NO_GROUP_MASKS, base.dependent_ids, derived_reach=reach.copy())
         entry.lazy["trie"] = base.dependent(self.trie)
+        self._derived_count[key[1]] = self._derived_count.get(key[1], 0) + 1
         return entry
 
     def _twin_context(self, twin: tuple[int, int, int], cid: int) -> ContextMasks:

@@ -25,6 +25,11 @@ import numpy as np
 from ...bitsets import intersects, lowest_common_bit
 from ...parsing.lexing import fill_reach
 
+MAX_TERMINALS = 16
+"""Winners reachable from a context's start above which it is not derived: the stack must be
+asked about each one (the opening of a key among hundreds of names asks less of its own
+classification's groups)."""
+
 MAX_PAIRS = 256
 """Pairs of states :func:`behaves_alike` looks at before giving up (the opening of a key
 among hundreds of names would cost more than its classification)."""
@@ -44,11 +49,14 @@ def _popcount(bits):
 @numba.njit(cache=True, nogil=True)
 def free_partner(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start):
     """The live state after one printable ASCII byte from ``start`` with the fewest
-    reachable winners, if it has fewer than ``start`` and cannot end the lexeme; else -1."""
+    reachable winners, if it has fewer than ``start`` and cannot end the lexeme; else -1
+    (also where ``start`` has more than ``MAX_TERMINALS`` reachable winners)."""
     if not reach_done[start]:
         fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, start)
     best = -1
     fewest = _popcount(reach_bits[start])
+    if fewest < 2 or fewest > MAX_TERMINALS:
+        return -1
     for b in range(0x20, 0x7F):
         p = lx_trans[start, b]
         if p < 0 or p == best or not intersects(lx_alive[p], cand) or intersects(lx_accept[p], cand):
