@@ -122,25 +122,32 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     these pairs). A fresh scratch is zeros with ``searches`` 0 and ``stamp`` 1."""
     depth = np.zeros(256, np.int32)
     state = np.full(256, -1, np.int32)
-    level = np.empty((0, 2), np.int32)  # the searches' queues, allocated at the first search
-    following = np.empty((0, 2), np.int32)
+    queues = np.empty((2, 0, 2), np.int32)  # the searches' queues, allocated at the first search
     for b in range(256):
         u = text[0, b]
         p = lx_trans[start, b]
         if u < 0 or p < 0:
             continue
         state[b] = p
-        if marks[p, u, 1] != stamp:
-            if level.shape[0] == 0:
-                level = np.empty((lx_trans.shape[0] * text.shape[0], 2), np.int32)
-                following = np.empty_like(level)
-            searches += 1
-            marks[p, u, 1] = stamp
-            marks[p, u, 2] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done,
-                                         p, u, text, step_bytes, step_offsets, max_depth, marks, searches, level,
-                                         following)
-        depth[b] = marks[p, u, 2]
+        depth[b], searches, queues = _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits,
+                                                       reach_done, p, u, text, step_bytes, step_offsets, max_depth,
+                                                       marks, searches, stamp, queues)
     return depth, state, searches
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u, text,
+                      step_bytes, step_offsets, max_depth, marks, searches, stamp, queues):
+    """(:func:`_depth_from` for the pair (``p``, ``u``), from the memo in ``marks`` under
+    ``stamp`` or searched now; the last search number; the queues, made on first need)."""
+    if marks[p, u, 1] != stamp:
+        if queues.shape[1] == 0:
+            queues = np.empty((2, lx_trans.shape[0] * text.shape[0], 2), np.int32)
+        searches += 1
+        marks[p, u, 1] = stamp
+        marks[p, u, 2] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u,
+                                     text, step_bytes, step_offsets, max_depth, marks, searches, queues[0], queues[1])
+    return marks[p, u, 2], searches, queues
 
 
 @numba.njit(cache=True, nogil=True)
@@ -155,27 +162,18 @@ def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     after ``b c``; the last search number).
 
     The other arguments are :func:`text_coverage`'s, its memo included."""
-    words = cand.shape[0]
     row = np.full(256, -1, np.int32)
     n = 0
     for b in range(256):
         if depth[b] < 1 or depth[b] >= level:
             continue
         q = state[b]
-        alive = False
-        accepts = False
-        for w in range(words):
-            if lx_alive[q, w] & cand[w]:
-                alive = True
-            if lx_accept[q, w] & cand[w]:
-                accepts = True
-        if alive and not accepts:
+        if intersects(lx_alive[q], cand) and not intersects(lx_accept[q], cand):
             row[b] = n
             n += 1
     covered = np.zeros((n, 256), np.uint8)
     after = np.full((n, 256), -1, np.int32)
-    level_pairs = np.empty((0, 2), np.int32)  # the searches' queues, allocated at the first search
-    following = np.empty((0, 2), np.int32)
+    queues = np.empty((2, 0, 2), np.int32)
     for b in range(256):
         r = row[b]
         if r < 0:
@@ -188,16 +186,10 @@ def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
             if v < 0 or p < 0:
                 continue
             after[r, c] = p
-            if marks[p, v, 1] != stamp:
-                if level_pairs.shape[0] == 0:
-                    level_pairs = np.empty((lx_trans.shape[0] * text.shape[0], 2), np.int32)
-                    following = np.empty_like(level_pairs)
-                searches += 1
-                marks[p, v, 1] = stamp
-                marks[p, v, 2] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits,
-                                             reach_done, p, v, text, step_bytes, step_offsets, max_depth, marks,
-                                             searches, level_pairs, following)
-            if marks[p, v, 2] >= level - 1:
+            depth_after, searches, queues = _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand,
+                                                              reach_bits, reach_done, p, v, text, step_bytes,
+                                                              step_offsets, max_depth, marks, searches, stamp, queues)
+            if depth_after >= level - 1:
                 covered[r, c] = 1
     return row, covered, after, searches
 
