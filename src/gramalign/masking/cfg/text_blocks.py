@@ -541,11 +541,11 @@ class Cover:
         return (whole, self.pair_covered), (rest, 1 - self.pair_covered)
 
 
+# Left writeable: numba compiles a read-only argument apart, and these go to the same kernels
+# as the arrays of a cover that splits bytes (never written there).
 _NO_ROW = np.full(256, -1, np.int32)
 _NO_PAIRS = np.zeros((0, 256), np.uint8)
 _NO_PAIR_STATES = np.zeros((0, 256), np.int32)
-for _array in (_NO_ROW, _NO_PAIRS, _NO_PAIR_STATES):
-    _array.flags.writeable = False
 
 
 class _CoverScratch:
