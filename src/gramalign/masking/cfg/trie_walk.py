@@ -262,10 +262,10 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
     ``cid`` is the context's candidate set, so state ``cid`` is where a lexeme starts after
     an ignored one; ``starts_any[b]`` says whether any lexer start reads byte ``b``.
 
-    Tokens whose first byte ``b`` has ``skip_first[b]`` 1 are not visited (the caller has them
-    otherwise), nor, where ``skip_first[b]`` is ``r + 2``, those whose second byte ``c`` has
-    ``skip_rows[r, c]`` set (the caller has them
-    otherwise); the first ``n_groups`` rows of ``group_reach`` are groups already made.
+    Tokens whose first byte ``b`` has ``skip_first[b]`` 1 are not visited, nor, where
+    ``skip_first[b]`` is ``r + 2``, those whose second byte ``c`` has ``skip_rows[r, c]`` set
+    (the caller has them otherwise); the first ``n_groups`` rows of ``group_reach`` are
+    groups already made.
 
     The output is sparse, so a context that admits few first bytes costs time in
     proportion to the nodes it visits, not to the vocabulary: the positions (indexes into
