@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from support.fuzz_run import EOS, byte_vocabulary
+from support.grammar_walks import EOS, byte_vocabulary
 
 GRAMMARS = {
     "regex": lambda: ga.Grammar.from_regex(r"\[(1,)*1\]"),

@@ -39,7 +39,7 @@ from decimal import Decimal
 
 import gramalign as ga
 from support.fuzz_cases import Case
-from support.grammar_walks import byte_vocabulary  # token i is byte i, EOS = 256
+from support.grammar_walks import byte_vocabulary, walk_to_eos  # token i is byte i, EOS = 256
 
 OUTCOMES = ("result", "clear error", "other exception", "crash", "hang", "over memory", "over time budget",
             "invalid output", "invalid accepted", "valid rejected", "dead end", "oracle error", "unchecked",
@@ -49,10 +49,6 @@ FAILURES = ("other exception", "crash", "hang", "over memory", "over time budget
 GRACE = 1.0
 """Seconds a compile phase may run past its budget: the steps between two checks (a kernel
 sized by an estimate, a pass over a 300 KB schema, a garbage collection) take up to ~0.5 s."""
-
-EOS = 256
-_STRUCTURAL = frozenset(b'"]},:0123456789.-truefalsn')
-
 
 _VOCAB = None
 
@@ -86,23 +82,7 @@ def build_grammar(case: Case, limits: ga.CompileLimits) -> ga.Grammar:
 def random_walk(compiled, rng: random.Random, max_bytes: int) -> "bytes | None":
     """A text the mask lets through to EOS, or None when it grew past ``max_bytes``. Raises
     AssertionError at a dead end."""
-    matcher = compiled.matcher()
-    out = bytearray()
-    while len(out) <= max_bytes:
-        allowed = matcher.allowed_token_ids()
-        if len(allowed) == 0:
-            raise AssertionError(f"dead end after {bytes(out)!r}")
-        pressure = min(0.95, len(out) / 40)
-        if EOS in allowed and rng.random() < pressure:
-            return bytes(out)
-        preferred = [int(t) for t in allowed if t == EOS or t in _STRUCTURAL]
-        pool = preferred if preferred and rng.random() < pressure else allowed
-        token = int(pool[rng.randrange(len(pool))])
-        if token == EOS:
-            return bytes(out)
-        matcher.accept_token(token)
-        out.append(token)
-    return None
+    return walk_to_eos(compiled.matcher(), rng, max_bytes, pressure_bytes=40)
 
 
 def matcher_accepts(compiled, text: bytes) -> bool:

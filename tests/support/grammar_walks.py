@@ -26,34 +26,36 @@ def byte_vocabulary() -> ga.Vocabulary:
                                           special_token_ids=[256])
 
 
+def walk_to_eos(matcher, rng: random.Random, max_bytes: int, pressure_bytes: int = 80) -> "bytes | None":
+    """One random walk of ``matcher``'s masks over the byte vocabulary: the text it lets
+    through to EOS, or None once it grew past ``max_bytes``. The pull towards EOS and the
+    structural bytes grows with the text, reaching its most after ``pressure_bytes`` bytes.
+    Raises AssertionError at a dead end."""
+    out = bytearray()
+    while len(out) <= max_bytes:
+        allowed = matcher.allowed_token_ids()
+        if len(allowed) == 0:
+            raise AssertionError(f"dead end after {bytes(out)!r}: the mask allows nothing")
+        pressure = min(0.95, len(out) / pressure_bytes)
+        if EOS in allowed and rng.random() < pressure:
+            return bytes(out)
+        preferred = [int(t) for t in allowed if t == EOS or t in STRUCTURAL]
+        pool = preferred if preferred and rng.random() < pressure else allowed
+        token = int(pool[rng.randrange(len(pool))])
+        if token == EOS:
+            return bytes(out)
+        matcher.accept_token(token)
+        out.append(token)
+    return None
+
+
 def random_texts(grammar: ga.Grammar, count: int, seed: int, *, max_bytes: int = 600,
                  vocab: ga.Vocabulary | None = None) -> list[bytes]:
     """Up to ``count`` texts the grammar accepts (walks longer than ``max_bytes`` are dropped)."""
     compiled = ga.compile(grammar, vocab or byte_vocabulary())
     rng = random.Random(seed)
-    texts = []
-    for _ in range(count):
-        matcher = compiled.matcher()
-        out = bytearray()
-        while len(out) <= max_bytes:
-            allowed = matcher.allowed_token_ids()
-            if len(allowed) == 0:
-                raise AssertionError(f"dead end after {bytes(out)!r}: the mask allows nothing")
-            pressure = min(0.95, len(out) / 80)
-            preferred = [int(t) for t in allowed if t == EOS or t in STRUCTURAL]
-            if EOS in allowed and rng.random() < pressure:
-                break
-            pool = preferred if preferred and rng.random() < pressure else allowed
-            token = int(pool[rng.randrange(len(pool))])
-            if token == EOS:
-                break
-            matcher.accept_token(token)
-            out.append(token)
-        else:
-            continue
-        texts.append(bytes(out))
-    return texts
-
+    texts = [walk_to_eos(compiled.matcher(), rng, max_bytes) for _ in range(count)]
+    return [text for text in texts if text is not None]
 
 
 def _is_integer(checker, instance) -> bool:
