@@ -12,7 +12,23 @@ That holds for a pattern that is a sequence of
 
 * pieces of fixed width (literals, character classes, ``(.|\\n)``, ``x{3}``), and
 * lazy repeats ``X*?``, ``X+?``, ``X{m,n}?`` whose body ``X`` has a fixed width, every one
-  after the first of width one character.
+  after the first of width one character, or *guarded*: right after a negative lookbehind
+  of one character class that holds every character ``X`` can match
+  (``.*?(?<!\\)(\\\\)*?"``, the escaped-string idiom),
+
+and, before the first lazy repeat, also of
+
+* a *delimited prefix*: lazy-free pieces of variable width, followed by a rest that cannot
+  match the empty string and whose first byte never continues a word of the prefix
+  (``([ubf]?r?|r[ubf])"...`` of Python's string prefixes), and
+* an alternation whose alternatives, each followed by what comes after it, start with
+  pairwise different bytes and cannot match the empty string (``"...?"|'...?'``); each
+  alternative with its tail must be one of these shapes again.
+
+A pattern may end with one greedy repeat of a character class that can match nothing
+(``[imslux]*``, ``(?:i)?``): ``re`` takes the first match of the part before it, then the
+longest run of the class, and never backtracks, so the lexemes are that part's first
+matches followed by any run, of which longest-match lexing takes the longest.
 
 Proof sketch. Every piece consumes a fixed width and what follows a position depends only
 on the position, so ``re`` finds the lexicographically least vector of repeat counts
@@ -23,10 +39,16 @@ or the two reach that repeat together and the argument goes on from there, with 
 repeats); that repeat is not the first, so its body is one character wide, and A's run of
 it covers every character up to where B leaves it. So A could have stopped there and gone
 on as B does: a smaller count at that repeat, with the counts before it unchanged, i.e. a
-lexicographically smaller match than A, which is impossible. Lookaheads and lookbehinds
-(zero-width pieces, accepted by the regex module only where they read inside the match)
-leave the argument as it is: from that point A's new route meets them at B's positions in
-the same text, so it passes them as B does.
+lexicographically smaller match than A, which is impossible. A guarded repeat of a wider
+body: B would enter it inside A's run, right after a character of the body, which its
+lookbehind forbids; so B enters where A leaves, and the two reach its end together.
+Lookaheads and lookbehinds (zero-width pieces, accepted by the regex module only where they
+read inside the match) leave the argument as it is: from that point A's new route meets
+them at B's positions in the same text, so it passes them as B does. A delimited prefix
+ends at the same place in every match of a text (a longer prefix word would have to go on
+with a byte the rest starts with), and of the alternatives at most one can match a text,
+so ``re``'s backtracking into them finds nothing but that one route's first match, and the
+argument applies to it.
 
 Any other pattern with a lazy quantifier is refused (:class:`LazyQuantifierError`), never
 read greedily.
@@ -37,8 +59,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa import ByteDFA, dfa_from_table
-from .regex import regex_to_dfa
+from .automata import concatenate
+from .dfa import ByteDFA, dfa_from_table, subtract_intervals
+from .regex import combine_flags, item_symbols, parsed_to_dfa, pieces_dfa, regex_to_dfa
 
 try:  # Python >= 3.11
     from re import _parser as _sre_parse
@@ -48,6 +71,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 _MIN_REPEAT = _sre_parse.MIN_REPEAT
 _ASSERTS = (_sre_parse.ASSERT, _sre_parse.ASSERT_NOT)
 _SUBPATTERN = _sre_parse.SUBPATTERN
+_BRANCH = _sre_parse.BRANCH
 # Anchors read the text around the match, which the terminal's language does not see;
 # back-references are not regular. Lookaheads and lookbehinds are zero-width pieces: the
 # regex module accepts them only where they read inside the match (see .lookaround).
@@ -74,38 +98,145 @@ def first_match_dfa(pattern: str, flags: int = 0) -> ByteDFA | None:
         return None  # not a pattern at all: regex_to_dfa says where
     if not _has_lazy(parsed.data):
         return None
-    lazy = 0
-    for op, av in _flattened(parsed.data):
-        if op is _MIN_REPEAT and av[0] != av[1]:
-            body = _sre_parse.SubPattern(parsed.state, av[2])
-            low, high = body.getwidth()
-            if low != high or low == 0:
-                raise LazyQuantifierError("a lazy quantifier of a body without a fixed width")
-            if lazy and low != 1:
-                raise LazyQuantifierError("a lazy quantifier after the first one over more than one character")
-            lazy += 1
-        else:
-            low, high = _sre_parse.SubPattern(parsed.state, [(op, av)]).getwidth()
-            if low != high:
-                raise LazyQuantifierError("a piece of variable width besides the lazy quantifiers")
-        if _uses(op, av, _OUTSIDE):
-            raise LazyQuantifierError("an anchor or back-reference")
-    greedy = regex_to_dfa(pattern, flags=flags)
+    items = list(parsed.data)
+    tail = len(items) - 1 if items and _is_greedy_tail(items[-1]) else len(items)
+    _check(list(_flattened(items[:tail], parsed.state.flags)), parsed.state, 0)
+    greedy = regex_to_dfa(pattern, flags=flags)  # checks the whole pattern, with its error positions
+    if tail < len(items):
+        greedy = parsed_to_dfa(pattern, _sre_parse.SubPattern(parsed.state, items[:tail]))
     if greedy.num_states == 0:
         return greedy
     cut = greedy.transitions.copy()
     cut[greedy.accepting] = -1  # a lexeme ends at the first point the pattern matches
-    return dfa_from_table(cut, greedy.initial, np.asarray(greedy.accepting))
+    lexemes = dfa_from_table(cut, greedy.initial, np.asarray(greedy.accepting))
+    if tail < len(items):
+        lexemes = concatenate([lexemes, parsed_to_dfa(pattern, _sre_parse.SubPattern(parsed.state, items[tail:]))])
+    return lexemes
 
 
-def _flattened(items):
-    """The pattern as one sequence: groups spliced in (their flags change characters, not
-    widths or the order in which ``re`` tries counts)."""
+def _is_greedy_tail(item) -> bool:
+    """A greedy repeat of one character class that can match nothing (``[imslux]*``,
+    ``(?:i)?``): after the lazy part's first match it takes the longest run it can and
+    never fails, so ``re`` never backtracks into the lazy part because of it."""
+    op, av = item
+    if op is not _sre_parse.MAX_REPEAT or av[0] != 0:
+        return False
+    body = list(_flattened(av[2], 0))
+    return len(body) == 1 and item_symbols(*body[0]) is not None
+
+
+def _flattened(items, flags):
+    """The pattern as one sequence of ``(op, av, flags)``: groups spliced in, each item with
+    the flags its groups give it (flags change characters, not widths or the order in which
+    ``re`` tries counts)."""
     for op, av in items:
         if op is _SUBPATTERN:
-            yield from _flattened(av[3])
+            yield from _flattened(av[3], combine_flags(flags, av[1], av[2]))
         else:
-            yield op, av
+            yield op, av, flags
+
+
+def _width(state, op, av) -> tuple[int, int]:
+    return _sre_parse.SubPattern(state, [(op, av)]).getwidth()
+
+
+def _check(pieces: list, state, lazy: int) -> None:
+    """Raise LazyQuantifierError unless ``pieces`` (after ``lazy`` lazy repeats) is one of
+    the module docstring's shapes."""
+    for i, (op, av, flags) in enumerate(pieces):
+        if _uses(op, av, _OUTSIDE):
+            raise LazyQuantifierError("an anchor or back-reference")
+        if op is _MIN_REPEAT and av[0] != av[1]:
+            low, high = _sre_parse.SubPattern(state, av[2]).getwidth()
+            if low != high or low == 0:
+                raise LazyQuantifierError("a lazy quantifier of a body without a fixed width")
+            if lazy and low != 1 and not _guarded(pieces[i - 1] if i else None, av[2], flags):
+                raise LazyQuantifierError("a lazy quantifier after the first one over more than one character, "
+                                          "without a lookbehind that keeps it from starting inside its own run")
+            lazy += 1
+            continue
+        low, high = _width(state, op, av)
+        if low == high:
+            continue
+        if lazy == 0 and not _has_lazy([(op, av)]):
+            end = i + 1
+            while end < len(pieces) and not _has_lazy([pieces[end][:2]]):
+                end += 1
+            _check_delimited(pieces[:end], pieces[end:])
+            _check(pieces[end:], state, 0)
+            return
+        if lazy == 0 and op is _BRANCH:
+            _check_alternatives([list(_flattened(alternative, flags)) for alternative in av[1]],
+                                pieces[i + 1:], state)
+            return
+        raise LazyQuantifierError("a piece of variable width besides the lazy quantifiers")
+
+
+def _check_delimited(prefix: list, rest: list) -> None:
+    """The prefix ends at the same place in every match: no accepting state of its DFA goes
+    on with a byte that the rest (non-empty) can start with."""
+    first, nullable = _first_bytes(rest)
+    if nullable:
+        raise LazyQuantifierError("a piece of variable width followed by a part that can match nothing")
+    dfa = pieces_dfa(_without_assertions(prefix))
+    ends = dfa.transitions[np.asarray(dfa.accepting, dtype=bool)]
+    if ends.size and (ends[:, first] >= 0).any():
+        raise LazyQuantifierError("a piece of variable width before the lazy quantifiers that can go on with "
+                                  "the byte the rest starts with")
+
+
+def _check_alternatives(alternatives: list, tail: list, state) -> None:
+    """At most one alternative (with the tail) can match a text; each is a shape again."""
+    seen = np.zeros(256, dtype=bool)
+    for alternative in alternatives:
+        first, nullable = _first_bytes(alternative + tail)
+        if nullable or seen[first].any():
+            raise LazyQuantifierError("lazy quantifiers in alternatives that can start with the same byte")
+        seen[first] = True
+    for alternative in alternatives:
+        _check(alternative + tail, state, 0)
+
+
+def _first_bytes(pieces: list) -> tuple[np.ndarray, bool]:
+    """The bytes a match of ``pieces`` can start with (a superset: assertions are left out)
+    and whether it can be empty."""
+    dfa = pieces_dfa(_without_assertions(pieces))
+    if dfa.num_states == 0:
+        return np.zeros(0, dtype=np.int64), False
+    return np.flatnonzero(dfa.transitions[dfa.initial] >= 0), bool(dfa.accepting[dfa.initial])
+
+
+def _guarded(before, body, flags: int) -> bool:
+    """Is ``before`` a negative lookbehind of one character class holding every character
+    the lazy repeat's ``body`` matches?"""
+    if before is None or before[0] is not _sre_parse.ASSERT_NOT or before[1][0] != -1:
+        return False
+    behind = list(_flattened(before[1][1], before[2]))
+    if len(behind) != 1 or (forbidden := item_symbols(*behind[0])) is None:
+        return False
+    for item in _flattened(body, flags):
+        symbols = item_symbols(*item)
+        if symbols is None or subtract_intervals(symbols, forbidden):
+            return False
+    return True
+
+
+def _without_assertions(pieces: list) -> list:
+    """``pieces`` with every lookahead and lookbehind left out (a superset language)."""
+    return [(op, _strip(op, av), flags) for op, av, flags in pieces if op not in _ASSERTS]
+
+
+def _strip(op, av):
+    def items(sequence):
+        return [(o, _strip(o, a)) for o, a in sequence if o not in _ASSERTS]
+
+    if op is _SUBPATTERN:
+        return (av[0], av[1], av[2], items(av[3]))
+    if op in (_sre_parse.MIN_REPEAT, _sre_parse.MAX_REPEAT):
+        return (av[0], av[1], items(av[2]))
+    if op is _sre_parse.BRANCH:
+        return (av[0], [items(alternative) for alternative in av[1]])
+    return av
 
 
 def _children(op, av):

@@ -105,9 +105,6 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         check_time(f"terminal {terminal.name}")
         converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
                              isinstance(terminal.pattern, PatternStr))
-        equivalent = _COMMON_EQUIVALENTS.get(converted.pattern)
-        if equivalent is not None:
-            converted = Terminal(converted.name, equivalent, 0, converted.priority)
         try:
             first_match = first_match_dfa(converted.pattern)
             if first_match is not None:  # lazy quantifiers: the lexemes lark's re.match returns
@@ -166,19 +163,6 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
     return grammar
-
-
-_COMMON_EQUIVALENTS = {
-    # common.ESCAPED_STRING: "\"" _STRING_ESC_INNER "\"", _STRING_ESC_INNER: /.*?(?<!\\)(\\\\)*?/. Its
-    # first match (re.match) is the shortest content followed by a run of backslash pairs that
-    # no backslash precedes and a quote: everything up to the first quote not escaped by an odd
-    # run of backslashes, with no line feed ('.' excludes it). That language is
-    # "(?:[^"\\\n]|\\[^\n])*", where nothing goes on past the closing quote, so its longest match
-    # is that first match and the lookbehind is not needed.
-    r'".*?(?<!\\)(\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
-}
-"""lark grammars' terminals (as lark composes them) whose lookbehind or lazy repeats have an
-exact regular, greedy equivalent under lark's first-match lexing."""
 
 
 def _lark_lexer_order(terminal) -> tuple:

@@ -121,9 +121,9 @@ def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list
         elif not has_lookaround([(op, av)]):
             options = [[("piece", (op, av), flags)]]
         elif op is _SUBPATTERN:
-            from .regex import _combine_flags  # the regex module imports this one
+            from .regex import combine_flags  # the regex module imports this one
 
-            options = _flat(list(av[3]), _combine_flags(flags, av[1], av[2]), pattern, numbers)
+            options = _flat(list(av[3]), combine_flags(flags, av[1], av[2]), pattern, numbers)
         elif op is _BRANCH:
             options = [sequence for alternative in av[1]
                        for sequence in _flat(list(alternative), flags, pattern, numbers)]

@@ -138,6 +138,12 @@ def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
     except (ValueError, OverflowError, RecursionError) as exc:
         raise RegexError(f"invalid regex: {exc}", pattern) from None
 
+    return parsed_to_dfa(pattern, parsed, max_states)
+
+
+def parsed_to_dfa(pattern: str, parsed, max_states: int = 50_000) -> ByteDFA:
+    """The byte DFA of ``parsed``, the ``sre_parse`` tree of ``pattern`` or of a part of its
+    top-level sequence (``pattern`` serves the error messages); see :func:`regex_to_dfa`."""
     global_flags = parsed.state.flags
     if has_lookaround(list(parsed)):
         return _with_lookarounds(pattern, parsed, global_flags, max_states)
@@ -161,6 +167,29 @@ def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
         return nfa_to_utf8_dfa(nfa, max_states=max_states)
     except StateLimitError as exc:
         raise RegexError(f"regex too large: {exc}", pattern) from None
+
+
+def pieces_dfa(pieces: list, max_states: int = 50_000) -> ByteDFA:
+    """The byte DFA of ``re.fullmatch`` for a sequence of parse items, each with its own flags:
+    ``(op, av, flags)`` triples as ``sre_parse`` gives them, without assertions or anchors.
+    Raises :class:`RegexError` where they cannot be built (no position: the caller knows the
+    pattern)."""
+    nfa = NFA(max_states=MAX_NFA_STATES)
+    entry = nfa.initial
+    try:
+        for op, av, flags in pieces:
+            entry = _NFABuilder(nfa).node((op, av), entry, flags, False, False)
+        nfa.accepting.add(entry)
+        return nfa_to_utf8_dfa(nfa, max_states=max_states)
+    except _Unsupported as exc:
+        raise RegexError(exc.message, "") from None
+    except (StateLimitError, RecursionError) as exc:
+        raise RegexError(f"regex too large: {exc}", "") from None
+
+
+def item_symbols(op: Any, av: Any, flags: int) -> IntervalSet | None:
+    """The code points one single-character parse item matches, or None for any other item."""
+    return _node_symbols(op, av, flags) if op in _SINGLE_CHARACTER else None
 
 
 def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int) -> ByteDFA:
@@ -326,7 +355,7 @@ class _Unsupported(Exception):
         self.message = message
 
 
-def _combine_flags(flags: int, add: int, remove: int) -> int:
+def combine_flags(flags: int, add: int, remove: int) -> int:
     """Flags inside ``(?add-remove:...)``, as re's compiler combines them."""
     if add & _TYPE_FLAGS:
         flags &= ~_TYPE_FLAGS
@@ -399,7 +428,7 @@ class _NFABuilder:
             return exit_state
         if op is _SUBPATTERN:
             _group, add, remove, body = av
-            return self.sequence(list(body), entry, _combine_flags(flags, add, remove), at_start, at_end)
+            return self.sequence(list(body), entry, combine_flags(flags, add, remove), at_start, at_end)
         if op is _BRANCH:
             exit_state = nfa.add_state()
             for alternative in av[1]:
