@@ -26,6 +26,10 @@ class Terminal:
 
     ``priority`` and ``literal`` break ties between terminals that match the same longest
     text: the higher priority wins, then a literal (a quoted string in Lark) beats a pattern.
+
+    ``lookahead`` is a negative lookahead past the lexeme: a lexeme of this terminal that the
+    lexer takes is refused when the text right after it starts with a word of this automaton
+    (lark's ``0(?![1-9])``; see ``docs/grammars.md``).
     """
 
     name: str
@@ -35,6 +39,7 @@ class Terminal:
     literal: bool = False
     automaton: ByteDFA | None = field(default=None, compare=False, repr=False)
     """The terminal's DFA when it was built directly rather than from ``pattern``."""
+    lookahead: ByteDFA | None = field(default=None, compare=False, repr=False)
     length: "tuple[int, int] | None" = None
     """For a JSON string whose automaton spells every string (``"`` then one state that every
     character returns to, then ``"``): the fewest and most code points between the quotes
@@ -43,11 +48,13 @@ class Terminal:
 
     @classmethod
     def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0,
-                 length: "tuple[int, int] | None" = None) -> "Terminal":
-        """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton,
-        so equal automata make equal terminals (and share mask caches)."""
-        return cls(name, f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})", priority=priority, automaton=dfa,
-                   length=length)
+                 length: "tuple[int, int] | None" = None, lookahead: ByteDFA | None = None) -> "Terminal":
+        """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton
+        (and of its ``lookahead``), so equal automata make equal terminals (and share mask caches)."""
+        digest = f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})"
+        if lookahead is not None:
+            digest += f"(?#not-followed-by:{lookahead.num_states}:{lookahead.digest.hex()})"
+        return cls(name, digest, priority=priority, automaton=dfa, length=length, lookahead=lookahead)
 
     @cached_property
     def dfa(self) -> ByteDFA:

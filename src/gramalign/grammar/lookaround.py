@@ -7,7 +7,10 @@ width W (in characters) and at least W characters of the match always come after
 lookahead (before a lookbehind), whichever way the pattern is matched. ``"(?!")[^"]*"``,
 ``.*?(?<!\\)(\\\\)*?"`` and ``\\d+(?<!0)x`` are such patterns; ``0(?![1-9])`` (its lookahead
 reads the character after the match) and ``(?<=a)b`` (before it) are not, and are refused:
-what they accept depends on the text around the lexeme.
+what they accept depends on the text around the lexeme. Where the only such assertion of an
+alternative is a negative lookahead (of any width), :func:`lookahead_classes` splits the
+lexemes by what must not follow them, for a lexer that checks it past the lexeme (see
+``Terminal.lookahead``).
 
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
@@ -77,6 +80,100 @@ def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int) -> 
     return result
 
 
+def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
+    """``(everything, classes)`` for a pattern whose negative lookahead can read past the
+    match, or None when no assertion does. ``classes`` lists ``(lexemes, forbidden)``: the
+    lexemes after which a text starting with a word of ``forbidden`` (a ByteDFA) makes
+    ``re.match`` fail the lookahead, and ``forbidden`` None for lexemes no text after can
+    fail; the classes are disjoint. ``everything`` is the language with the lookaheads that
+    read past the match left out (a superset of every class), for the first-match rule of
+    lazy quantifiers. Raises :class:`LookaroundError` for an alternative with more than
+    one assertion reading outside the match, or a lookbehind or positive lookahead doing so,
+    and where one lexeme would carry two different conditions.
+    """
+    numbers: dict[int, int] = {}
+    _number(list(parsed), numbers)
+    found = []
+    for sequence in _flat(list(parsed), flags, pattern, numbers):
+        words, markers, trailing = _marked_words(sequence, parsed.state, build, pattern, max_states, True)
+        found.append((words, markers, trailing))
+    if all(trailing is None for _, _, trailing in found):
+        return None
+    everything = None
+    by_condition: dict[bytes, list] = {}  # the forbidden automaton's digest (b"" for none) -> [lexemes, it]
+
+    def add(lexemes: ByteDFA, rest: ByteDFA | None) -> None:
+        entry = by_condition.setdefault(b"" if rest is None else rest.digest, [None, rest])
+        entry[0] = lexemes if entry[0] is None else union(entry[0], lexemes, max_states=max_states)
+
+    for words, markers, trailing in found:
+        loose = _erased(words, markers, max_states)
+        everything = loose if everything is None else union(everything, loose, max_states=max_states)
+        if trailing is None:
+            add(loose, None)
+            continue
+        marker, forbidden, _ = trailing
+        for state, lexemes in _tracked(words, marker, forbidden, max_states).items():
+            rest = None if state < 0 else dfa_from_table(forbidden.transitions, state, np.asarray(forbidden.accepting))
+            add(_erased(lexemes, markers, max_states), rest)
+    classes = [(lexemes, rest) for lexemes, rest in by_condition.values() if lexemes.initial != DEAD]
+    for i in range(len(classes)):
+        for j in range(i):
+            if intersect(classes[i][0], classes[j][0], max_states=max_states).initial != DEAD:
+                raise LookaroundError("a lexeme of this pattern can be followed by different texts the lookahead "
+                                      "forbids, depending on where the lookahead sits in it", pattern,
+                                      index=min(t[2] for _, _, t in found if t is not None))
+    return everything, classes
+
+
+def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, max_states: int) -> dict[int, ByteDFA]:
+    """The words of ``words`` (which hold ``marker`` once) by the state of ``forbidden``
+    after reading what follows the marker: -1 where ``forbidden`` can no longer match, so
+    nothing after the word can fail the lookahead; words where it matched inside are gone.
+    Other marker bytes leave the state as it is."""
+    if words.initial == DEAD:
+        return {}
+    before, free = -2, -1
+    index = {(words.initial, before): 0}
+    pairs = [(words.initial, before)]
+    rows = []
+    table = words.transitions
+    f_table, f_accepting = forbidden.transitions, forbidden.accepting
+    k = 0
+    while k < len(pairs):
+        w, t = pairs[k]
+        row = np.full(256, DEAD, dtype=np.int32)
+        for byte in np.flatnonzero(table[w] != DEAD).tolist():
+            target = int(table[w, byte])
+            if byte == marker:
+                nt = forbidden.initial
+                if f_accepting[nt]:
+                    continue
+            elif byte >= FIRST_MARKER or t < 0:
+                nt = t
+            else:
+                nt = int(f_table[t, byte])
+                if nt == DEAD:
+                    nt = free
+                elif f_accepting[nt]:
+                    continue  # the lookahead matched inside the word: re.match fails here
+            pair = (target, nt)
+            if pair not in index:
+                if len(pairs) >= max_states:
+                    raise LookaroundError(f"the lookahead's automaton needs more than {max_states} states", "")
+                index[pair] = len(pairs)
+                pairs.append(pair)
+            row[byte] = index[pair]
+        rows.append(row)
+        k += 1
+    transitions = np.stack(rows)
+    classes = {}
+    for state in sorted({t for w, t in pairs if t != before and words.accepting[w]}):
+        accepting = np.array([bool(words.accepting[w]) and t == state for w, t in pairs])
+        classes[state] = dfa_from_table(transitions, 0, accepting)
+    return classes
+
+
 def _children(op, av):
     if op is _SUBPATTERN:
         return [av[3]]
@@ -142,6 +239,16 @@ def _width(state, items) -> tuple[int, int]:
 
 
 def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> ByteDFA:
+    words, markers, _ = _marked_words(sequence, state, build, pattern, max_states, False)
+    return _erased(words, markers, max_states)
+
+
+def _marked_words(sequence, state, build, pattern: str, max_states: int, trailing_ok: bool):
+    """``(words, markers, trailing)``: the sequence's words with a marker byte where each
+    assertion sits, those reading inside the match already enforced, and ``trailing`` the
+    negative lookahead that can read past the match, as ``(marker, body DFA, number)``, or
+    None (only with ``trailing_ok``; else such an assertion raises, as any other reading
+    outside the match)."""
     asserts = [k for k, entry in enumerate(sequence) if entry[0] == "assert"]
     if len(asserts) > MAX_ASSERTIONS:
         raise LookaroundError(f"more than {MAX_ASSERTIONS} lookarounds in one alternative", pattern,
@@ -152,6 +259,7 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
     total = minimum[-1]
     parts = []
     conditions = []
+    trailing = None
     for k, (kind, item, flags) in enumerate(sequence):
         if kind == "piece":
             parts.append(build([item], flags, k == 0, k == len(sequence) - 1))
@@ -160,11 +268,15 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
         if has_lookaround(body):
             raise LookaroundError("a lookaround inside a lookaround is not supported", pattern, index=number)
         low, high = _width(state, body)
+        marker = FIRST_MARKER + len(conditions) + (trailing is not None)
+        room = total - minimum[k] if direction > 0 else minimum[k]
+        if trailing_ok and trailing is None and direction > 0 and op is _sre_parse.ASSERT_NOT and room < high:
+            trailing = (marker, build(body, flags, False, False), number)
+            parts.append(_single_byte(marker))
+            continue
         if high >= _MAXREPEAT:
             raise LookaroundError("a lookahead of unbounded width reads past the end of the match", pattern,
                                   index=number)
-        marker = FIRST_MARKER + len(conditions)
-        room = total - minimum[k] if direction > 0 else minimum[k]
         if room < high:
             where = ("the characters after the match (a lookahead at the end of the pattern)" if direction > 0
                      else "the characters before the match (a lookbehind at the start of the pattern)")
@@ -173,10 +285,10 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
         parts.append(_single_byte(marker))
         conditions.append((marker, direction, op is _sre_parse.ASSERT, build(body, flags, False, False)))
     words = concatenate(parts, max_states=max_states)
+    markers = list(range(FIRST_MARKER, FIRST_MARKER + len(conditions) + (trailing is not None)))
     if words.initial == DEAD:
-        return words
+        return words, markers, trailing
     anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], re.DOTALL, False, False)
-    markers = list(range(FIRST_MARKER, FIRST_MARKER + len(conditions)))
     loose_anything = _ignoring(anything, markers)
     for marker, direction, positive, body in conditions:
         shape = [body, anything] if direction > 0 else [anything, body]
@@ -186,7 +298,7 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
         around = [loose_anything, _single_byte(marker), met] if direction > 0 else [met, _single_byte(marker),
                                                                                       loose_anything]
         words = intersect(words, concatenate(around, max_states=max_states), max_states=max_states)
-    return _erased(words, markers, max_states)
+    return words, markers, trailing
 
 
 def _single_byte(byte: int) -> ByteDFA:

@@ -4,9 +4,15 @@
 This is analysis, done once per grammar and cached: which terminals each parser state can
 take (its *candidates*, a bitset), which lexer start lexes them (states whose candidate sets
 nest share one, see :mod:`.lexer_starts`), what the indentation layout and counted string
-terminals need (the ``layout``, ``bracket_delta`` and ``tracks_column`` arrays). Building
+terminals need (the ``layout``, ``end_effects`` and ``tracks_column`` arrays). Building
 them is also where a grammar's LALR conflicts and lexer size limits surface, so the front
 ends call :func:`build_parser_tables` to check a grammar before handing it out.
+
+A terminal's lookahead past the lexeme (``Terminal.lookahead``) is lexed like a terminal of
+its own, ranked after every real one, and is the only candidate of a *pseudo parser state*
+(a row of ``candidate_bits``/``candidate_id`` after the LALR states). A lexeme that ends
+with such a lookahead leaves a shadow of that pseudo state, and a shadow dies with its
+hypothesis when it accepts (see :mod:`gramalign.parsing.hypotheses`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
-from .grammar import Grammar
+from .grammar import Grammar, Terminal
 from .lalr import ParseTable, build_parse_table
 from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close, rank_terminals, terminal_bits
 from .lexer_starts import largest_supersets, safe_to_share
@@ -28,6 +34,10 @@ from .limits import check_time
 # Entries of the ``layout`` array (all -1 for grammars without an Indentation layout),
 # then the fewest and most code points of each counted terminal (see ``Terminal.length``).
 NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTED_BOUNDS = range(6)
+# Columns of ``end_effects`` (int32 per lexer terminal): what ending one of its lexemes does
+# besides the shift: the change of bracket depth (+1 opens, -1 closes) and the pseudo parser
+# state of its lookahead past the lexeme (-1: none).
+BRACKET_DELTA, LOOKAHEAD_STATE = range(2)
 # ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
 # there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
 # j (``COUNTED + 2 * j``, plus one in the state between two characters).
@@ -52,13 +62,13 @@ class ParserTables:
     lexer: LexerDFA
     table: ParseTable
     term_column: np.ndarray  # int32 [lexer terminals]: parser column, -1 for ignored terminals
-    candidate_bits: np.ndarray  # uint64 [parser states, words]: lexer terminals usable there
-    candidate_id: np.ndarray  # int32 [parser states]: its lexer start, which tracks a superset of its candidates
+    candidate_bits: np.ndarray  # uint64 [parser states + lookaheads, words]: lexer terminals usable there
+    candidate_id: np.ndarray  # int32 [parser states + lookaheads]: its lexer start, which tracks a superset of its candidates
     reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
     reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
     layout: np.ndarray  # int32 [5 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
-    bracket_delta: np.ndarray  # int32 [lexer terminals]: +1 opens a bracket, -1 closes one
+    end_effects: np.ndarray  # int32 [lexer terminals, 2]: BRACKET_DELTA, LOOKAHEAD_STATE
     tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
     start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
 
@@ -96,7 +106,7 @@ class ParserTables:
         (Flat positional arrays: numba unboxes a tuple argument element by element in
         Python, ~0.25 µs per array and call, more than many kernels' own work.)"""
         return (*self.lexer_arrays, *self.lr_arrays, self.candidate_bits, self.candidate_id, self.reach_bits,
-                self.reach_done, self.layout, self.bracket_delta, self.tracks_column)
+                self.reach_done, self.layout, self.end_effects, self.tracks_column)
 
 
 def _check_newline_reaches_every_column(terminal) -> None:
@@ -145,8 +155,10 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     check_time("the parser tables")
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
+    ranked, lookaheads = _with_lookaheads(ranked)
     columns = {name: j for j, name in enumerate(table.terminals)}
-    term_column = np.array([-1 if t.name in grammar.ignore else columns[t.name] for t in ranked], dtype=np.int32)
+    term_column = np.array([-1 if t.name in grammar.ignore or k >= len(ranked) - len(lookaheads) else columns[t.name]
+                            for k, t in enumerate(ranked)], dtype=np.int32)
     words = max(1, (len(ranked) + 63) // 64)  # one word even without terminals (language {""})
     candidate_bits = _candidate_bits(table.action, term_column, words)
     candidate_bits |= terminal_bits(ranked, grammar.ignore)
@@ -155,12 +167,19 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     if grammar.always_lexed:
         candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
     check_time("the parser tables")
+    first_lookahead = len(ranked) - len(lookaheads)
+    if lookaheads:  # one pseudo parser state per lookahead, with it as its only candidate
+        rows = [terminal_bits(ranked, [t.name]) for t in ranked[first_lookahead:]]
+        candidate_bits = np.concatenate([candidate_bits, np.stack(rows)])
     set_id, n_sets = _row_ranks(candidate_bits)
     sets = np.empty((n_sets, words), dtype=np.uint64)
     sets[set_id] = candidate_bits
     lexer, start_of_set, start_bits = _lexer_with_shared_starts(ranked, sets)
     candidate_id = start_of_set[set_id].astype(np.int32)
-    layout, bracket_delta, tracks_column = _layout_arrays(grammar, lexer, table)
+    layout, end_effects, tracks_column = _layout_arrays(grammar, lexer, table)
+    for k, terminal in enumerate(ranked[:first_lookahead]):
+        if terminal.lookahead is not None:
+            end_effects[k, LOOKAHEAD_STATE] = table.action.shape[0] + lookaheads.index(terminal.lookahead.digest)
     cache_bytes = lexer.num_states * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
         raise GrammarError(
@@ -170,7 +189,26 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     reach_done = np.zeros(lexer.num_states, dtype=np.uint8)
     accepting = tuple(np.any(lexer.accept_bits != 0, axis=1).tolist())
     return ParserTables(grammar, lexer, table, term_column, candidate_bits, candidate_id,
-                        reach_bits, reach_done, accepting, layout, bracket_delta, tracks_column, start_bits)
+                        reach_bits, reach_done, accepting, layout, end_effects, tracks_column, start_bits)
+
+
+def _with_lookaheads(ranked: tuple[Terminal, ...]) -> tuple[tuple[Terminal, ...], list[bytes]]:
+    """``ranked`` followed by one pseudo terminal per distinct lookahead automaton (ranked
+    after every real terminal: lower priority), and the digests of those automata in order."""
+    found: dict[bytes, Terminal] = {}
+    for terminal in ranked:
+        dfa = terminal.lookahead
+        if dfa is not None and dfa.digest not in found:
+            if dfa.num_states == 0 or dfa.accepting[dfa.initial]:
+                raise GrammarError(f"terminal {terminal.name}: its lookahead past the lexeme must match a "
+                                   "non-empty text")
+            found[dfa.digest] = dfa
+    if not found:
+        return ranked, []
+    lowest = min(t.priority for t in ranked) - 1
+    pseudo = tuple(Terminal.from_dfa(f"<not followed by {k}>", dfa, priority=lowest)
+                   for k, dfa in enumerate(found.values()))
+    return ranked + pseudo, list(found)
 
 
 def _lexer_with_shared_starts(ranked, sets: np.ndarray):
@@ -227,7 +265,8 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
         raise GrammarError("counted string terminals need a grammar without ignored terminals (a token "
                            "that opens one must start with its quote for its masks to count it)")
     layout = np.full(COUNTED_BOUNDS + 2 * len(counted), -1, dtype=np.int32)
-    bracket_delta = np.zeros(len(lexer.terminals), dtype=np.int32)
+    end_effects = np.zeros((len(lexer.terminals), 2), dtype=np.int32)
+    end_effects[:, LOOKAHEAD_STATE] = -1
     tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
     for j, k in enumerate(counted):
         fewest, most = lexer.terminals[k].length
@@ -238,7 +277,7 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
         _mark_counted(lexer, k, COUNTED + 2 * j, tracks_column)
     spec = grammar.indentation
     if spec is None:
-        return layout, bracket_delta, tracks_column
+        return layout, end_effects, tracks_column
     newline = lexer.terminal_index(spec.newline)
     _check_newline_reaches_every_column(lexer.terminals[newline])
     layout[:] = (newline, table.terminal_id(spec.newline), table.terminal_id(spec.indent),
@@ -247,12 +286,12 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
     for delta, brackets in ((1, spec.open_brackets), (-1, spec.close_brackets)):
         for name in brackets:
             if name in names:
-                bracket_delta[names.index(name)] = delta
+                end_effects[names.index(name), BRACKET_DELTA] = delta
     word, bit = newline >> 6, np.uint64(1) << np.uint64(newline & 63)
     in_newline = (lexer.alive_bits[:, word] & bit) != 0
     in_newline[:lexer.num_starts] = False
     tracks_column[in_newline] = NEWLINE
-    return layout, bracket_delta, tracks_column
+    return layout, end_effects, tracks_column
 
 
 def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RegexError
-from .lookaround import LookaroundError, has_lookaround, lookaround_dfa
+from .lookaround import LookaroundError, has_lookaround, lookahead_classes, lookaround_dfa
 from .dfa import (
     NFA,
     UNICODE_SCALARS,
@@ -192,8 +192,27 @@ def item_symbols(op: Any, av: Any, flags: int) -> IntervalSet | None:
     return _node_symbols(op, av, flags) if op in _SINGLE_CHARACTER else None
 
 
-def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int) -> ByteDFA:
-    """The DFA of a pattern with lookaheads or lookbehinds (see :mod:`.lookaround`)."""
+def regex_lookahead_classes(pattern: str, *, flags: int = 0, max_states: int = 50_000):
+    """The lexemes of ``pattern`` split by what must not follow them, where a negative
+    lookahead can read past the match (``0(?![1-9])``), or None where nothing reads past it
+    (then :func:`regex_to_dfa` is its language); see :func:`.lookaround.lookahead_classes`.
+
+    >>> everything, classes = regex_lookahead_classes(r"0(?![1-9])|1")
+    >>> sorted((lexemes.matches(b"0"), rest is not None and rest.matches(b"5")) for lexemes, rest in classes)
+    [(False, False), (True, True)]
+    """
+    try:
+        parsed = _sre_parse.parse(pattern, int(flags))
+    except (re.error, ValueError, OverflowError, RecursionError):
+        return None  # regex_to_dfa says what is wrong
+    if not has_lookaround(list(parsed)):
+        return None
+    return _with_lookarounds(pattern, parsed, parsed.state.flags, max_states, lookahead_classes)
+
+
+def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int, construction=lookaround_dfa):
+    """The DFA of a pattern with lookaheads or lookbehinds (see :mod:`.lookaround`), or
+    what ``construction`` (a function of that module) makes of it."""
 
     def build(items: list, flags: int, at_start: bool, at_end: bool) -> ByteDFA:
         nfa = NFA(max_states=MAX_NFA_STATES)
@@ -202,7 +221,7 @@ def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int) 
         return nfa_to_utf8_dfa(nfa, max_states=max_states)
 
     try:
-        return lookaround_dfa(pattern, parsed, global_flags, build, max_states)
+        return construction(pattern, parsed, global_flags, build, max_states)
     except LookaroundError as exc:
         positions = _Locator(pattern, bool(global_flags & re.VERBOSE))
         positions.first_problem()

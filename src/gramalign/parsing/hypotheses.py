@@ -21,7 +21,7 @@ indent or the dedents its column calls for.
 
 Argument order of the kernels: the ``ParserTables.kernel_args()`` arrays first (named
 ``lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs,
-rule_len, term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+rule_len, term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
 tracks_column``), then the pools (:meth:`.stacks.StackPool.arrays`), then the rest.
 """
 
@@ -31,7 +31,8 @@ import numba
 import numpy as np
 
 from ..bitsets import intersects, lowest_common_bit
-from ..grammar.parser_tables import DEDENT_COLUMN, INDENT_COLUMN, NEWLINE_COLUMN, NEWLINE_TERMINAL
+from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, INDENT_COLUMN, LOOKAHEAD_STATE, NEWLINE_COLUMN,
+                                     NEWLINE_TERMINAL)
 from .lexing import free_terminal, lexer_step, next_column, reachable_winners
 from .stacks import feed_terminal, node_parent, node_state, same_stack
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
@@ -83,7 +84,7 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
 
 @numba.njit(cache=True, nogil=True)
 def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
                       scratch_alloc):
     """Can this hypothesis still be completed to a sentence? Returns (viable, status).
@@ -104,7 +105,7 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
 
 
 @numba.njit(cache=True, nogil=True)
-def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
                scratch_state, scratch_parent, exposed, node, winner, brackets, column, blocks, to_scratch, alloc):
     """Feed the parser what a lexeme won by lexer terminal ``winner`` means.
 
@@ -160,7 +161,7 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, bracket_de
                                             to_scratch, alloc)
         if status != OK or node < 0:
             return node, brackets, blocks, alloc, status
-    return node, brackets + bracket_delta[winner], blocks, alloc, OK
+    return node, brackets + end_effects[winner, BRACKET_DELTA], blocks, alloc, OK
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -223,7 +224,7 @@ def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                       term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state,
+                       term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state,
                        pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
                        n_out):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
@@ -263,8 +264,17 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             return n_out, alloc, OK  # a longer lexeme matches: longest match forbids ending here
         if intersects(lx_alive[went_on], cand):
             shadow = went_on
+    # A lookahead past the lexeme reads from ``byte`` on: a shadow of its pseudo parser state.
+    lookahead = end_effects[winner, LOOKAHEAD_STATE]
+    ahead = -1
+    if lookahead >= 0:
+        ahead = lx_trans[cand_id[lookahead], byte]
+        if ahead >= 0 and intersects(lx_accept[ahead], cand_bits[lookahead]):
+            return n_out, alloc, OK  # the text after the lexeme starts as the lookahead forbids
+        if ahead >= 0 and not intersects(lx_alive[ahead], cand_bits[lookahead]):
+            ahead = -1
     new_node, brackets, blocks, alloc, status = end_lexeme(
-        action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+        action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
         scratch_state, scratch_parent, exposed, node, winner, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
         to_scratch, alloc)
     if status != OK:
@@ -286,6 +296,8 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     used = _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row)
     if used >= 0 and shadow >= 0:
         used = _add_shadow(row, used, shadow, state, cand_id)
+    if used >= 0 and ahead >= 0:
+        used = _add_shadow(row, used, ahead, lookahead, cand_id)
     if used < 0:
         return n_out, alloc, SHADOWS_FULL
     return n_out + 1, alloc, OK
@@ -346,7 +358,7 @@ def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id
 
 @numba.njit(cache=True, nogil=True)
 def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                  term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column,
+                  term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column,
                   pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
 
@@ -365,7 +377,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
         for h in range(n_current):
             n_next, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
+                term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
             if status != OK:
                 return 0, pool_used, status, offset
@@ -380,7 +392,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
     for h in range(n_current):
         viable, status = hypothesis_viable(
             lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
-            cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta, tracks_column, pool_state,
+            cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column, pool_state,
             pool_parent, scratch_state, scratch_parent, exposed, current[h], 0)
         if status != OK:
             return 0, pool_used, status, data.shape[0]
@@ -410,7 +422,7 @@ def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_pa
 
 @numba.njit(cache=True, nogil=True)
 def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                          term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                          term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                           tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                           end_column):
     """(the text so far is a complete sentence for some hypothesis, status).
@@ -439,7 +451,7 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
                 ends_with_newline = True
             else:
                 node, brackets, blocks, alloc, status = end_lexeme(
-                    action, goto, rule_lhs, rule_len, term_column, layout, bracket_delta, pool_state, pool_parent,
+                    action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
                     scratch_state, scratch_parent, exposed, node, winner, brackets, 0, blocks, True, alloc)
             if status != OK:
                 return False, status

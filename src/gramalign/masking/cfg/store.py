@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...bitsets import lowest_common_bit
-from ...grammar.parser_tables import NEWLINE_TERMINAL, ParserTables
+from ...grammar.parser_tables import LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
 from ...parsing import IncrementalParser
 from ...parsing.hypotheses import end_lexeme
 from ...parsing.state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
@@ -219,7 +219,7 @@ class GrammarMaskStore:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool = parser.pool
         node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
-            *tables.lr_arrays, tables.layout, tables.bracket_delta, *arrays, int(hyp[STACK]), winner,
+            *tables.lr_arrays, tables.layout, tables.end_effects, *arrays, int(hyp[STACK]), winner,
             int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
         if node < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
@@ -227,6 +227,9 @@ class GrammarMaskStore:
         shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
         if self._can_continue[q]:
             shadows.append((q, state))
+        lookahead = int(tables.end_effects[winner, LOOKAHEAD_STATE])
+        if lookahead >= 0:  # the lookahead past the lexeme, from the start of its pseudo state
+            shadows.append((self.contexts.candidate_id[lookahead], lookahead))
         shadows = [s for s in shadows if s[0] >= 0]
         if len(shadows) > 2:
             return None

@@ -29,7 +29,7 @@ case, where the comparisons would cost more than they save)."""
 
 @numba.njit(cache=True, nogil=True)
 def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, bracket_delta,
+                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                       node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, rows, out_words):
     """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
@@ -118,7 +118,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
             first_new = n_out
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, layout, bracket_delta, tracks_column, pool_state, pool_parent,
+                term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out)
             if status != OK:
                 return status
