@@ -106,12 +106,38 @@ def first_match_dfa(pattern: str, flags: int = 0) -> ByteDFA | None:
         greedy = parsed_to_dfa(pattern, _sre_parse.SubPattern(parsed.state, items[:tail]))
     if greedy.num_states == 0:
         return greedy
-    cut = greedy.transitions.copy()
-    cut[greedy.accepting] = -1  # a lexeme ends at the first point the pattern matches
-    lexemes = dfa_from_table(cut, greedy.initial, np.asarray(greedy.accepting))
+    lexemes = _shortest(greedy)
     if tail < len(items):
         lexemes = concatenate([lexemes, parsed_to_dfa(pattern, _sre_parse.SubPattern(parsed.state, items[tail:]))])
     return lexemes
+
+
+def first_matches_among(pattern: str, language: ByteDFA, flags: int = 0) -> ByteDFA | None:
+    """For a pattern with a lazy quantifier and a negative lookahead that can read past the
+    match (its ``language`` given without that lookahead, see
+    :func:`~.regex.regex_lookahead_classes`): the words of ``language`` ``re.match`` can
+    return, or None for a pattern without lazy quantifiers. The pattern must be one of the
+    module docstring's shapes, with no greedy tail and every lookahead before the first lazy
+    repeat: there the lookahead reads the same text for every route ``re`` tries, so it
+    passes or fails for all of them, and the first match is the shortest of the rest.
+    """
+    try:
+        parsed = _sre_parse.parse(pattern, flags)
+    except _sre_parse.error:
+        return None
+    if not _has_lazy(parsed.data):
+        return None
+    _check(list(_flattened(parsed.data, parsed.state.flags)), parsed.state, 0, past=True)
+    return _shortest(language)
+
+
+def _shortest(language: ByteDFA) -> ByteDFA:
+    """The words of ``language`` with no proper prefix in it."""
+    if language.num_states == 0:
+        return language
+    cut = language.transitions.copy()
+    cut[language.accepting] = -1  # a lexeme ends at the first point the pattern matches
+    return dfa_from_table(cut, language.initial, np.asarray(language.accepting))
 
 
 def _is_greedy_tail(item) -> bool:
@@ -140,12 +166,16 @@ def _width(state, op, av) -> tuple[int, int]:
     return _sre_parse.SubPattern(state, [(op, av)]).getwidth()
 
 
-def _check(pieces: list, state, lazy: int) -> None:
+def _check(pieces: list, state, lazy: int, past: bool = False) -> None:
     """Raise LazyQuantifierError unless ``pieces`` (after ``lazy`` lazy repeats) is one of
-    the module docstring's shapes."""
+    the module docstring's shapes; with ``past``, also unless every lookahead comes before
+    the first lazy repeat (one of them reads past the match, see :func:`first_matches_among`)."""
     for i, (op, av, flags) in enumerate(pieces):
         if _uses(op, av, _OUTSIDE):
             raise LazyQuantifierError("an anchor or back-reference")
+        if past and lazy and op is _sre_parse.ASSERT_NOT and av[0] == 1:
+            raise LazyQuantifierError("a lookahead after a lazy quantifier in a pattern whose lookahead can read "
+                                      "past the match")
         if op is _MIN_REPEAT and av[0] != av[1]:
             low, high = _sre_parse.SubPattern(state, av[2]).getwidth()
             if low != high or low == 0:
@@ -163,11 +193,11 @@ def _check(pieces: list, state, lazy: int) -> None:
             while end < len(pieces) and not _has_lazy([pieces[end][:2]]):
                 end += 1
             _check_delimited(pieces[:end], pieces[end:])
-            _check(pieces[end:], state, 0)
+            _check(pieces[end:], state, 0, past)
             return
         if lazy == 0 and op is _BRANCH:
             _check_alternatives([list(_flattened(alternative, flags)) for alternative in av[1]],
-                                pieces[i + 1:], state)
+                                pieces[i + 1:], state, past)
             return
         raise LazyQuantifierError("a piece of variable width besides the lazy quantifiers")
 
@@ -185,7 +215,7 @@ def _check_delimited(prefix: list, rest: list) -> None:
                                   "the byte the rest starts with")
 
 
-def _check_alternatives(alternatives: list, tail: list, state) -> None:
+def _check_alternatives(alternatives: list, tail: list, state, past: bool) -> None:
     """At most one alternative (with the tail) can match a text; each is a shape again."""
     seen = np.zeros(256, dtype=bool)
     for alternative in alternatives:
@@ -194,7 +224,7 @@ def _check_alternatives(alternatives: list, tail: list, state) -> None:
             raise LazyQuantifierError("lazy quantifiers in alternatives that can start with the same byte")
         seen[first] = True
     for alternative in alternatives:
-        _check(alternative + tail, state, 0)
+        _check(alternative + tail, state, 0, past)
 
 
 def _first_bytes(pieces: list) -> tuple[np.ndarray, bool]:

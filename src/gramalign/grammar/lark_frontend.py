@@ -20,9 +20,11 @@ from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
-from .first_match import LazyQuantifierError, first_match_dfa
+from .automata import intersect
+from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among
 from .limits import CompileLimits, applied, check_size, check_time
 from .lookaround import LookaroundError
+from .regex import regex_lookahead_classes
 from .grammar import Grammar, Indentation, Rule, Terminal
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
@@ -99,13 +101,25 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
     used = {symbol.name for rule in lark_rules for symbol in rule.expansion if symbol.is_term}
     used |= set(ignore)
     terminals = []
+    split: dict[str, list[str]] = {}  # terminal -> the terminals of its lookahead classes, when several
     for terminal in sorted(lark_terminals, key=_lark_lexer_order):
         if terminal.name not in used:
             continue
         check_time(f"terminal {terminal.name}")
         converted = Terminal(str(terminal.name), terminal.pattern.to_regexp(), 0, int(terminal.priority),
                              isinstance(terminal.pattern, PatternStr))
+        equivalent = _FIRST_MATCH_EQUIVALENTS.get(converted.pattern)
+        if equivalent is not None:
+            converted = Terminal(converted.name, equivalent, 0, converted.priority)
         try:
+            classes = _lookahead_classes(converted)
+            if classes is not None:
+                if len(classes) > 1:
+                    split[converted.name] = [c.name for c in classes]
+                for part in classes:
+                    _check_lexemes(part.name, part.dfa, text, terminal.name)
+                terminals.extend(classes)
+                continue
             first_match = first_match_dfa(converted.pattern)
             if first_match is not None:  # lazy quantifiers: the lexemes lark's re.match returns
                 converted = Terminal.from_dfa(converted.name, first_match, priority=converted.priority)
@@ -120,22 +134,25 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         except LookaroundError as exc:
             raise LarkGrammarError(
                 f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}\nlark reads that text with "
-                "re.match, so the lexeme depends on what surrounds it; define the terminal (in this grammar, "
-                "overriding any import) with a regular pattern whose lookarounds read only inside the lexeme, "
-                "e.g. /0(?![1-9])/ -> /0/ where longest-match lexing already prefers the longer lexeme, "
-                "/(?<=a)b/ -> /b/ with the context moved into a rule (see docs/grammars.md)",
+                "re.match, so the lexeme depends on what surrounds it; gramalign reads one negative lookahead past "
+                "the lexeme per alternative, and lookarounds inside it; define the terminal (in this grammar, "
+                "overriding any import) with such a pattern, e.g. /(?<=a)b/ -> /b/ with the context moved into a "
+                "rule (see docs/grammars.md)",
                 _terminal_line(terminal.name, text)) from None
         except RegexError as exc:
             raise LarkGrammarError(f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}",
                                    _terminal_line(terminal.name, text)) from None
-        if dfa.num_states == 0:
-            raise LarkGrammarError(f"terminal {terminal.name} matches no string at all",
-                                   _definition_line(terminal.name, text))
-        if dfa.accepting[dfa.initial]:
-            raise LarkGrammarError(f"terminal {terminal.name} matches the empty string; a lexer cannot "
-                                   "make progress on it (use ? or * in the rule instead)",
-                                   _definition_line(terminal.name, text))
+        _check_lexemes(terminal.name, dfa, text, terminal.name)
         terminals.append(converted)
+    if split:
+        layout_terminals = set() if indentation is None else {indentation.newline, *indentation.open_brackets,
+                                                              *indentation.close_brackets}
+        for name in split:
+            if name in layout_terminals:
+                raise LarkGrammarError(f"terminal {name} of the indentation layout has a lookahead past its "
+                                       "lexeme; write it without one", _terminal_line(name, text))
+        ignore = [part for name in ignore for part in split.get(name, [name])]
+        always_lexed = tuple(part for name in always_lexed for part in split.get(name, [name]))
     known_terminals = {t.name for t in terminals}
     missing = used - known_terminals - {t.name for t in lark_terminals} - layout_names
     if missing:
@@ -148,6 +165,9 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         alternatives.setdefault(name, []).append(tuple(str(s.name) for s in rule.expansion))
         # lark gives every alternative of ``name.p`` the priority p (None when unset, read as 0)
         priorities.setdefault(name, rule.options.priority or 0)
+    for name, parts in split.items():  # a terminal whose lexemes differ in what may follow them
+        alternatives[name] = [(part,) for part in parts]
+        priorities[name] = 0
     if start not in alternatives:
         raise LarkGrammarError(f"the start rule {start!r} is not defined")
     rules = tuple(Rule(name, tuple(alts), priorities[name]) for name, alts in alternatives.items())
@@ -163,6 +183,49 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
 
     build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
     return grammar
+
+
+_FIRST_MATCH_EQUIVALENTS = {
+    # lark.lark's REGEXP. Its lazy repeat of a 1-or-2-character body is no shape of
+    # first_match, but re.match's first match is known: re tries to close at each unit
+    # boundary first, then an escape (\/ or \\), then a lone character. So it reads the
+    # body escape-aware up to the first unescaped slash; at an escaped slash \/ it falls back
+    # to reading the backslash alone and closing there only when no route from after the
+    # pair finds a match, i.e. when no "/" at all follows (any later slash is reachable by
+    # reading characters one at a time). The second alternative is that fallback.
+    r"\/(?!\/)(\\\/|\\\\|[^\/])*?\/[imslux]*":
+        r"\/(?!\/)(?:\\[\s\S]|[^\/\\])*\/[imslux]*|\/(?!\/)(?:\\[\s\S]|[^\/\\])*\\\/[imslux]*(?![\s\S]*\/)",
+}
+"""Terminals of lark's shipped grammars (as lark composes them) with an exact regular
+equivalent, where no general rule of first_match covers their lazy repeats (tested against
+re.match on random texts)."""
+
+
+def _lookahead_classes(terminal: Terminal) -> "list[Terminal] | None":
+    """The terminal as one terminal per class of its lexemes by what must not follow them
+    (named ``T#k`` when there are several), where a negative lookahead reads past the
+    lexeme; None where none does. Lazy quantifiers keep the first matches, as in
+    :func:`.first_match.first_match_dfa`."""
+    found = regex_lookahead_classes(terminal.pattern)
+    if found is None:
+        return None
+    everything, classes = found
+    first = first_matches_among(terminal.pattern, everything)
+    if first is not None:
+        classes = [(intersect(lexemes, first), rest) for lexemes, rest in classes]
+        classes = [(lexemes, rest) for lexemes, rest in classes if lexemes.num_states]
+    names = [terminal.name] if len(classes) == 1 else [f"{terminal.name}#{k}" for k in range(len(classes))]
+    return [Terminal.from_dfa(name, lexemes, priority=terminal.priority, lookahead=rest)
+            for name, (lexemes, rest) in zip(names, classes)]
+
+
+def _check_lexemes(name: str, dfa, text: str, defined: str) -> None:
+    """A terminal (``defined`` in the grammar text) must match some non-empty string only."""
+    if dfa.num_states == 0:
+        raise LarkGrammarError(f"terminal {name} matches no string at all", _definition_line(defined, text))
+    if dfa.accepting[dfa.initial]:
+        raise LarkGrammarError(f"terminal {name} matches the empty string; a lexer cannot make progress on it "
+                               "(use ? or * in the rule instead)", _definition_line(defined, text))
 
 
 def _lark_lexer_order(terminal) -> tuple:
