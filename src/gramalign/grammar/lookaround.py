@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import RegexError
 from .automata import concatenate, difference, intersect, union
 from .dfa import DEAD, NFA, ByteDFA, dfa_from_table, nfa_to_byte_dfa
+from .limits import check_time
 
 try:  # Python >= 3.11
     from re import _parser as _sre_parse
@@ -113,7 +114,7 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
             add(loose, None)
             continue
         marker, forbidden, _ = trailing
-        for state, lexemes in _tracked(words, marker, forbidden, max_states).items():
+        for state, lexemes in _tracked(words, marker, forbidden, pattern, max_states).items():
             rest = None if state < 0 else dfa_from_table(forbidden.transitions, state, np.asarray(forbidden.accepting))
             add(_erased(lexemes, markers, max_states), rest)
     classes = [(lexemes, rest) for lexemes, rest in by_condition.values() if lexemes.initial != DEAD]
@@ -126,7 +127,7 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
     return everything, classes
 
 
-def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, max_states: int) -> dict[int, ByteDFA]:
+def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, pattern: str, max_states: int) -> dict[int, ByteDFA]:
     """The words of ``words`` (which hold ``marker`` once) by the state of ``forbidden``
     after reading what follows the marker: -1 where ``forbidden`` can no longer match, so
     nothing after the word can fail the lookahead; words where it matched inside are gone.
@@ -141,6 +142,8 @@ def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, max_states: int) -
     f_table, f_accepting = forbidden.transitions, forbidden.accepting
     k = 0
     while k < len(pairs):
+        if k % 256 == 0:
+            check_time("a lookahead past the lexeme")
         w, t = pairs[k]
         row = np.full(256, DEAD, dtype=np.int32)
         for byte in np.flatnonzero(table[w] != DEAD).tolist():
@@ -160,7 +163,8 @@ def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, max_states: int) -
             pair = (target, nt)
             if pair not in index:
                 if len(pairs) >= max_states:
-                    raise LookaroundError(f"the lookahead's automaton needs more than {max_states} states", "")
+                    raise LookaroundError(f"the lexemes and what their lookahead has read need more than "
+                                          f"{max_states} automaton states", pattern)
                 index[pair] = len(pairs)
                 pairs.append(pair)
             row[byte] = index[pair]
