@@ -130,7 +130,6 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
                        for rule in grammar.rules for alternative in rule.alternatives)
     if len(conflicts):
         _judge_conflicts(conflicts, action, terminals, grammar, rule_names)
-        _refuse_cycles(grammar)  # only a settled conflict lets a cyclic grammar through
     return ParseTable(
         terminals=terminals,
         nonterminals=nonterminals,
@@ -191,55 +190,6 @@ def _judge_conflicts(conflicts: np.ndarray, action: np.ndarray, terminals: tuple
         listed = "\n\n".join(collisions)
         raise GrammarError(f"the grammar is not LALR(1): {listed} (make one alternative more specific, or give "
                            "the rules priorities)")
-
-
-def _refuse_cycles(grammar: Grammar) -> None:
-    """Raise where a rule derives itself, the other symbols on the way deriving the empty
-    text (``start: a*``, ``a.1: "A" |``: the list derives itself through an empty ``a``). Such
-    a grammar parses some text in infinitely many ways, and the table whose conflicts its
-    priorities settled reduces forever at the end of the text (lark's parser hangs there)."""
-    names = {rule.name for rule in grammar.rules}
-    nullable: set[str] = set()
-    grew = True
-    while grew:
-        grew = False
-        for rule in grammar.rules:
-            if rule.name not in nullable and any(all(s in nullable for s in alt) for alt in rule.alternatives):
-                nullable.add(rule.name)
-                grew = True
-    steps: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-    for rule in grammar.rules:
-        for alt in rule.alternatives:
-            for i, symbol in enumerate(alt):
-                if symbol in names and all(other in nullable for j, other in enumerate(alt) if j != i):
-                    steps.setdefault(rule.name, []).append((symbol, alt))
-    done: set[str] = set()
-    for root in steps:
-        path: list[tuple[str, tuple[str, ...]]] = []
-        on_path: dict[str, int] = {}
-
-        def visit(name: str) -> "list | None":
-            on_path[name] = len(path)
-            for target, alt in steps.get(name, ()):
-                path.append((name, alt))
-                if target in on_path:
-                    return path[on_path[target]:]
-                if target not in done:
-                    found = visit(target)
-                    if found is not None:
-                        return found
-                path.pop()
-            del on_path[name]
-            done.add(name)
-            return None
-
-        if root not in done:
-            cycle = visit(root)
-            if cycle is not None:
-                shown = "; ".join(f"{name} -> {' '.join(alt) or '<empty>'}" for name, alt in cycle)
-                raise GrammarError(f"rule {cycle[0][0]} derives itself where the other symbols derive the empty "
-                                   f"text ({shown}): a text then has infinitely many parses and the parser would "
-                                   "reduce forever; remove the empty alternative or the self-reference")
 
 
 def parse_terminals(table: ParseTable, names: list[str]) -> bool:
