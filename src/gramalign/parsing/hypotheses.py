@@ -226,12 +226,18 @@ def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state,
                        pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
-                       n_out):
+                       n_out, ended):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
     "the lexeme ended just before this byte". ``HYPOTHESES_FULL``: ``out`` needs more rows;
     ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`.state.widen`).
+
+    ``ended`` (int32 [4]) remembers what ending this hypothesis's lexeme fed the parser
+    (node, brackets, blocks, then 1 once known; 0: not yet; -1: do not remember), which
+    does not depend on ``byte``: a trie walk passes one per hypothesis and its children
+    share it, the nodes staying allocated (a lexeme that closes a long chain of optional
+    members reduces it once, not once per token that starts with its last byte).
     """
     if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
         return n_out, alloc, OK
@@ -273,12 +279,17 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             return n_out, alloc, OK  # the text after the lexeme starts as the lookahead forbids
         if ahead >= 0 and not intersects(lx_alive[ahead], cand_bits[lookahead]):
             ahead = -1
-    new_node, brackets, blocks, alloc, status = end_lexeme(
-        action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-        scratch_state, scratch_parent, exposed, node, winner, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
-        to_scratch, alloc)
-    if status != OK:
-        return n_out, alloc, status
+    if ended[3] == 1:
+        new_node, brackets, blocks = ended[0], ended[1], ended[2]
+    else:
+        new_node, brackets, blocks, alloc, status = end_lexeme(
+            action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
+            scratch_state, scratch_parent, exposed, node, winner, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
+            to_scratch, alloc)
+        if status != OK:
+            return n_out, alloc, status
+        if ended[3] == 0:
+            ended[0], ended[1], ended[2], ended[3] = new_node, brackets, blocks, 1
     if new_node < 0:
         return n_out, alloc, OK
     new_state = node_state(pool_state, scratch_state, new_node)
@@ -372,13 +383,15 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
     n_current = hyps.shape[0]
     following = np.empty((out.shape[0], hyps.shape[1]), np.int32)
     alloc = pool_used
+    unremembered = np.full(4, -1, np.int32)
     for offset in range(data.shape[0]):
         n_next = 0
         for h in range(n_current):
             n_next, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
-                scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next)
+                scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next,
+                unremembered)
             if status != OK:
                 return 0, pool_used, status, offset
         if n_next == 0:

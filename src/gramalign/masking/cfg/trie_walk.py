@@ -50,6 +50,11 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
     parser_state = np.empty((max_depth + 1, rows), np.int32)
     level_size = np.zeros(max_depth + 1, np.int32)
     level_alloc = np.zeros(max_depth + 1, np.int64)
+    # what ending each hypothesis's lexeme fed the parser (see advance_hypothesis), shared by
+    # its children, with what is known of what that stack can shift
+    ended = np.zeros((max_depth + 1, rows, 4), np.int32)
+    ended_usable = np.zeros((max_depth + 1, rows, words), np.uint64)
+    ended_known = np.zeros((max_depth + 1, rows, words), np.uint64)
     n_start = 0
     for h in range(hyps.shape[0]):
         levels[0, n_start] = hyps[h]
@@ -116,19 +121,28 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 n_out += 1
                 continue
             first_new = n_out
+            memo = ended[above, h]
+            was_known = memo[3] == 1
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
-                scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out)
+                scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out,
+                memo)
             if status != OK:
                 return status
+            if memo[3] == 1 and not was_known:
+                level_alloc[above] = alloc  # the remembered nodes stay allocated for the siblings
             kept = first_new
             for k in range(first_new, n_out):
                 stack = levels[depth, k, STACK]
                 new_state = node_state(pool_state, scratch_state, stack)
+                shared = memo[3] == 1 and stack == memo[0]
                 if stack == levels[above, h, STACK]:
                     usable[depth, kept] = usable[above, h]
                     known[depth, kept] = known[above, h]
+                elif shared:
+                    usable[depth, kept] = ended_usable[above, h]
+                    known[depth, kept] = ended_known[above, h]
                 else:
                     usable[depth, kept] = 0
                     known[depth, kept] = 0
@@ -143,6 +157,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                                                  reach, usable[depth, kept], known[depth, kept])
                     if status != OK:
                         return status
+                if shared:  # what this stack can shift, found out once for all the siblings
+                    ended_usable[above, h] |= usable[depth, kept]
+                    ended_known[above, h] |= known[depth, kept]
                 if alive:  # a hypothesis that cannot be completed has no completable successor
                     if kept != k:
                         levels[depth, kept] = levels[depth, k]
@@ -157,6 +174,10 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
             continue
         level_size[depth] = n_out
         level_alloc[depth] = alloc
+        for h in range(n_out):
+            ended[depth, h, 3] = 0
+            ended_usable[depth, h] = 0
+            ended_known[depth, h] = 0
         for k in range(token_start[i], token_start[i + 1]):
             token = token_ids[k]
             out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
