@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automaton_cache import AutomatonCache
+from .dfa import ByteDFA
 from .grammar import Grammar, Terminal
 from .lalr import ParseTable, build_parse_table
 from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close, rank_terminals, terminal_bits
@@ -156,8 +157,9 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
     ranked, lookaheads = _with_lookaheads(ranked)
+    first_lookahead = len(ranked) - len(lookaheads)
     columns = {name: j for j, name in enumerate(table.terminals)}
-    term_column = np.array([-1 if t.name in grammar.ignore or k >= len(ranked) - len(lookaheads) else columns[t.name]
+    term_column = np.array([-1 if t.name in grammar.ignore or k >= first_lookahead else columns[t.name]
                             for k, t in enumerate(ranked)], dtype=np.int32)
     words = max(1, (len(ranked) + 63) // 64)  # one word even without terminals (language {""})
     candidate_bits = _candidate_bits(table.action, term_column, words)
@@ -167,7 +169,6 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     if grammar.always_lexed:
         candidate_bits |= terminal_bits(ranked, grammar.always_lexed)
     check_time("the parser tables")
-    first_lookahead = len(ranked) - len(lookaheads)
     if lookaheads:  # one pseudo parser state per lookahead, with it as its only candidate
         rows = [terminal_bits(ranked, [t.name]) for t in ranked[first_lookahead:]]
         candidate_bits = np.concatenate([candidate_bits, np.stack(rows)])
@@ -195,7 +196,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
 def _with_lookaheads(ranked: tuple[Terminal, ...]) -> tuple[tuple[Terminal, ...], list[bytes]]:
     """``ranked`` followed by one pseudo terminal per distinct lookahead automaton (ranked
     after every real terminal: lower priority), and the digests of those automata in order."""
-    found: dict[bytes, Terminal] = {}
+    found: dict[bytes, ByteDFA] = {}
     for terminal in ranked:
         dfa = terminal.lookahead
         if dfa is not None and dfa.digest not in found:
