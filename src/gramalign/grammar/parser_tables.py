@@ -156,7 +156,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     check_time("the parser tables")
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))
-    ranked, lookaheads = _with_lookaheads(ranked)
+    ranked, lookaheads = _with_lookaheads(ranked, set(grammar.ignore))
     first_lookahead = len(ranked) - len(lookaheads)
     columns = {name: j for j, name in enumerate(table.terminals)}
     term_column = np.array([-1 if t.name in grammar.ignore or k >= first_lookahead else columns[t.name]
@@ -193,12 +193,17 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
                         reach_bits, reach_done, accepting, layout, end_effects, tracks_column, start_bits)
 
 
-def _with_lookaheads(ranked: tuple[Terminal, ...]) -> tuple[tuple[Terminal, ...], list[bytes]]:
+def _with_lookaheads(ranked: tuple[Terminal, ...], ignored: set) -> tuple[tuple[Terminal, ...], list[bytes]]:
     """``ranked`` followed by one pseudo terminal per distinct lookahead automaton (ranked
-    after every real terminal: lower priority), and the digests of those automata in order."""
+    after every real terminal: lower priority), and the digests of those automata in order.
+    An ignored terminal may not have one: the masks read an ignored lexeme that ends inside
+    a token without the parser, so its lookahead would go unchecked."""
     found: dict[bytes, ByteDFA] = {}
     for terminal in ranked:
         dfa = terminal.lookahead
+        if dfa is not None and terminal.name in ignored:
+            raise GrammarError(f"terminal {terminal.name} is ignored and has a lookahead past its lexeme, which "
+                               "gramalign reads only for the terminals the parser takes; write it without one")
         if dfa is not None and dfa.digest not in found:
             if dfa.num_states == 0 or dfa.accepting[dfa.initial]:
                 raise GrammarError(f"terminal {terminal.name}: its lookahead past the lexeme must match a "
