@@ -69,6 +69,19 @@ def test_small_grammar_random_walks_are_lark_sentences():
         assert lark_accepts(oracle, text.decode()), text
 
 
+def damaged_copies_agree(parser, oracle, text: str, rng: random.Random, pieces: list[str], copies: int) -> set:
+    """gramalign and lark give the same verdict on ``copies`` copies of ``text`` with one of
+    ``pieces`` inserted at a random place; returns the verdicts seen."""
+    verdicts = set()
+    for _ in range(copies):
+        at = rng.randrange(len(text) + 1)
+        damaged = text[:at] + rng.choice(pieces) + text[at:]
+        expected = lark_accepts(oracle, damaged)
+        assert parser.accepts(damaged.encode()) == expected, damaged[max(0, at - 30):at + 30]
+        verdicts.add(expected)
+    return verdicts
+
+
 # --------------------------------------------------------------------------- lark's python.lark
 
 
@@ -105,11 +118,7 @@ def test_python_lark_on_stdlib_modules_and_damaged_copies():
         if not lark_accepts(oracle, text):
             continue  # syntax python.lark does not cover
         assert parser.accepts(text.encode()), path
-        for _ in range(6):
-            at = rng.randrange(len(text))
-            piece = rng.choice(['"', '""', "'", "0", "5", '"""', "\\", "b", "_"])
-            damaged = text[:at] + piece + text[at:]
-            assert parser.accepts(damaged.encode()) == lark_accepts(oracle, damaged), (path, damaged[at - 30:at + 30])
+        damaged_copies_agree(parser, oracle, text, rng, ['"', '""', "'", "0", "5", '"""', "\\", "b", "_"], 6)
         checked += 1
     assert checked >= 6
 
@@ -178,12 +187,8 @@ def test_lark_lark_on_lark_grammars_and_damaged_copies():
     verdicts = set()
     for text in texts:
         assert lark_accepts(oracle, text) and parser.accepts(text.encode()), text[:80]
-        for _ in range(12):
-            at = rng.randrange(len(text) + 1)
-            damaged = text[:at] + rng.choice(["/", "\\", '"', "//", "?", "a", "\n", "i", "/a\\/"]) + text[at:]
-            expected = lark_accepts(oracle, damaged)
-            assert parser.accepts(damaged.encode()) == expected, damaged[max(0, at - 30):at + 30]
-            verdicts.add(expected)
+        verdicts |= damaged_copies_agree(parser, oracle, text, rng, ["/", "\\", '"', "//", "?", "a", "\n", "i", "/a\\/"],
+                                         12)
     assert verdicts == {True, False}
 
 
