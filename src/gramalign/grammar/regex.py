@@ -175,10 +175,11 @@ def pieces_dfa(pieces: list, max_states: int = 50_000) -> ByteDFA:
     Raises :class:`RegexError` where they cannot be built (no position: the caller knows the
     pattern)."""
     nfa = NFA(max_states=MAX_NFA_STATES)
+    builder = _NFABuilder(nfa)
     entry = nfa.initial
     try:
         for op, av, flags in pieces:
-            entry = _NFABuilder(nfa).node((op, av), entry, flags, False, False)
+            entry = builder.node((op, av), entry, flags, False, False)
         nfa.accepting.add(entry)
         return nfa_to_utf8_dfa(nfa, max_states=max_states)
     except _Unsupported as exc:
