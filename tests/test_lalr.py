@@ -10,7 +10,9 @@ to lark's recursive one.
 from __future__ import annotations
 
 import random
+import subprocess
 import sys
+from unittest import mock
 
 import json
 
@@ -20,10 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark.parsers.lalr_analysis import digraph as lark_digraph
-from oracles.lark_lalr import canonical, iterative_digraph, lark_parse_table
+from oracles.lark_lalr import canonical, input_that_hangs, iterative_digraph, lark_parse_table
 from support.shared_data import maskbench_files
 
 import gramalign as ga
+import gramalign.grammar.lalr
 import gramalign.grammar.parser_tables
 from gramalign.grammar.builtin import load_builtin
 from gramalign.grammar.grammar import Grammar, Rule, Terminal
@@ -102,7 +105,8 @@ def assert_same_table_as_lark(grammar: Grammar) -> None:
             lark_parse_table(grammar, shared_sets=False)
         assert collisions(str(info.value)) == collisions(str(unshared.value))
         return
-    table = build_parse_table(grammar)
+    with mock.patch.object(gramalign.grammar.lalr, "_refuse_reduce_loop", lambda *_: None):  # tested below
+        table = build_parse_table(grammar)
     expected = canonical(expected)
     for field in ("terminals", "nonterminals", "rule_names", "initial_state"):
         assert getattr(table, field) == getattr(expected, field), field
@@ -210,6 +214,42 @@ def test_random_priorities_decide_conflicts_both_ways():
         except ga.GrammarError:
             outcomes["still a collision"] += 1
     assert min(outcomes.values()) >= 15, outcomes
+
+
+def test_tables_that_reduce_forever_are_refused():
+    """A priority can settle a reduce/reduce conflict into a loop of reductions that never
+    reads the next terminal, where lark's parser hangs. Every table in which a brute-force
+    search of lark's own table finds an input that hangs is refused; a refusal where the
+    search finds none is the check's over-approximation (a loop that priorities make
+    unreachable), which stays rare."""
+    outcomes = {"hangs, refused": 0, "hangs, built": 0, "refused, no hang found": 0}
+    for seed in range(300):
+        rng = random.Random(seed)
+        grammar = with_random_priorities(random_bnf(rng, strict=seed % 4 == 0), rng)
+        try:
+            expected = canonical(lark_parse_table(grammar))
+        except ga.GrammarError:
+            continue
+        hangs = input_that_hangs(expected) is not None
+        try:
+            build_parse_table(grammar)
+            refused = False
+        except ga.GrammarError as refusal:
+            assert "reduce forever" in str(refusal), refusal
+            refused = True
+        if hangs or refused:
+            outcomes[("hangs, " + ("refused" if refused else "built")) if hangs else "refused, no hang found"] += 1
+    assert outcomes["hangs, built"] == 0 and outcomes["hangs, refused"] >= 3, outcomes
+    assert outcomes["refused, no hang found"] <= 2, outcomes
+
+
+def test_lark_test_suite_grammar_that_hangs_lark_is_refused():
+    text = 'start: (a+)*\n!a.1: "A" |\n'  # from lark's tests, where it is only run with Earley
+    with pytest.raises(ga.GrammarError, match=r"reduce forever .* with \$END next, it reduces .*a -> <empty>"):
+        ga.Grammar.from_lark(text)
+    hang = f"import lark; lark.Lark({text!r}, parser='lalr').parse('A')"
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", hang], timeout=5, capture_output=True)
 
 
 def test_lark_rule_priorities_reach_the_table():

@@ -289,3 +289,34 @@ def _nullable(rules) -> set:
                 nullable.add(origin)
                 queue.append(origin)
     return nullable
+
+
+def input_that_hangs(table: ParseTable, *, max_stacks: int = 5000) -> list[str] | None:
+    """Terminal names after which, with one more terminal next, the parser driven by
+    ``table`` reduces without end (the last name is that terminal); None if no such input
+    is found among the first ``max_stacks`` stacks reached (breadth first). By brute force:
+    every stack reached by shifting is tried with every terminal, and a run of reductions
+    longer than a generous bound (from the number of states and the stack's depth) is
+    taken to hang."""
+    dense_goto = table.goto_table()
+    bound = 4 * table.num_states * (table.num_states + 2)
+    seen = {(table.initial_state,): []}
+    queue = [(table.initial_state,)]
+    for stack in queue:
+        if len(seen) > max_stacks:
+            break
+        for column, terminal in enumerate(table.terminals):
+            current = list(stack)
+            for _ in range(bound * (len(stack) + 1)):
+                a = int(table.action[current[-1], column])
+                if a >= 0 or a == ACCEPT:
+                    break
+                rule = -a - 1
+                del current[len(current) - int(table.rule_len[rule]):]
+                current.append(int(dense_goto[current[-1], table.rule_lhs[rule]]))
+            else:
+                return seen[stack] + [terminal]
+            if a > 0 and tuple(current + [a - 1]) not in seen:
+                seen[tuple(current + [a - 1])] = seen[stack] + [terminal]
+                queue.append(tuple(current + [a - 1]))
+    return None

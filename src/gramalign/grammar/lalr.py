@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import GrammarError
 from .grammar import Grammar
 from .limits import active_limits, check_estimate, check_size, check_time
-from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, rule_defects
+from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, reduce_loop, rule_defects
 
 ERROR = 0
 END = "$END"
@@ -130,7 +130,7 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
                        for rule in grammar.rules for alternative in rule.alternatives)
     if len(conflicts):
         _judge_conflicts(conflicts, action, terminals, grammar, rule_names)
-    return ParseTable(
+    table = ParseTable(
         terminals=terminals,
         nonterminals=nonterminals,
         action=action,
@@ -140,6 +140,9 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
         rule_names=rule_names,
         initial_state=0,
     )
+    if len(conflicts):  # only a settled conflict can make the parser reduce forever
+        _refuse_reduce_loop(table, _productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, root))
+    return table
 
 
 def _undefined_symbol(grammar: Grammar, symbol_ids: dict) -> GrammarError:
@@ -190,6 +193,66 @@ def _judge_conflicts(conflicts: np.ndarray, action: np.ndarray, terminals: tuple
         listed = "\n\n".join(collisions)
         raise GrammarError(f"the grammar is not LALR(1): {listed} (make one alternative more specific, or give "
                            "the rules priorities)")
+
+
+def _productive(rule_offsets: np.ndarray, rule_symbols: np.ndarray, rule_lhs: np.ndarray, n_terminals: int,
+                n_nonterminals: int) -> np.ndarray:
+    """Which nonterminals derive some string of terminals (bool per nonterminal)."""
+    productive = np.zeros(n_nonterminals, dtype=bool)
+    rules = [rule_symbols[rule_offsets[r]:rule_offsets[r + 1]].tolist()
+             for r in range(len(rule_offsets) - 2)]  # not the root rule, the last
+    changed = True
+    while changed:
+        changed = False
+        for r, symbols in enumerate(rules):
+            lhs = int(rule_lhs[r])
+            if not productive[lhs] and all(s < n_terminals or productive[s - n_terminals] for s in symbols):
+                productive[lhs] = changed = True
+    return productive
+
+
+def _usable_gotos(table: ParseTable, productive: np.ndarray) -> np.ndarray:
+    """One flag per packed goto entry: does it leave a state that input reaches, on a
+    ``productive`` nonterminal (one that derives some text)? The table has gotos on rules
+    that derive nothing, and states only they lead to, that no input ever takes."""
+    n_states = int(table.goto[0])
+    n = (table.goto.shape[0] - 2 - n_states) // 2
+    offsets = table.goto[1:2 + n_states]
+    symbols, targets = table.goto[2 + n_states:2 + n_states + n], table.goto[2 + n_states + n:]
+    reached = np.zeros(n_states, dtype=bool)
+    reached[table.initial_state] = True
+    queue = [table.initial_state]
+    for state in queue:
+        shifts = table.action[state]
+        successors = shifts[shifts > 0] - 1
+        entries = slice(int(offsets[state]), int(offsets[state + 1]))
+        successors = np.concatenate([successors, targets[entries][productive[symbols[entries]]]])
+        for successor in successors[~reached[successors]].tolist():
+            if not reached[successor]:
+                reached[successor] = True
+                queue.append(successor)
+    sources = np.repeat(np.arange(n_states), np.diff(offsets))
+    return reached[sources] & productive[symbols]
+
+
+def _refuse_reduce_loop(table: ParseTable, productive: np.ndarray) -> None:
+    """Raise a GrammarError naming the rules if some input makes the parser reduce forever
+    without reading the next terminal (lark's parser hangs there)."""
+    state, nonterminal, terminal = reduce_loop(table.action, table.goto, table.rule_lhs, table.rule_len,
+                                               _usable_gotos(table, productive))
+    if state < 0:
+        return
+    stack, reduced = [int(state), table.goto_of(int(state), int(nonterminal))], []
+    for _ in range(4 * table.num_states):  # enough to go round the loop; names each rule once
+        rule = -int(table.action[stack[-1], terminal]) - 1
+        if table.rule_names[rule] not in reduced:
+            reduced.append(table.rule_names[rule])
+        del stack[len(stack) - int(table.rule_len[rule]):]
+        stack.append(table.goto_of(stack[-1], int(table.rule_lhs[rule])))
+    raise GrammarError(
+        f"the parser would reduce forever without reading input: after {table.nonterminals[nonterminal]}, with "
+        f"{table.terminals[terminal]} next, it reduces {'; '.join(reduced)} again and again (lark's parser hangs on it); the conflicts settled by rule priority made "
+        "the loop: change those priorities, or take the empty alternative out of the repetition")
 
 
 def parse_terminals(table: ParseTable, names: list[str]) -> bool:

@@ -29,7 +29,7 @@ from .dfa_kernels import _added_members, _find_members, _hash_members
 ACCEPT = -(2**31)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 # the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
-__all__ = ["lalr_table", "lr0_automaton", "rule_defects"]
+__all__ = ["lalr_table", "lr0_automaton", "reduce_loop", "rule_defects"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -554,3 +554,76 @@ def goto_of(goto, state, symbol):
         else:
             hi = mid
     return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _reductions_diverge(action, goto, rule_lhs, rule_len, base, first, terminal, stack, saved):
+    """Does the parser, with ``base`` then ``first`` on its stack and ``terminal`` next,
+    reduce forever? Only reductions that keep ``base`` are followed (one that pops it is
+    judged from a deeper base). Two ways to never stop: the stack repeats (Brent's cycle
+    search over whole stacks), or it grows, which shows as a state pushed while the same
+    state, pushed earlier in this run, is still on the stack: everything the parser did
+    from that state's push onwards, without popping it, it then does again, higher."""
+    stack[0], stack[1] = base, first
+    depth = 2
+    saved_depth = 0
+    power = lam = 1
+    while True:
+        a = action[stack[depth - 1], terminal]
+        if a >= 0 or a == ACCEPT:  # shift, error or accept: the reductions stop
+            return False
+        rule = -a - 1
+        depth -= rule_len[rule]
+        if depth < 1:
+            return False
+        pushed = goto_of(goto, stack[depth - 1], rule_lhs[rule])
+        if pushed < 0:
+            return False
+        for k in range(1, depth):
+            if stack[k] == pushed:
+                return True
+        stack[depth] = pushed
+        depth += 1
+        if depth == saved_depth:
+            same = True
+            for k in range(depth):
+                if stack[k] != saved[k]:
+                    same = False
+                    break
+            if same:
+                return True
+        if power == lam:  # Brent: move the saved stack forward at powers of two
+            saved[:depth] = stack[:depth]
+            saved_depth = depth
+            power *= 2
+            lam = 0
+        lam += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def reduce_loop(action, goto, rule_lhs, rule_len, usable):
+    """(state, nonterminal, terminal) such that the parser, having reduced to
+    ``nonterminal`` in ``state`` with ``terminal`` next, reduces forever without reading
+    it; (-1, -1, -1) if there is none. Every endless run of reductions has a lowest point,
+    a goto pushed onto a state that stays below it from then on, so trying every goto
+    entry on every terminal finds them all; only the entries marked ``usable`` (bool, one
+    per packed entry: the ones that input can reach) are tried. An LALR(1) table without
+    conflicts has none (its parser stops on every input); conflicts settled by priority
+    can make one."""
+    n_states = goto[0]
+    n = (goto.shape[0] - 2 - n_states) >> 1
+    symbols = 2 + n_states
+    # no stack state repeats above the base before a run is judged endless
+    stack = np.empty(n_states + 2, dtype=np.int32)
+    saved = np.empty(n_states + 2, dtype=np.int32)
+    for state in range(n_states):
+        for i in range(goto[1 + state], goto[2 + state]):
+            target = goto[symbols + n + i]
+            if not usable[i]:
+                continue
+            for terminal in range(action.shape[1]):
+                a = action[target, terminal]
+                if a < 0 and a != ACCEPT:
+                    if _reductions_diverge(action, goto, rule_lhs, rule_len, state, target, terminal, stack, saved):
+                        return state, goto[symbols + i], terminal
+    return -1, -1, -1
