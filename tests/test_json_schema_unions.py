@@ -259,3 +259,60 @@ def test_any_of_branches_that_each_require_one_more_name(order):
             assert parser.accepts(text.encode()) == validator.is_valid(value), text
             checked += validator.is_valid(value)
     assert checked > 5
+
+
+def _spec(required: str, value: dict, encoding: dict, title: dict) -> dict:
+    return {"type": "object", "properties": {"enc": encoding, "title": title, required: value},
+            "required": [required], "additionalProperties": False}
+
+
+# Vega-Lite's top level in small: closed specs told apart by one required name, sharing
+# optional names whose object schemas overlap. Telling the encodings apart by complements
+# (an object outside three alternatives of four optional properties each is outside them
+# in 5 x 5 x 5 ways) multiplied past 64 cases and was refused; the objects are now read by
+# one union tagged by the subset of schemas they satisfy.
+def _closed(names: str, value: dict) -> dict:
+    return {"type": "object", "properties": {p: value for p in names}, "additionalProperties": False}
+
+
+SHARED_OBJECTS = {"anyOf": [
+    _spec("mark", {"type": "string"},
+          {"anyOf": [_closed("abcd", {"type": "integer"}), _closed("efgh", {"type": "integer"}),
+                     _closed("ijkl", {"type": "null"}),
+                     {"type": "object", "properties": {"row": {"type": "string"}}, "required": ["row"]}]},
+          {"type": ["string", "object"]}),
+    _spec("layer", {"type": "array"},
+          {"anyOf": [_closed("abcd", {"type": "string"}), _closed("aefgh", {"type": "boolean"})]},
+          {"type": "object", "properties": {"text": {"type": "string"}}}),
+    _spec("facet", {"type": "integer"},
+          {"type": "object", "properties": {"a": {"type": "number"}}},
+          {"type": "string"}),
+]}
+SHARED_POOLS = {"enc": [{}, {"a": 1}, {"a": "x"}, {"a": True}, {"a": 1.5}, {"row": "r"}, {"row": 1}, {"a": 1, "b": "s"},
+                        {"e": 2, "h": 1}, {"e": False}, {"row": "r", "zz": 1}, 3],
+                "title": ["t", {}, {"text": "x"}, {"text": 1}, None],
+                "mark": ["m", 1], "layer": [[], "l"], "facet": [1, 1.5]}
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_any_of_specs_sharing_overlapping_object_schemas(order):
+    grammar = ga.Grammar.from_json_schema(SHARED_OBJECTS, property_order=order)
+    parser = IncrementalParser(build_parser_tables(grammar))
+    validator = jsonschema.Draft202012Validator(SHARED_OBJECTS)
+    names = list(SHARED_POOLS)
+    checked = valid = 0
+    for size in range(1, 4):
+        for chosen in itertools.combinations(names, size):
+            # the pools list names in schema order; any order also reads them backwards
+            orders = [chosen] if order == "schema" else [chosen, chosen[::-1]]
+            for keys in orders:
+                for values in itertools.product(*(SHARED_POOLS[k] for k in keys)):
+                    instance = dict(zip(keys, values))
+                    expected = validator.is_valid(instance)
+                    text = json.dumps(instance, separators=(",", ":"))
+                    assert parser.accepts(text.encode()) == expected, text
+                    checked += 1
+                    valid += expected
+    assert checked > 500 and valid > 50, (checked, valid)
+    for text in random_texts(grammar, 40, seed=5):
+        assert is_valid_text(SHARED_OBJECTS, text), text

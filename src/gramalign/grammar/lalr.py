@@ -251,8 +251,9 @@ def _refuse_reduce_loop(table: ParseTable, productive: np.ndarray) -> None:
         stack.append(table.goto_of(stack[-1], int(table.rule_lhs[rule])))
     raise GrammarError(
         f"the parser would reduce forever without reading input: after {table.nonterminals[nonterminal]}, with "
-        f"{table.terminals[terminal]} next, it reduces {'; '.join(reduced)} again and again (lark's parser hangs on it); the conflicts settled by rule priority made "
-        "the loop: change those priorities, or take the empty alternative out of the repetition")
+        f"{table.terminals[terminal]} next, it reduces {'; '.join(reduced)} again and again (lark's parser hangs "
+        "on it); the conflicts settled by rule priority made the loop: change those priorities, or take the empty "
+        "alternative out of the repetition")
 
 
 def parse_terminals(table: ParseTable, names: list[str]) -> bool:

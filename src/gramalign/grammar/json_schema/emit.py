@@ -12,6 +12,7 @@ alternatives' values for that key are pairwise equal, disjoint, or differ in JSO
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -24,7 +25,8 @@ from ..grammar import Grammar, Rule, Terminal
 from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
-from .shapes import ALL_NUMBERS, ANY, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
+from .shapes import (ALL_NUMBERS, ANY, ANY_OBJECT, ANY_SHAPE, ArrayShape, ObjectShape, Ref, Shape, TooManyAlternatives,
+                     is_empty_dfa, meet)
 from .strings import (CountedStrings, any_string_contents, json_literal_dfa, json_string_dfa, literal_contents_dfa,
                       other_strings, string_contents_dfa)
 from .unique import check_subsets, item_values, value_key
@@ -33,6 +35,10 @@ MAX_RULES = DEFAULT_LIMITS.max_rules
 """Rules one schema may compile to."""
 MAX_VALUE_CLASSES = 64
 """Disjoint classes the competing value schemas of one key may split into."""
+MAX_SHARED_OBJECT_REFS = 6
+"""Competing value schemas of one key that take objects, read by one union tagged by the
+subset of them an object satisfies (each subset is a family of rules; past this, objects
+are told apart by complements)."""
 MAX_ANY_ORDER_NAMES = 10
 """Named properties per object under property_order='any' (the rules track subsets of them)."""
 
@@ -65,6 +71,7 @@ class Emitter:
         self._terminal_names: dict[str, str] = {}
         self._value_rules: dict = {}
         self._memo: dict = {}
+        self._value_classes: dict = {}
         self._pending: list = []  # (rule name, function giving its alternatives): no deep recursion
         self.start = self._start_rule(root)
         while self._pending:
@@ -201,7 +208,7 @@ class Emitter:
         if depth >= self.layout.max_depth and self.layout.indent is not None:
             return alternatives  # indentation is exact up to max_depth: no deeper containers
         if shape.objects:
-            alternatives.append((self.objects_rule(*(objects or ((shape.objects,), 0)), depth),))
+            alternatives.append((self.objects_rule(*(objects or ((shape.objects,), frozenset([0]))), depth),))
         if shape.arrays:
             alternatives.append((self.arrays_rule(*(arrays or ((shape.arrays,), 0)), depth),))
         return alternatives
@@ -241,9 +248,9 @@ class Emitter:
 
     # ------------------------------------------------------------------ objects
 
-    def objects_rule(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int, depth: int) -> str:
-        """Objects of ``groups[tag]``; the other groups' objects share the rules' states (the
-        groups are disjoint value classes whose objects the first token cannot tell apart)."""
+    def objects_rule(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: frozenset, depth: int) -> str:
+        """Objects in every group of ``tag`` (indices into ``groups``) and in no other group;
+        all groups' objects share the rules' states (the first token cannot tell them apart)."""
         lbrace = self._punctuation("LBRACE", "{")
         single = (len(groups) == 1 and len(groups[0]) == 1 and self.layout.property_order == "schema"
                   and not groups[0][0].some)
@@ -298,12 +305,13 @@ class Emitter:
 
         return chain(0, True, 0)
 
-    def _object_union(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: int, depth: int) -> str:
+    def _object_union(self, groups: tuple[tuple[ObjectShape, ...], ...], tag: frozenset, depth: int) -> str:
         """Object alternatives, determinised over (key, value class) members. The states
         track (alternative, progress, count) elements over the alternatives of all groups;
-        ``}`` ends the rule only where the accepting elements are of group ``tag``, so each
-        group's rule reduces to its own nonterminal while the groups' members are read by
-        the same LR states."""
+        ``}`` ends the rule only where the groups with an accepting element are exactly
+        ``tag``, so each tag's rule reduces to its own nonterminal while the groups' members
+        are read by the same LR states. (With disjoint groups, tags are single groups, and
+        a repeated key that makes two groups accept leaves the value ambiguous: no ``}``.)"""
         shapes = tuple(shape for group in groups for shape in group)
         group_of = tuple(g for g, group in enumerate(groups) for _ in group)
         comma, colon, rbrace = (self._punctuation("COMMA", ","), self._punctuation("COLON", ":"),
@@ -405,12 +413,12 @@ class Emitter:
         def state_alternatives(elements: frozenset, first: bool) -> list:
             lead = self._lead(comma, first, depth)
             alternatives = []
-            if _accepting_group(elements, accepting, group_of) == tag:
+            if frozenset(group_of[e[0]] for e in elements if accepting(e)) == tag:
                 alternatives.append((self._close(rbrace, "}", first, depth),))
             for index, (terminal, symbol) in enumerate(symbols):
                 member_moves = [m for e in elements for m in moves(e, index, symbol)]
                 for value_rule, successors in self._split_values(member_moves, self._nested(depth)):
-                    if any(group_of[successor[0]] == tag for successor in successors):
+                    if tag <= {group_of[successor[0]] for successor in successors}:
                         alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
 
@@ -443,7 +451,13 @@ class Emitter:
         return [(contents, owners) for contents, owners in atoms if any(o is not None for o in owners)]
 
     def _split_values(self, moves, depth: int):
-        """Group member moves by value class: [(value rule at ``depth``, successor elements)]."""
+        """Group member moves by value class: [(value rule at ``depth``, successor elements)].
+        Where the competing refs take objects (at most MAX_SHARED_OBJECT_REFS of them), the
+        objects are read by one union of the refs' objects, one rule per subset of refs an
+        object can satisfy, and only the other values split into classes by complements.
+        Telling objects apart by complements multiplies cases: an object outside a schema
+        of ten optional properties is outside in one of ten ways, and each meets the
+        others' (Vega-Lite's specs needed more than 64)."""
         if not moves:
             return []
         by_ref: dict = {}
@@ -458,21 +472,54 @@ class Emitter:
             classes = [(ref, shape, frozenset(by_ref[ref])) for ref in refs
                        if not (shape := self.evaluator.shape(ref)).is_empty]
             return self._class_rules(classes, depth)
+        holders = [ref for ref in refs if self.evaluator.shape(ref).objects]
+        shared = len(holders) <= MAX_SHARED_OBJECT_REFS
         # partition refinement: split every class by each ref in turn, dropping empty classes
-        classes = [(frozenset(), frozenset())]
+        classes = [((), frozenset())]
         for ref in refs:
             refined = []
-            for literals, successors in classes:
-                for part, following in ((literals | ref, successors | by_ref[ref]),
-                                        (literals | {("not", ref, "")}, successors)):
-                    if not self.evaluator.shape(part).is_empty:
-                        refined.append((part, following))
+            for path, successors in classes:
+                for inside in (True, False):
+                    if not self._value_class(path + ((ref, inside),), shared).is_empty:
+                        refined.append((path + ((ref, inside),), successors | by_ref[ref] if inside else successors))
             classes = refined
             if len(classes) > MAX_VALUE_CLASSES:
                 raise SchemaCompileError(f"the value schemas that compete for one key in these anyOf/oneOf "
                                          f"alternatives split into more than {MAX_VALUE_CLASSES} classes")
-        return self._class_rules([(literals, self.evaluator.shape(literals), successors)
-                                  for literals, successors in classes if successors], depth)
+        # a ("keys", shape) literal stands for a synthesized shape (see Evaluator._literal)
+        result = self._class_rules([(frozenset([("keys", piece)]), piece, successors)
+                                    for path, successors in classes if successors
+                                    for piece in [self._value_class(path, shared)]], depth)
+        if not shared or not holders or (depth >= self.layout.max_depth and self.layout.indent is not None):
+            return result  # (as _value_alternatives: no containers past max_depth)
+        groups = tuple(self.evaluator.shape(ref).objects for ref in holders)
+        for size in range(1, len(holders) + 1):
+            for tag in itertools.combinations(range(len(holders)), size):
+                successors = frozenset().union(*(by_ref[holders[i]] for i in tag))
+                result.append((self.objects_rule(groups, frozenset(tag), depth), successors))
+        return result
+
+    def _value_class(self, path: tuple, without_objects: bool) -> Shape:
+        """The values in (``inside``) or outside each ref of ``path``, a tuple of (ref,
+        inside), but no objects if ``without_objects``; one Shape object per path, so that
+        rules keyed by it are shared wherever the same refs compete."""
+        piece = self._value_classes.get((path, without_objects))
+        if piece is None:
+            if not path:
+                piece = replace(ANY_SHAPE, objects=()) if without_objects else ANY_SHAPE
+            else:
+                ref, inside = path[-1]
+                shape = self.evaluator.shape(ref)
+                if without_objects:  # the complement of a shape that takes every object has none
+                    shape = replace(shape, objects=() if inside else (ANY_OBJECT,))
+                part = shape if inside else self.evaluator.complement(shape, "")
+                try:
+                    piece = meet(self._value_class(path[:-1], without_objects), part, self.max_states)
+                except TooManyAlternatives as exc:
+                    raise SchemaCompileError(f"{exc}: the value schemas that compete for one key here multiply "
+                                             "out", first_pointer(ref)) from None
+            self._value_classes[(path, without_objects)] = piece
+        return piece
 
     def _class_rules(self, classes: list, depth: int) -> list:
         """[(value rule, successors)] for disjoint value classes [(ref, shape, successors)].
@@ -491,7 +538,8 @@ class Emitter:
             return [(self.value_rule(ref, depth), successors) for ref, _, successors in classes]
         result = []
         for ref, shape, successors in classes:
-            objects = (object_groups, object_groups.index(shape.objects)) if object_groups and shape.objects else None
+            objects = ((object_groups, frozenset([object_groups.index(shape.objects)]))
+                       if object_groups and shape.objects else None)
             arrays = (array_groups, array_groups.index(shape.arrays)) if array_groups and shape.arrays else None
             if uncounted and isinstance(shape.string, CountedStrings):
                 shape = replace(shape, string=self._materialized(shape.string))

@@ -121,7 +121,7 @@ class Evaluator:
             return self.const_shape(json.loads(literal[1], parse_float=Decimal))
         if kind == "not":
             return self.complement(self.shape(literal[1]), literal[2])
-        if kind == "keys":  # a synthesized object shape (see complement)
+        if kind == "keys":  # a synthesized shape (see complement, and the emitter's value classes)
             return literal[1]
         if kind == "or":  # values in any of the refs (an item unevaluatedItems or a contains takes)
             shape = EMPTY_SHAPE
