@@ -14,7 +14,6 @@ import sys
 from decimal import Decimal
 
 from ...errors import SchemaCompileError
-from ..automata import MAX_STATES
 from ..dfa import StateLimitError
 from ..grammar import Grammar
 from ..limits import DEFAULT_LIMITS, CompileLimits, applied

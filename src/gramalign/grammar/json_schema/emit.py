@@ -20,14 +20,14 @@ from decimal import Decimal
 
 from ...errors import SchemaCompileError
 from ..automata import MAX_STATES, difference, intersect
-from ..dfa import ByteDFA, StateLimitError, literal_dfa
+from ..dfa import ByteDFA, StateLimitError
 from ..grammar import Grammar, Rule, Terminal
 from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
-from .shapes import (ALL_NUMBERS, ANY, ANY_OBJECT, ANY_SHAPE, ArrayShape, ObjectShape, Ref, Shape, TooManyAlternatives,
+from .shapes import (ALL_NUMBERS, ANY_OBJECT, ANY_SHAPE, ArrayShape, ObjectShape, Ref, Shape, TooManyAlternatives,
                      is_empty_dfa, meet)
-from .strings import (CountedStrings, any_string_contents, json_literal_dfa, json_string_dfa, literal_contents_dfa,
+from .strings import (CountedStrings, json_literal_dfa, json_string_dfa, literal_contents_dfa,
                       other_strings, string_contents_dfa)
 from .unique import check_subsets, item_values, value_key
 
