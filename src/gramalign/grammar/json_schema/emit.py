@@ -493,8 +493,12 @@ class Emitter:
         if not shared or not holders or (depth >= self.layout.max_depth and self.layout.indent is not None):
             return result  # (as _value_alternatives: no containers past max_depth)
         groups = tuple(self.evaluator.shape(ref).objects for ref in holders)
+        apart = {(i, j) for i, j in itertools.combinations(range(len(groups)), 2)
+                 if self.evaluator.objects_disjoint(groups[i], groups[j])}
         for size in range(1, len(holders) + 1):
             for tag in itertools.combinations(range(len(holders)), size):
+                if any(pair in apart for pair in itertools.combinations(tag, 2)):
+                    continue  # no object satisfies two of them: a rule that could never end
                 successors = frozenset().union(*(by_ref[holders[i]] for i in tag))
                 result.append((self.objects_rule(groups, frozenset(tag), depth), successors))
         return result

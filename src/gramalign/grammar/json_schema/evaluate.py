@@ -774,6 +774,10 @@ class Evaluator:
                 return name, literal
         return None
 
+    def objects_disjoint(self, a: tuple[ObjectShape, ...], b: tuple[ObjectShape, ...]) -> bool:
+        """True only when no object is in both unions of object alternatives (False when unsure)."""
+        return all(self._objects_disjoint(x, y) for x in a for y in b)
+
     def _objects_disjoint(self, a: ObjectShape, b: ObjectShape, depth: int = 0) -> bool:
         if (a.max_properties is not None and b.min_properties > a.max_properties) or (
                 b.max_properties is not None and a.min_properties > b.max_properties):
