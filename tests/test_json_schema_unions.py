@@ -316,3 +316,15 @@ def test_any_of_specs_sharing_overlapping_object_schemas(order):
     assert checked > 500 and valid > 50, (checked, valid)
     for text in random_texts(grammar, 40, seed=5):
         assert is_valid_text(SHARED_OBJECTS, text), text
+
+
+def test_competing_value_schemas_that_multiply_out_are_a_clear_error():
+    # the value classes of key "v" need "no value contains any of 0..7" beside "some value
+    # contains one of 10..17": eight contains conditions on one array, past the limit
+    def spec(name: str, first: int) -> dict:
+        return {"type": "object", "required": [name], "additionalProperties": False,
+                "properties": {"v": {"type": "array", "anyOf": [{"contains": {"const": i}}
+                                                                for i in range(first, first + 8)]},
+                               name: {"type": "integer"}}}
+    with pytest.raises(ga.SchemaCompileError, match=r"contains constraints .* compete for one key .*properties/v"):
+        ga.Grammar.from_json_schema({"anyOf": [spec("a", 0), spec("b", 10)]})

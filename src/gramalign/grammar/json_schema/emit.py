@@ -516,8 +516,8 @@ class Emitter:
                 shape = self.evaluator.shape(ref)
                 if without_objects:  # the complement of a shape that takes every object has none
                     shape = replace(shape, objects=() if inside else (ANY_OBJECT,))
-                part = shape if inside else self.evaluator.complement(shape, "")
                 try:
+                    part = shape if inside else self.evaluator.complement(shape, "")
                     piece = meet(self._value_class(path[:-1], without_objects), part, self.max_states)
                 except TooManyAlternatives as exc:
                     raise SchemaCompileError(f"{exc}: the value schemas that compete for one key here multiply "
