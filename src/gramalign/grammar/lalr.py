@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import GrammarError
 from .grammar import Grammar
 from .limits import active_limits, check_estimate, check_size, check_time
-from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, reduce_loop, rule_defects
+from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, productive, reduce_loop, rule_defects
 
 ERROR = 0
 END = "$END"
@@ -141,7 +141,7 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
         initial_state=0,
     )
     if len(conflicts):  # only a settled conflict can make the parser reduce forever
-        _refuse_reduce_loop(table, _productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, root))
+        _refuse_reduce_loop(table, productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)[:root])
     return table
 
 
@@ -195,26 +195,10 @@ def _judge_conflicts(conflicts: np.ndarray, action: np.ndarray, terminals: tuple
                            "the rules priorities)")
 
 
-def _productive(rule_offsets: np.ndarray, rule_symbols: np.ndarray, rule_lhs: np.ndarray, n_terminals: int,
-                n_nonterminals: int) -> np.ndarray:
-    """Which nonterminals derive some string of terminals (bool per nonterminal)."""
-    productive = np.zeros(n_nonterminals, dtype=bool)
-    rules = [rule_symbols[rule_offsets[r]:rule_offsets[r + 1]].tolist()
-             for r in range(len(rule_offsets) - 2)]  # not the root rule, the last
-    changed = True
-    while changed:
-        changed = False
-        for r, symbols in enumerate(rules):
-            lhs = int(rule_lhs[r])
-            if not productive[lhs] and all(s < n_terminals or productive[s - n_terminals] for s in symbols):
-                productive[lhs] = changed = True
-    return productive
-
-
-def _usable_gotos(table: ParseTable, productive: np.ndarray) -> np.ndarray:
+def _usable_gotos(table: ParseTable, derives_text: np.ndarray) -> np.ndarray:
     """One flag per packed goto entry: does it leave a state that input reaches, on a
-    ``productive`` nonterminal (one that derives some text)? The table has gotos on rules
-    that derive nothing, and states only they lead to, that no input ever takes."""
+    nonterminal that ``derives_text``? The table has gotos on rules that derive nothing, and
+    states only they lead to, that no input ever takes."""
     n_states = int(table.goto[0])
     n = (table.goto.shape[0] - 2 - n_states) // 2
     offsets = table.goto[1:2 + n_states]
@@ -226,20 +210,21 @@ def _usable_gotos(table: ParseTable, productive: np.ndarray) -> np.ndarray:
         shifts = table.action[state]
         successors = shifts[shifts > 0] - 1
         entries = slice(int(offsets[state]), int(offsets[state + 1]))
-        successors = np.concatenate([successors, targets[entries][productive[symbols[entries]]]])
+        successors = np.concatenate([successors, targets[entries][derives_text[symbols[entries]]]])
         for successor in successors[~reached[successors]].tolist():
             if not reached[successor]:
                 reached[successor] = True
                 queue.append(successor)
     sources = np.repeat(np.arange(n_states), np.diff(offsets))
-    return reached[sources] & productive[symbols]
+    return reached[sources] & derives_text[symbols]
 
 
-def _refuse_reduce_loop(table: ParseTable, productive: np.ndarray) -> None:
+def _refuse_reduce_loop(table: ParseTable, derives_text: np.ndarray) -> None:
     """Raise a GrammarError naming the rules if some input makes the parser reduce forever
-    without reading the next terminal (lark's parser hangs there)."""
+    without reading the next terminal (lark's parser hangs there). ``derives_text``: which
+    nonterminals derive some string of terminals."""
     state, nonterminal, terminal = reduce_loop(table.action, table.goto, table.rule_lhs, table.rule_len,
-                                               _usable_gotos(table, productive))
+                                               _usable_gotos(table, derives_text))
     if state < 0:
         return
     stack, reduced = [int(state), table.goto_of(int(state), int(nonterminal))], []

@@ -29,7 +29,7 @@ from .dfa_kernels import _added_members, _find_members, _hash_members
 ACCEPT = -(2**31)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 # the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
-__all__ = ["lalr_table", "lr0_automaton", "reduce_loop", "rule_defects"]
+__all__ = ["lalr_table", "lr0_automaton", "productive", "reduce_loop", "rule_defects"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -253,13 +253,27 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
 @numba.njit(cache=True, nogil=True)
 def _nullable(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
     """Bool [nonterminals]: derives the empty string (least fixpoint, by a worklist)."""
+    return _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
+    """Bool [nonterminals]: derives some string of terminals."""
+    return _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, True)
+
+
+@numba.njit(cache=True, nogil=True)
+def _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, terminals_derive):
+    """Bool [nonterminals]: derives a string of terminals (``terminals_derive``) or the empty
+    string (not): a rule derives once each nonterminal on its right does, by a worklist."""
     n_rules = rule_offsets.shape[0] - 1
     position_rule = np.empty(rule_symbols.shape[0], dtype=np.int64)
-    remaining = np.empty(n_rules, dtype=np.int64)
+    remaining = np.zeros(n_rules, dtype=np.int64)
     for r in range(n_rules):
-        remaining[r] = rule_offsets[r + 1] - rule_offsets[r]
         for i in range(rule_offsets[r], rule_offsets[r + 1]):
             position_rule[i] = r
+            if rule_symbols[i] >= n_terminals or not terminals_derive:  # a terminal never derives ""
+                remaining[r] += 1
     occurrence_offsets, occurrences = _grouped(rule_symbols, n_terminals + n_nonterminals)
     nullable = np.zeros(n_nonterminals, dtype=np.bool_)
     queue = np.empty(n_nonterminals, dtype=np.int64)

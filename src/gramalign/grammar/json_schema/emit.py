@@ -413,7 +413,7 @@ class Emitter:
         def state_alternatives(elements: frozenset, first: bool) -> list:
             lead = self._lead(comma, first, depth)
             alternatives = []
-            if frozenset(group_of[e[0]] for e in elements if accepting(e)) == tag:
+            if _accepting_groups(elements, accepting, group_of) == tag:
                 alternatives.append((self._close(rbrace, "}", first, depth),))
             for index, (terminal, symbol) in enumerate(symbols):
                 member_moves = [m for e in elements for m in moves(e, index, symbol)]
@@ -586,7 +586,7 @@ class Emitter:
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
             alternatives = []
-            if _accepting_group(elements, accepting, group_of) == tag:
+            if _accepting_groups(elements, accepting, group_of) == {tag}:
                 alternatives.append((self._close(rsqb, "]", first, depth),))
             moves = []
             for x, i, counts, seen in elements:
@@ -674,12 +674,12 @@ def _reachable_rules(rules: dict, start: str) -> dict:
     return {name: alts for name, alts in rules.items() if name in seen}
 
 
-def _accepting_group(elements, accepting, group_of) -> int | None:
-    """The group whose alternatives accept here (None: none). Groups are disjoint value
-    classes; only a repeated key (``{"a":1,"a":2}``, which the rules do not track) can
-    satisfy two, and then the value is ambiguous, so the closing bracket is not offered."""
-    groups = {group_of[element[0]] for element in elements if accepting(element)}
-    return next(iter(groups)) if len(groups) == 1 else None
+def _accepting_groups(elements, accepting, group_of) -> frozenset:
+    """The groups with an alternative that accepts here. Where the groups are disjoint value
+    classes, only a repeated key (``{"a":1,"a":2}``, which the rules do not track) can
+    satisfy two; the value is then ambiguous, and a rule tagged with one group does not
+    offer the closing bracket."""
+    return frozenset(group_of[element[0]] for element in elements if accepting(element))
 
 
 def _contains_cases(ref: Ref, contains: tuple, counts: tuple, position: int):
