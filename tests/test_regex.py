@@ -402,10 +402,10 @@ def test_anchors_at_the_ends(pattern: str) -> None:
         (r"a\Zb", 1, "anchor"),
         ("(?:$|$)a", 3, "anchor"),
         ("(?m)a$\nb", 5, "anchor"),
-        (r"\bfoo", 0, "word-boundary"),
-        (r"foo\B", 3, "word-boundary"),
-        (r"[\b]x\b", 5, "word-boundary"),
-        (r"\\b\b", 3, "word-boundary"),
+        (r"\bfoo", 0, "word boundary reads the character before"),  # test_lookaround.py
+        (r"foo\B", 3, "word boundary needs a word character after"),
+        (r"[\b]x\b", 5, "word boundary reads the character after"),
+        (r"\\b\b", 3, "word boundary"),
         (r"(a)\1", 3, "back-reference"),
         (r"(a)\101\1", 7, "back-reference"),
         (r"(?P<n>a)(?P=n)", 8, "back-reference"),
@@ -419,10 +419,10 @@ def test_anchors_at_the_ends(pattern: str) -> None:
         ("a{2,3}+", 1, "possessive"),
         ("(ab)++", 4, "possessive"),
         ("x?+", 1, "possessive"),
-        ("(?x) a  b \\b", 10, "word-boundary"),
+        ("(?x) a  b \\b", 10, "word boundary"),
         ("(?x)(a) [\\b] # \\b comment\n \\1", 27, "back-reference"),
         ("(?#a comment \\b)x(?=y)", 17, "lookahead"),
-        ("a\\b(?=x)", 1, "word-boundary"),
+        ("a\\b(?=x)", 3, "lookahead"),  # the boundary itself reads inside: "a" before, "x" after
     ],
 )
 def test_unsupported_constructs_are_located(pattern: str, position: int, words: str) -> None:

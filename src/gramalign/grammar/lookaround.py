@@ -12,6 +12,14 @@ alternative is a negative lookahead (of any width), :func:`lookahead_classes` sp
 lexemes by what must not follow them, for a lexer that checks it past the lexeme (see
 ``Terminal.lookahead``).
 
+A word boundary is two assertions about the characters on either side of it: ``\\b`` is
+``(?<=\\w)(?!\\w)|(?<!\\w)(?=\\w)`` and ``\\B`` is ``(?<=\\w)(?=\\w)|(?<!\\w)(?!\\w)``, which
+is how it is built. So ``a\\b-`` and ``\\w+\\b`` (whose boundary becomes a negative lookahead
+``(?!\\w)`` past the lexeme) are supported; a boundary at the start of a lexeme reads the
+character before it (``\\b\\w+``), and ``\\w+\\B`` needs a word character after it (a positive
+lookahead past the lexeme): both are refused, unless the text inside the match already
+decides them (``\\b`` after ``-`` in ``-\\b\\w`` reads the ``-``).
+
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
 multiplied out; an assertion inside a repeat is refused). Each assertion k becomes a
@@ -40,12 +48,21 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 _ASSERTS = (_sre_parse.ASSERT, _sre_parse.ASSERT_NOT)
+_AT = _sre_parse.AT
+_BOUNDARIES = (_sre_parse.AT_BOUNDARY, _sre_parse.AT_NON_BOUNDARY)
 _SUBPATTERN = _sre_parse.SUBPATTERN
 _BRANCH = _sre_parse.BRANCH
 _MAXREPEAT = _sre_parse.MAXREPEAT
 FIRST_MARKER = 0xF8
 MAX_ASSERTIONS = 256 - FIRST_MARKER
 MAX_ALTERNATIVES = 64
+_BOUNDARY_OUTSIDE = {
+    -1: "this word boundary reads the character before the match (a boundary at the start of a lexeme), "
+        "which is context beyond the lexeme",
+    1: "this word boundary reads the character after the match, which is context beyond the lexeme",
+    2: "this word boundary needs a word character after the match (a positive lookahead past the lexeme), "
+       "which is not supported",
+}
 
 
 class LookaroundError(RegexError):
@@ -58,9 +75,31 @@ class LookaroundError(RegexError):
         super().__init__(reason, pattern, position)
 
 
+class _Boundary:
+    """A word boundary of the parse tree, one object per occurrence (``sre_parse`` shares one
+    ``(AT, AT_BOUNDARY)`` tuple between them), so assertions can be numbered by identity."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+
+def _is_boundary(op, av) -> bool:
+    return op is _AT and (isinstance(av, _Boundary) or av in _BOUNDARIES)
+
+
 def has_lookaround(items) -> bool:
-    """Does the parsed pattern ``items`` contain a lookahead or lookbehind?"""
-    return any(op in _ASSERTS or any(has_lookaround(child) for child in _children(op, av)) for op, av in items)
+    """Does the parsed pattern ``items`` contain a lookahead, a lookbehind or a word boundary?"""
+    return any(op in _ASSERTS or _is_boundary(op, av) or any(has_lookaround(child) for child in _children(op, av))
+               for op, av in items)
+
+
+def _own_boundaries(items) -> None:
+    """Give each word boundary of the parse tree ``items`` its own :class:`_Boundary` (in place)."""
+    for k, (op, av) in enumerate(items):
+        if op is _AT and av in _BOUNDARIES:
+            items[k] = (_AT, _Boundary(av))
+        for child in _children(op, av):
+            _own_boundaries(child)
 
 
 def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int) -> ByteDFA:
@@ -71,6 +110,7 @@ def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int) -> 
     construction). Raises :class:`LookaroundError` where an assertion reads outside the match.
     """
     state = parsed.state
+    _own_boundaries(parsed)
     numbers: dict[int, int] = {}
     _number(list(parsed), numbers)
     alternatives = _flat(list(parsed), flags, pattern, numbers)
@@ -92,6 +132,7 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
     one assertion reading outside the match, or a lookbehind or positive lookahead doing so,
     and where one lexeme would carry two different conditions.
     """
+    _own_boundaries(parsed)
     numbers: dict[int, int] = {}
     _number(list(parsed), numbers)
     found = []
@@ -193,9 +234,10 @@ def _children(op, av):
 
 
 def _number(items, numbers: dict[int, int]) -> None:
-    """Number the assertions in text order (the parse tree's pre-order), by node identity."""
+    """Number the assertions and word boundaries in text order (the parse tree's pre-order),
+    by node identity."""
     for op, av in items:
-        if op in _ASSERTS:
+        if op in _ASSERTS or _is_boundary(op, av):
             numbers[id(av)] = len(numbers)
         for child in _children(op, av):
             _number(child, numbers)
@@ -203,7 +245,7 @@ def _number(items, numbers: dict[int, int]) -> None:
 
 def _first_inside(items, numbers: dict[int, int]) -> int:
     for op, av in items:
-        if op in _ASSERTS:
+        if op in _ASSERTS or _is_boundary(op, av):
             return numbers[id(av)]
         for child in _children(op, av):
             found = _first_inside(child, numbers)
@@ -214,11 +256,20 @@ def _first_inside(items, numbers: dict[int, int]) -> int:
 
 def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list[tuple]]:
     """The pattern as alternatives of flat sequences of ("piece", item, flags) and
-    ("assert", (op, direction, body, number), flags) entries."""
+    ("assert", (op, direction, body, number, boundary), flags) entries (``boundary``: the
+    assertion is half of a word boundary, see the module docstring)."""
     sequences: list[list[tuple]] = [[]]
     for op, av in items:
         if op in _ASSERTS:
-            options = [[("assert", (op, av[0], list(av[1]), numbers[id(av)]), flags)]]
+            options = [[("assert", (op, av[0], list(av[1]), numbers[id(av)], False), flags)]]
+        elif _is_boundary(op, av):
+            word = list(_sre_parse.parse(r"\w"))
+            number = numbers[id(av)]
+            halves = ([(_sre_parse.ASSERT, _sre_parse.ASSERT_NOT), (_sre_parse.ASSERT_NOT, _sre_parse.ASSERT)]
+                      if av.kind is _sre_parse.AT_BOUNDARY else
+                      [(_sre_parse.ASSERT, _sre_parse.ASSERT), (_sre_parse.ASSERT_NOT, _sre_parse.ASSERT_NOT)])
+            options = [[("assert", (behind, -1, word, number, True), flags),
+                        ("assert", (ahead, 1, word, number, True), flags)] for behind, ahead in halves]
         elif not has_lookaround([(op, av)]):
             options = [[("piece", (op, av), flags)]]
         elif op is _SUBPATTERN:
@@ -229,8 +280,8 @@ def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list
             options = [sequence for alternative in av[1]
                        for sequence in _flat(list(alternative), flags, pattern, numbers)]
         else:
-            raise LookaroundError("a lookahead or lookbehind inside a repeat is not supported (write the "
-                                  "repeated part without it)", pattern, index=_first_inside([(op, av)], numbers))
+            raise LookaroundError("a lookahead, lookbehind or word boundary inside a repeat is not supported "
+                                  "(write the repeated part without it)", pattern, index=_first_inside([(op, av)], numbers))
         sequences = [s + o for s in sequences for o in options]
         if len(sequences) > MAX_ALTERNATIVES:
             raise LookaroundError(f"lookarounds in more than {MAX_ALTERNATIVES} alternatives", pattern,
@@ -263,33 +314,40 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
     total = minimum[-1]
     parts = []
     conditions = []
+    markers: list[int] = []
     trailing = None
+    # Half of a word boundary that reads outside the match is refused only where its
+    # alternative has words: in \w+\b, "a word character before" is the whole story.
+    outside = None
     for k, (kind, item, flags) in enumerate(sequence):
         if kind == "piece":
             parts.append(build([item], flags, k == 0, k == len(sequence) - 1))
             continue
-        op, direction, body, number = item
+        op, direction, body, number, boundary = item
         if has_lookaround(body):
             raise LookaroundError("a lookaround inside a lookaround is not supported", pattern, index=number)
         low, high = _width(state, body)
-        marker = FIRST_MARKER + len(conditions) + (trailing is not None)
+        marker = FIRST_MARKER + len(markers)
+        markers.append(marker)
+        parts.append(_single_byte(marker))
         room = total - minimum[k] if direction > 0 else minimum[k]
         if trailing_ok and trailing is None and direction > 0 and op is _sre_parse.ASSERT_NOT and room < high:
             trailing = (marker, build(body, flags, False, False), number)
-            parts.append(_single_byte(marker))
             continue
         if high >= _MAXREPEAT:
             raise LookaroundError("a lookahead of unbounded width reads past the end of the match", pattern,
                                   index=number)
         if room < high:
+            if boundary:
+                if outside is None:
+                    outside = (_BOUNDARY_OUTSIDE[direction + (op is _sre_parse.ASSERT and direction > 0)], number)
+                continue
             where = ("the characters after the match (a lookahead at the end of the pattern)" if direction > 0
                      else "the characters before the match (a lookbehind at the start of the pattern)")
             raise LookaroundError(f"this {'lookahead' if direction > 0 else 'lookbehind'} can read {where}, "
                                   "which is context beyond the lexeme", pattern, index=number)
-        parts.append(_single_byte(marker))
         conditions.append((marker, direction, op is _sre_parse.ASSERT, build(body, flags, False, False)))
     words = concatenate(parts, max_states=max_states)
-    markers = list(range(FIRST_MARKER, FIRST_MARKER + len(conditions) + (trailing is not None)))
     if words.initial == DEAD:
         return words, markers, trailing
     anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], re.DOTALL, False, False)
@@ -302,6 +360,8 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         around = [loose_anything, _single_byte(marker), met] if direction > 0 else [met, _single_byte(marker),
                                                                                       loose_anything]
         words = intersect(words, concatenate(around, max_states=max_states), max_states=max_states)
+    if outside is not None and words.initial != DEAD:
+        raise LookaroundError(outside[0], pattern, index=outside[1])
     return words, markers, trailing
 
 

@@ -104,13 +104,13 @@ def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> B
     anchors ``^ \\A`` at the start and ``$ \\Z`` at the end of the pattern or of a top-level
     alternative (where they never change the fullmatch language).
 
-    Lookaheads and lookbehinds of bounded width are supported where they read only inside
-    the match (see :mod:`.lookaround`).
+    Lookaheads and lookbehinds of bounded width, and word boundaries ``\\b``/``\\B``, are
+    supported where they read only inside the match (see :mod:`.lookaround`).
 
     Raises :class:`~gramalign.errors.RegexError` with the 0-based position of the offending
     construct for invalid patterns and for non-regular or unsupported constructs:
-    back-references, conditionals, lookarounds that can read outside the match or sit in a
-    repeat (:class:`~.lookaround.LookaroundError`), ``\\b``/``\\B``, atomic groups,
+    back-references, conditionals, lookarounds and word boundaries that can read outside the
+    match or sit in a repeat (:class:`~.lookaround.LookaroundError`), atomic groups,
     possessive repeats (position of the quantifier) and anchors anywhere else. Size limits raise
     RegexError without a position: an NFA above :data:`MAX_NFA_STATES` states, or more than
     ``max_states`` DFA states (checked during determinisation over code points and while
@@ -510,7 +510,7 @@ class _Locator:
 
     sre_parse records no positions, so this mirrors just enough of its grammar (escapes,
     classes, groups, quantifiers, verbose whitespace and comments) to find back-references,
-    lookaround, conditionals, atomic groups, possessive repeats, word boundaries and
+    lookarounds and word boundaries, conditionals, atomic groups, possessive repeats and
     misplaced anchors. The pattern is already known to be valid for ``re``.
     """
 
@@ -519,7 +519,7 @@ class _Locator:
         self.pos = 0
         self.verbose = verbose
         self.problems: list[tuple[int, str]] = []
-        self.lookarounds: list[int] = []  # where each lookahead or lookbehind starts, in order
+        self.lookarounds: list[int] = []  # where each lookahead, lookbehind or \b/\B starts, in order
 
     def first_problem(self) -> tuple[int, str] | None:
         tree = self._alternation(self.verbose)
@@ -608,8 +608,8 @@ class _Locator:
         text, start = self.text, self.pos
         kind = text[start + 1]
         self.pos = start + 2
-        if kind in "bB":
-            self.problems.append((start, f"word-boundary assertion '\\{kind}' is not supported"))
+        if kind in "bB":  # supported where regular (see .lookaround)
+            self.lookarounds.append(start)
         elif kind == "A":
             return ("anchor", start, "start")
         elif kind == "Z":
