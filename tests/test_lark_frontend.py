@@ -89,7 +89,7 @@ def test_case_insensitive_literals_become_case_insensitive_terminals():
     ("start: X\n%declare X\n", "%declare", 2),
     ("start: X\nX: /a*/\n", "empty string", 2),
     ('start: a\na: "x" a\n', "language is empty", 1),
-    ("start: X\nX: /a(?=b)/\n", "lookahead", 2),
+    ("start: X\nX: /a(?=bc)/\n", "lookahead", 2),
     ('start: a | b\na: "x"\nb: "x"\n', "Reduce/Reduce", None),
 ])
 def test_bad_grammars_raise_clear_errors(text, message, line):

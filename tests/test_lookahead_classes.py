@@ -1,5 +1,5 @@
-"""A negative lookahead that reads past the match splits a pattern's lexemes by what must not
-follow them (``regex_lookahead_classes``). Oracle: ``re`` itself. ``w`` is a match of the
+"""A lookahead that reads past the match (negative, or positive of one character) splits a
+pattern's lexemes by what must (not) follow them (``regex_lookahead_classes``). Oracle: ``re`` itself. ``w`` is a match of the
 pattern at the start of ``text`` exactly when ``re.match(P(?<=\\Aw), text)`` succeeds (the
 lookbehind pins the end, and ``re`` backtracks through every route to it, its lookaheads
 reading the real text after ``w``); the classes must say the same for every prefix of
@@ -24,7 +24,8 @@ def random_pattern(rng: random.Random) -> str:
         return rng.choice(["a", "b", "c", "[ab]", "0", "(?:ab|b)", "a?", "b*", "(?:a|bc)+", '"'])
 
     def ahead():
-        return rng.choice(["(?!b)", "(?!ab)", "(?!b*c)", "(?![ac])", '(?!"")', "(?!a?b)", "(?!(?:ab)+c)"])
+        return rng.choice(["(?!b)", "(?!ab)", "(?!b*c)", "(?![ac])", '(?!"")', "(?!a?b)", "(?!(?:ab)+c)",
+                           "(?=b)", "(?=[ac])", r"\b", r"\B"])
 
     alternatives = []
     for _ in range(rng.randint(1, 2)):
@@ -41,8 +42,10 @@ def matches_at_start(compiled_with_end, text: str) -> bool:
 
 
 def model_says(classes, word: bytes, after: bytes) -> bool:
-    for lexemes, forbidden in classes:
+    for lexemes, forbidden, needs_text in classes:
         if lexemes.matches(word):
+            if needs_text and not after:
+                return False
             return forbidden is None or not any(forbidden.matches(after[:k]) for k in range(1, len(after) + 1))
     return False
 
@@ -54,7 +57,8 @@ def test_classes_say_what_re_match_says(seed):
     try:
         found = regex_lookahead_classes(pattern)
     except LookaroundError as refusal:  # how many: test_most_patterns_are_read
-        assert "different texts the lookahead forbids" in str(refusal), (pattern, refusal)
+        assert any(reason in str(refusal) for reason in ("different texts the lookahead forbids",
+                                                          "reads the character before")), (pattern, refusal)
         return
     if found is None:  # every lookahead reads inside the match: the language is re.fullmatch's
         dfa = regex_to_dfa(pattern)
@@ -91,7 +95,7 @@ def test_python_lark_terminals():
     ``DEC_NUMBER``'s reads the character after every lexeme."""
     _, classes = regex_lookahead_classes(r'''(?i:([ubf]?r?|r[ubf])("(?!"").*?(?<!\\)(\\\\)*?"|'(?!'').*?(?<!\\)(\\\\)*?'))''')
     conditional = sorted((lexemes.matches(b'""'), lexemes.matches(b"rb''"), forbidden.matches(b'"'))
-                         for lexemes, forbidden in classes if forbidden is not None)
+                         for lexemes, forbidden, _ in classes if forbidden is not None)
     assert conditional == [(False, True, False), (True, False, True)]
     _, classes = regex_lookahead_classes(r'"0" ("_"? "0")* (?![1-9])'.replace('"', "").replace(" ", ""))
     assert len(classes) == 1 and classes[0][1].matches(b"7") and not classes[0][1].matches(b"0")
@@ -99,13 +103,26 @@ def test_python_lark_terminals():
 
 @pytest.mark.parametrize("pattern", [
     r"(?<=b)a",  # a lookbehind reading before the match
-    r"a(?=b)",  # a positive lookahead past the match
+    r"a(?=bc)",  # a positive lookahead of two characters past the match
+    r"\ba",  # a word boundary reading the character before the match
     r"a(?!b)(?!c)",  # two lookaheads past the match in one alternative
     r"a*(?!b)a*",  # "a" ends where the lookahead reads "b" past it, or inside "aa" where it reads "a"
 ])
 def test_refused(pattern):
     with pytest.raises(LookaroundError):
         regex_lookahead_classes(pattern)
+
+
+def test_a_positive_lookahead_of_one_character_needs_text_after():
+    """``a(?=b)`` and the boundary of ``[ab-]+\\B``: the lexeme must be followed, and not by
+    another character (by a word character, for the boundary, after a word character)."""
+    _, classes = regex_lookahead_classes(r"a(?=b)")
+    assert [(needs, forbidden.matches(b"c"), forbidden.matches(b"b")) for _, forbidden, needs in classes] == [
+        (True, True, False)]
+    _, classes = regex_lookahead_classes(r"[ab-]+\B")
+    by_end = {lexemes.matches(b"ab"): (forbidden is not None and forbidden.matches(b"-"), needs)
+              for lexemes, forbidden, needs in classes}
+    assert by_end == {True: (True, True), False: (False, False)}  # "a-" may end a text; "ab" may not
 
 
 def test_patterns_without_outside_lookaheads_have_no_classes():

@@ -155,11 +155,11 @@ def test_regexp_equivalent_lexes_as_re_match():
     for _ in range(5000):
         text = "".join(rng.choice(["/", "\\", "a", "i", "\n", " "]) for _ in range(rng.randint(0, 10)))
         data = text.encode()
-        longest = max((end for end in range(1, len(data) + 1) for lexemes, _ in classes
+        longest = max((end for end in range(1, len(data) + 1) for lexemes, _, _ in classes
                        if lexemes.matches(data[:end])), default=None)
         got = None
         if longest is not None:
-            [forbidden] = [rest for lexemes, rest in classes if lexemes.matches(data[:longest])]
+            [forbidden] = [rest for lexemes, rest, _ in classes if lexemes.matches(data[:longest])]
             after = data[longest:]
             if forbidden is None or not any(forbidden.matches(after[:k]) for k in range(1, len(after) + 1)):
                 got = text[:longest]

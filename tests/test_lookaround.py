@@ -164,6 +164,39 @@ def test_keywords_ending_in_a_word_boundary_lex_and_mask_as_lark_does():
         assert_mask_equals_brute_force(compiled, prefix)
 
 
+FOLLOWED_GRAMMAR = r'''
+start: (T D)+
+T: /[a-z]+\B|-(?=[0-9])/
+D: /[0-9]/
+%ignore " "
+'''
+
+
+def test_positive_lookaheads_of_one_character_lex_and_mask_as_lark_does():
+    """``[a-z]+\\B`` needs a word character after it, ``-(?=[0-9])`` a digit: a text may not
+    end right after them, and another character may not follow. Masks equal a brute-force
+    scan (after "ab", the end of the text is not allowed, nor a space)."""
+    from oracles.brute_force_masks import assert_mask_equals_brute_force
+    from support.grammar_walks import byte_vocabulary
+
+    grammar = ga.Grammar.from_lark(FOLLOWED_GRAMMAR)
+    oracle = lark.Lark(FOLLOWED_GRAMMAR, parser="lalr")
+    parser = IncrementalParser(build_parser_tables(grammar))
+    rng = random.Random(9)
+    pieces = ["a", "b", "-", "1", " ", "ab1", "-2"]
+    verdicts = set()
+    for _ in range(3000):
+        sample = _sample(rng, pieces)
+        expected = lark_accepts(oracle, sample)
+        assert parser.accepts(sample.encode()) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+    assert parser.accepts(b"ab1 -2") and not parser.accepts(b"ab") and not parser.accepts(b"ab 1")
+    compiled = ga.compile(grammar, byte_vocabulary())
+    for prefix in [b"", b"a", b"ab", b"-", b"ab1", b"ab1 ", b"a1-"]:
+        assert_mask_equals_brute_force(compiled, prefix)
+
+
 def test_refused_imports_name_the_import_line(tmp_path):
     grammar = 'start: DEC\n// a comment\n%import numbers.DEC\n'
     (tmp_path / "numbers.lark").write_text("DEC: /(?<=x)0|[1-9][0-9]*/\n")

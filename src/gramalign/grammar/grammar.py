@@ -29,7 +29,9 @@ class Terminal:
 
     ``lookahead`` is a negative lookahead past the lexeme: a lexeme of this terminal that the
     lexer takes is refused when the text right after it starts with a word of this automaton
-    (lark's ``0(?![1-9])``; see ``docs/grammars.md``).
+    (lark's ``0(?![1-9])``; see ``docs/grammars.md``). With ``needs_text_after``, the text
+    may not end right after a lexeme either: that is how a positive lookahead of one
+    character, ``(?=\\w)``, is read (``lookahead`` then holds the other characters).
     """
 
     name: str
@@ -40,6 +42,7 @@ class Terminal:
     automaton: ByteDFA | None = field(default=None, compare=False, repr=False)
     """The terminal's DFA when it was built directly rather than from ``pattern``."""
     lookahead: ByteDFA | None = field(default=None, compare=False, repr=False)
+    needs_text_after: bool = False
     length: "tuple[int, int] | None" = None
     """For a JSON string whose automaton spells every string (``"`` then one state that every
     character returns to, then ``"``): the fewest and most code points between the quotes
@@ -47,14 +50,17 @@ class Terminal:
     ``json_schema.strings.CountedStrings``)."""
 
     @classmethod
-    def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0,
-                 length: "tuple[int, int] | None" = None, lookahead: ByteDFA | None = None) -> "Terminal":
+    def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0, length: "tuple[int, int] | None" = None,
+                 lookahead: ByteDFA | None = None, needs_text_after: bool = False) -> "Terminal":
         """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton
         (and of its ``lookahead``), so equal automata make equal terminals (and share mask caches)."""
         digest = f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})"
         if lookahead is not None:
             digest += f"(?#not-followed-by:{lookahead.num_states}:{lookahead.digest.hex()})"
-        return cls(name, digest, priority=priority, automaton=dfa, length=length, lookahead=lookahead)
+        if needs_text_after:
+            digest += "(?#followed)"
+        return cls(name, digest, priority=priority, automaton=dfa, length=length, lookahead=lookahead,
+                   needs_text_after=needs_text_after)
 
     @cached_property
     def dfa(self) -> ByteDFA:

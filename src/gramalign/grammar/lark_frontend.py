@@ -134,8 +134,8 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         except LookaroundError as exc:
             raise LarkGrammarError(
                 f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}\nlark reads that text with "
-                "re.match, so the lexeme depends on what surrounds it; gramalign reads one negative lookahead past "
-                "the lexeme per alternative, and lookarounds inside it; define the terminal (in this grammar, "
+                "re.match, so the lexeme depends on what surrounds it; gramalign reads one lookahead past the lexeme "
+                "per alternative (negative, or positive of one character), and lookarounds inside it; define the terminal (in this grammar, "
                 "overriding any import) with such a pattern, e.g. /(?<=a)b/ -> /b/ with the context moved into a "
                 "rule (see docs/grammars.md)",
                 _terminal_line(terminal.name, text)) from None
@@ -202,9 +202,9 @@ re.match on random texts)."""
 
 
 def _lookahead_classes(terminal: Terminal) -> "list[Terminal] | None":
-    """The terminal as one terminal per class of its lexemes by what must not follow them
-    (named ``T#k`` when there are several), where a negative lookahead reads past the
-    lexeme; None where none does. Lazy quantifiers keep the first matches, as in
+    """The terminal as one terminal per class of its lexemes by what must (not) follow them
+    (named ``T#k`` when there are several), where a lookahead reads past the lexeme; None
+    where none does. Lazy quantifiers keep the first matches, as in
     :func:`.first_match.first_match_dfa`."""
     found = regex_lookahead_classes(terminal.pattern)
     if found is None:
@@ -212,11 +212,11 @@ def _lookahead_classes(terminal: Terminal) -> "list[Terminal] | None":
     everything, classes = found
     first = first_matches_among(terminal.pattern, everything)
     if first is not None:
-        classes = [(intersect(lexemes, first), rest) for lexemes, rest in classes]
-        classes = [(lexemes, rest) for lexemes, rest in classes if lexemes.num_states]
+        classes = [(intersect(lexemes, first), rest, needs) for lexemes, rest, needs in classes]
+        classes = [(lexemes, rest, needs) for lexemes, rest, needs in classes if lexemes.num_states]
     names = [terminal.name] if len(classes) == 1 else [f"{terminal.name}#{k}" for k in range(len(classes))]
-    return [Terminal.from_dfa(name, lexemes, priority=terminal.priority, lookahead=rest)
-            for name, (lexemes, rest) in zip(names, classes)]
+    return [Terminal.from_dfa(name, lexemes, priority=terminal.priority, lookahead=rest, needs_text_after=needs)
+            for name, (lexemes, rest, needs) in zip(names, classes)]
 
 
 def _check_lexemes(name: str, dfa, text: str, defined: str) -> None:

@@ -8,17 +8,16 @@ lookahead (before a lookbehind), whichever way the pattern is matched. ``"(?!")[
 ``.*?(?<!\\)(\\\\)*?"`` and ``\\d+(?<!0)x`` are such patterns; ``0(?![1-9])`` (its lookahead
 reads the character after the match) and ``(?<=a)b`` (before it) are not, and are refused:
 what they accept depends on the text around the lexeme. Where the only such assertion of an
-alternative is a negative lookahead (of any width), :func:`lookahead_classes` splits the
-lexemes by what must not follow them, for a lexer that checks it past the lexeme (see
-``Terminal.lookahead``).
+alternative is a negative lookahead (of any width) or a positive one of one character,
+:func:`lookahead_classes` splits the lexemes by what must not follow them, for a lexer that
+checks it past the lexeme (see ``Terminal.lookahead``).
 
 A word boundary is two assertions about the characters on either side of it: ``\\b`` is
 ``(?<=\\w)(?!\\w)|(?<!\\w)(?=\\w)`` and ``\\B`` is ``(?<=\\w)(?=\\w)|(?<!\\w)(?!\\w)``, which
-is how it is built. So ``a\\b-`` and ``\\w+\\b`` (whose boundary becomes a negative lookahead
-``(?!\\w)`` past the lexeme) are supported; a boundary at the start of a lexeme reads the
-character before it (``\\b\\w+``), and ``\\w+\\B`` needs a word character after it (a positive
-lookahead past the lexeme): both are refused, unless the text inside the match already
-decides them (``\\b`` after ``-`` in ``-\\b\\w`` reads the ``-``).
+is how it is built. So ``a\\b-``, ``\\w+\\b`` (whose boundary becomes the negative lookahead
+``(?!\\w)`` past the lexeme) and ``\\w+\\B`` (the positive ``(?=\\w)``) are supported; a
+boundary at the start of a lexeme reads the character before it (``\\b\\w+``) and is refused,
+unless the text inside the match decides it (``-\\b\\w`` reads the ``-``).
 
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
@@ -60,8 +59,7 @@ _BOUNDARY_OUTSIDE = {
     -1: "this word boundary reads the character before the match (a boundary at the start of a lexeme), "
         "which is context beyond the lexeme",
     1: "this word boundary reads the character after the match, which is context beyond the lexeme",
-    2: "this word boundary needs a word character after the match (a positive lookahead past the lexeme), "
-       "which is not supported",
+    2: "this word boundary needs a word character after the match, which is context beyond the lexeme",
 }
 
 
@@ -122,15 +120,18 @@ def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int) -> 
 
 
 def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
-    """``(everything, classes)`` for a pattern whose negative lookahead can read past the
-    match, or None when no assertion does. ``classes`` lists ``(lexemes, forbidden)``: the
+    """``(everything, classes)`` for a pattern whose lookahead can read past the match, or
+    None when no assertion does. ``classes`` lists ``(lexemes, forbidden, needs_text)``: the
     lexemes after which a text starting with a word of ``forbidden`` (a ByteDFA) makes
-    ``re.match`` fail the lookahead, and ``forbidden`` None for lexemes no text after can
-    fail; the classes are disjoint. ``everything`` is the language with the lookaheads that
-    read past the match left out (a superset of every class), for the first-match rule of
-    lazy quantifiers. Raises :class:`LookaroundError` for an alternative with more than
-    one assertion reading outside the match, or a lookbehind or positive lookahead doing so,
-    and where one lexeme would carry two different conditions.
+    ``re.match`` fail the lookahead, ``forbidden`` None for lexemes no text after can fail,
+    and ``needs_text`` True where the text must also go on after the lexeme (a positive
+    lookahead of one character ``(?=B)`` past the match is read as "not followed by a
+    character outside B, and followed by something"); the classes are disjoint.
+    ``everything`` is the language with the lookaheads that read past the match left out (a
+    superset of every class), for the first-match rule of lazy quantifiers. Raises
+    :class:`LookaroundError` for an alternative with more than one assertion reading outside
+    the match, a lookbehind, or a positive lookahead wider than one character doing so, and
+    where one lexeme would carry two different conditions.
     """
     _own_boundaries(parsed)
     numbers: dict[int, int] = {}
@@ -142,23 +143,24 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
     if all(trailing is None for _, _, trailing in found):
         return None
     everything = None
-    by_condition: dict[bytes, list] = {}  # the forbidden automaton's digest (b"" for none) -> [lexemes, it]
+    # (the forbidden automaton's digest, or b"" for none; needs_text) -> [lexemes, it]
+    by_condition: dict[tuple[bytes, bool], list] = {}
 
-    def add(lexemes: ByteDFA, rest: ByteDFA | None) -> None:
-        entry = by_condition.setdefault(b"" if rest is None else rest.digest, [None, rest])
+    def add(lexemes: ByteDFA, rest: ByteDFA | None, needs_text: bool) -> None:
+        entry = by_condition.setdefault((b"" if rest is None else rest.digest, needs_text), [None, rest, needs_text])
         entry[0] = lexemes if entry[0] is None else union(entry[0], lexemes, max_states=max_states)
 
     for words, markers, trailing in found:
         loose = _erased(words, markers, max_states)
         everything = loose if everything is None else union(everything, loose, max_states=max_states)
         if trailing is None:
-            add(loose, None)
+            add(loose, None, False)
             continue
-        marker, forbidden, _ = trailing
+        marker, forbidden, _, positive = trailing
         for state, lexemes in _tracked(words, marker, forbidden, pattern, max_states).items():
             rest = None if state < 0 else dfa_from_table(forbidden.transitions, state, np.asarray(forbidden.accepting))
-            add(_erased(lexemes, markers, max_states), rest)
-    classes = [(lexemes, rest) for lexemes, rest in by_condition.values() if lexemes.initial != DEAD]
+            add(_erased(lexemes, markers, max_states), rest, positive and state >= 0)
+    classes = [(lexemes, rest, needs) for lexemes, rest, needs in by_condition.values() if lexemes.initial != DEAD]
     for i in range(len(classes)):
         for j in range(i):
             if intersect(classes[i][0], classes[j][0], max_states=max_states).initial != DEAD:
@@ -301,9 +303,9 @@ def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> Byte
 def _marked_words(sequence, state, build, pattern: str, max_states: int, trailing_ok: bool):
     """``(words, markers, trailing)``: the sequence's words with a marker byte where each
     assertion sits, those reading inside the match already enforced, and ``trailing`` the
-    negative lookahead that can read past the match, as ``(marker, body DFA, number)``, or
-    None (only with ``trailing_ok``; else such an assertion raises, as any other reading
-    outside the match)."""
+    lookahead that can read past the match, as ``(marker, forbidden DFA, number, positive)``
+    (a positive one of one character forbids the other characters), or None (only with
+    ``trailing_ok``; else such an assertion raises, as any other reading outside the match)."""
     asserts = [k for k, entry in enumerate(sequence) if entry[0] == "assert"]
     if len(asserts) > MAX_ASSERTIONS:
         raise LookaroundError(f"more than {MAX_ASSERTIONS} lookarounds in one alternative", pattern,
@@ -331,9 +333,15 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         markers.append(marker)
         parts.append(_single_byte(marker))
         room = total - minimum[k] if direction > 0 else minimum[k]
-        if trailing_ok and trailing is None and direction > 0 and op is _sre_parse.ASSERT_NOT and room < high:
-            trailing = (marker, build(body, flags, False, False), number)
-            continue
+        if trailing_ok and trailing is None and direction > 0 and room < high:
+            if op is _sre_parse.ASSERT_NOT:
+                trailing = (marker, build(body, flags, False, False), number, False)
+                continue
+            if low == high == 1:
+                one = build([(_sre_parse.ANY, None)], flags | re.DOTALL, False, False)
+                others = difference(one, build(body, flags, False, False), max_states=max_states)
+                trailing = (marker, others, number, True)
+                continue
         if high >= _MAXREPEAT:
             raise LookaroundError("a lookahead of unbounded width reads past the end of the match", pattern,
                                   index=number)

@@ -36,9 +36,10 @@ from .limits import check_time
 # then the fewest and most code points of each counted terminal (see ``Terminal.length``).
 NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTED_BOUNDS = range(6)
 # Columns of ``end_effects`` (int32 per lexer terminal): what ending one of its lexemes does
-# besides the shift: the change of bracket depth (+1 opens, -1 closes) and the pseudo parser
-# state of its lookahead past the lexeme (-1: none).
-BRACKET_DELTA, LOOKAHEAD_STATE = range(2)
+# besides the shift: the change of bracket depth (+1 opens, -1 closes), the pseudo parser
+# state of its lookahead past the lexeme (-1: none) and 1 where the text may not end right
+# after the lexeme (``Terminal.needs_text_after``).
+BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT = range(3)
 # ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
 # there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
 # j (``COUNTED + 2 * j``, plus one in the state between two characters).
@@ -69,7 +70,7 @@ class ParserTables:
     reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
     layout: np.ndarray  # int32 [5 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
-    end_effects: np.ndarray  # int32 [lexer terminals, 2]: BRACKET_DELTA, LOOKAHEAD_STATE
+    end_effects: np.ndarray  # int32 [lexer terminals, 3]: BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT
     tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
     start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
 
@@ -181,6 +182,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     for k, terminal in enumerate(ranked[:first_lookahead]):
         if terminal.lookahead is not None:
             end_effects[k, LOOKAHEAD_STATE] = table.action.shape[0] + lookaheads.index(terminal.lookahead.digest)
+        end_effects[k, NEEDS_TEXT] = terminal.needs_text_after
     cache_bytes = lexer.num_states * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
         raise GrammarError(
@@ -271,7 +273,7 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
         raise GrammarError("counted string terminals need a grammar without ignored terminals (a token "
                            "that opens one must start with its quote for its masks to count it)")
     layout = np.full(COUNTED_BOUNDS + 2 * len(counted), -1, dtype=np.int32)
-    end_effects = np.zeros((len(lexer.terminals), 2), dtype=np.int32)
+    end_effects = np.zeros((len(lexer.terminals), 3), dtype=np.int32)
     end_effects[:, LOOKAHEAD_STATE] = -1
     tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
     for j, k in enumerate(counted):

@@ -194,13 +194,14 @@ def item_symbols(op: Any, av: Any, flags: int) -> IntervalSet | None:
 
 
 def regex_lookahead_classes(pattern: str, *, flags: int = 0, max_states: int = 50_000):
-    """The lexemes of ``pattern`` split by what must not follow them, where a negative
-    lookahead can read past the match (``0(?![1-9])``), or None where nothing reads past it
-    (then :func:`regex_to_dfa` is its language); see :func:`.lookaround.lookahead_classes`.
+    """The lexemes of ``pattern`` split by what must (not) follow them, where a lookahead
+    can read past the match (``0(?![1-9])``, ``-(?=[0-9])``), or None where nothing reads past
+    it (then :func:`regex_to_dfa` is its language); see :func:`.lookaround.lookahead_classes`.
 
     >>> everything, classes = regex_lookahead_classes(r"0(?![1-9])|1")
-    >>> sorted((lexemes.matches(b"0"), rest is not None and rest.matches(b"5")) for lexemes, rest in classes)
-    [(False, False), (True, True)]
+    >>> sorted((lexemes.matches(b"0"), rest is not None and rest.matches(b"5"), needs_text)
+    ...        for lexemes, rest, needs_text in classes)
+    [(False, False, False), (True, True, False)]
     """
     try:
         parsed = _sre_parse.parse(pattern, int(flags))

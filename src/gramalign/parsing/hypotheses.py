@@ -31,8 +31,8 @@ import numba
 import numpy as np
 
 from ..bitsets import intersects, lowest_common_bit
-from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, INDENT_COLUMN, LOOKAHEAD_STATE, NEWLINE_COLUMN,
-                                     NEWLINE_TERMINAL)
+from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, INDENT_COLUMN, LOOKAHEAD_STATE, NEEDS_TEXT,
+                                     NEWLINE_COLUMN, NEWLINE_TERMINAL)
 from .lexing import free_terminal, lexer_step, next_column, reachable_winners
 from .stacks import feed_terminal, node_parent, node_state, same_stack
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
@@ -455,7 +455,7 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
         if q >= lx_starts:
             state = node_state(pool_state, scratch_state, node)
             winner = lowest_common_bit(lx_accept[q], cand_bits[state])
-            if winner < 0:
+            if winner < 0 or end_effects[winner, NEEDS_TEXT]:
                 continue
             if winner == newline and brackets == 0:
                 node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
