@@ -1,6 +1,6 @@
 """A lookahead that reads past the match (negative, or positive of one character) splits a
-pattern's lexemes by what must (not) follow them (``regex_lookahead_classes``). Oracle: ``re`` itself. ``w`` is a match of the
-pattern at the start of ``text`` exactly when ``re.match(P(?<=\\Aw), text)`` succeeds (the
+pattern's lexemes by what must (not) follow them (``regex_lookahead_classes``). Oracle:
+``re`` itself. ``w`` is a match of the pattern at the start of ``text`` exactly when ``re.match(P(?<=\\Aw), text)`` succeeds (the
 lookbehind pins the end, and ``re`` backtracks through every route to it, its lookaheads
 reading the real text after ``w``); the classes must say the same for every prefix of
 random texts.

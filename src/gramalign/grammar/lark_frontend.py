@@ -134,10 +134,10 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         except LookaroundError as exc:
             raise LarkGrammarError(
                 f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}\nlark reads that text with "
-                "re.match, so the lexeme depends on what surrounds it; gramalign reads one lookahead past the lexeme "
-                "per alternative (negative, or positive of one character), and lookarounds inside it; define the terminal (in this grammar, "
-                "overriding any import) with such a pattern, e.g. /(?<=a)b/ -> /b/ with the context moved into a "
-                "rule (see docs/grammars.md)",
+                "re.match, so the lexeme depends on what surrounds it; gramalign reads one lookahead past the "
+                "lexeme per alternative (negative, or positive of one character), and lookarounds inside it; "
+                "define the terminal (in this grammar, overriding any import) with such a pattern, e.g. /(?<=a)b/ "
+                "-> /b/ with the context moved into a rule (see docs/grammars.md)",
                 _terminal_line(terminal.name, text)) from None
         except RegexError as exc:
             raise LarkGrammarError(f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}",

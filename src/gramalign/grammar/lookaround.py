@@ -283,7 +283,8 @@ def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list
                        for sequence in _flat(list(alternative), flags, pattern, numbers)]
         else:
             raise LookaroundError("a lookahead, lookbehind or word boundary inside a repeat is not supported "
-                                  "(write the repeated part without it)", pattern, index=_first_inside([(op, av)], numbers))
+                                  "(write the repeated part without it)", pattern,
+                                  index=_first_inside([(op, av)], numbers))
         sequences = [s + o for s in sequences for o in options]
         if len(sequences) > MAX_ALTERNATIVES:
             raise LookaroundError(f"lookarounds in more than {MAX_ALTERNATIVES} alternatives", pattern,
