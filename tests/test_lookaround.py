@@ -25,6 +25,7 @@ from gramalign.parsing import IncrementalParser
 from gramalign.grammar.regex import regex_to_dfa
 
 from support.grammar_walks import lark_accepts
+from support.vocabularies import gpt2_vocabulary
 
 INSIDE = [
     r'"(?!")[^"]*"',  # a lookahead at the start of what follows
@@ -93,7 +94,7 @@ def test_word_boundaries_inside_the_match_mean_re_fullmatch(pattern):
     (r"x(?=ab)[ab]?", "lookahead", 1),
     (r"(?:a(?=b))+b", "repeat", 4),
     (r"a(?=b+)b+", "unbounded", 1),
-    (r"\bab", "word boundary reads the character before", 0),  # the start of a lexeme
+    (r"\bab", "word boundary reads the character before", 0),  # the start of the match
     (r"a+\B", "word boundary needs a word character after", 2),  # a positive lookahead past it
     (r"a(?:\ba)+", "repeat", 4),
 ])
@@ -195,6 +196,95 @@ def test_positive_lookaheads_of_one_character_lex_and_mask_as_lark_does():
     compiled = ga.compile(grammar, byte_vocabulary())
     for prefix in [b"", b"a", b"ab", b"-", b"ab1", b"ab1 ", b"a1-"]:
         assert_mask_equals_brute_force(compiled, prefix)
+
+
+# lark's test_parse_textslice grammar: whole words, and fragments that start or end inside one.
+BEFORE_GRAMMARS = {
+    "fragments": (r'''
+start: (WORD | FRAG_END | FRAG_START)+
+WORD: /\b\w+\b/
+FRAG_END: /\B\w+/
+FRAG_START: /\w+\B/
+%ignore /\s+/
+''', ["a", "b", " ", "ab", "é", "\n", "1"]),
+    "keywords": (r'''
+start: (KW | NAME | NUM | OP)+
+KW.2: /\bif\b|\bdo\b/
+NAME: /[a-z]+/
+NUM: /[0-9]+/
+OP: /[-+(]/
+%ignore " "
+''', ["if", "do", "i", "f", "x", " 2", " ", "-", "+", "(", "if-", "+1if"]),
+    "inside": (r'''
+start: (T | W | D)+
+T: /\Ba+/
+W: /[b-z]+/
+D: /[0-9-]/
+%ignore " "
+%ignore /~[0-9]/
+''', ["a", "b", " ", "1", "-", "ba", "1a", "~1", "~"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE_GRAMMARS))
+def test_word_boundaries_at_the_start_of_a_lexeme_read_the_character_before(name):
+    """A boundary at the start of a terminal reads the last character of the lexeme before
+    (ignored ones included), or the start of the text: lark and gramalign agree on random
+    texts, random mask walks are lark sentences, and masks equal a brute-force scan."""
+    from oracles.brute_force_masks import assert_mask_equals_brute_force
+    from support.grammar_walks import byte_vocabulary, random_texts
+
+    text, pieces = BEFORE_GRAMMARS[name]
+    grammar = ga.Grammar.from_lark(text)
+    oracle = lark.Lark(text, parser="lalr")
+    parser = IncrementalParser(build_parser_tables(grammar))
+    rng = random.Random(name)
+    verdicts = set()
+    for _ in range(3000):
+        sample = _sample(rng, pieces)
+        expected = lark_accepts(oracle, sample)
+        assert parser.accepts(sample.encode()) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+    for walked in random_texts(grammar, 60, seed=3, max_bytes=30):
+        assert lark_accepts(oracle, walked.decode()), walked
+    compiled = ga.compile(grammar, byte_vocabulary())
+    for prefix in [b"", b"a", b"ab", b"a ", b"1", b"if", b"1i", b"x -", b"b", b"~", b"b~1"]:
+        assert_mask_equals_brute_force(compiled, prefix)
+
+
+def _crossing_vocabulary() -> ga.Vocabulary:
+    """Every byte, and tokens that hold lexeme boundaries of the grammars above (after an
+    ignored lexeme that ends with a word character, "~1a"), then EOS."""
+    pieces = [b"1a", b"~1a", b"~1b", b"1 a", b" a", b"a b", b"if ", b" if", b"x if", b"1if", b"ab cd", b"\n\xc3\xa9",
+              b"-a", b"a-", b"~2~3a", b"b~1a"]
+    return ga.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + pieces + [b""],
+                                          eos_token_ids=256 + len(pieces), special_token_ids=[256 + len(pieces)])
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE_GRAMMARS))
+def test_word_boundaries_at_the_start_of_a_lexeme_mask_tokens_across_lexemes(name):
+    """Tokens cross lexemes ("1a", " if"): where a lexeme, ignored ones included ("~1"),
+    ends inside a token, the next one starts after its last character. Masks equal a
+    brute-force scan, over the vocabulary above and GPT-2's."""
+    from oracles.brute_force_masks import assert_mask_equals_brute_force
+
+    grammar = ga.Grammar.from_lark(BEFORE_GRAMMARS[name][0])
+    prefixes = [b"", b"if", b"if ", b"x", b"1", b"1 ", b"ab", b"do-", b"~", b"b~", b"b~1", b"~1", b"-"]
+    for vocabulary in (_crossing_vocabulary(), gpt2_vocabulary()):
+        compiled = ga.compile(grammar, vocabulary)
+        for prefix in prefixes:
+            assert_mask_equals_brute_force(compiled, prefix)
+
+
+@pytest.mark.parametrize("pattern, words", [
+    (r"/\ba.*?b/", "lazy quantifier"),  # a boundary at the start and a lazy repeat
+    (r"/(?:\ba)+/", "inside a repeat"),
+])
+def test_word_boundaries_that_stay_refused_in_lark_terminals(pattern, words):
+    with pytest.raises(LarkGrammarError, match=words) as info:
+        ga.Grammar.from_lark(f"start: X\nX: {pattern}\n")
+    assert info.value.line == 2
 
 
 def test_refused_imports_name_the_import_line(tmp_path):

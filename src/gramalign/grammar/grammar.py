@@ -43,6 +43,10 @@ class Terminal:
     """The terminal's DFA when it was built directly rather than from ``pattern``."""
     lookahead: ByteDFA | None = field(default=None, compare=False, repr=False)
     needs_text_after: bool = False
+    ends_in_word: "bool | None" = None
+    """In a grammar where some terminal starts with a word boundary: whether this terminal's
+    lexemes end with a word character (then the next lexeme starts "after a word character",
+    see ``lexer.AFTER_WORD``); None elsewhere."""
     length: "tuple[int, int] | None" = None
     """For a JSON string whose automaton spells every string (``"`` then one state that every
     character returns to, then ``"``): the fewest and most code points between the quotes
@@ -51,7 +55,8 @@ class Terminal:
 
     @classmethod
     def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0, length: "tuple[int, int] | None" = None,
-                 lookahead: ByteDFA | None = None, needs_text_after: bool = False) -> "Terminal":
+                 lookahead: ByteDFA | None = None, needs_text_after: bool = False,
+                 ends_in_word: "bool | None" = None) -> "Terminal":
         """A terminal given by its automaton; ``pattern`` becomes a digest of the automaton
         (and of its ``lookahead``), so equal automata make equal terminals (and share mask caches)."""
         digest = f"(?#dfa:{dfa.num_states}:{dfa.digest.hex()})"
@@ -60,7 +65,7 @@ class Terminal:
         if needs_text_after:
             digest += "(?#followed)"
         return cls(name, digest, priority=priority, automaton=dfa, length=length, lookahead=lookahead,
-                   needs_text_after=needs_text_after)
+                   needs_text_after=needs_text_after, ends_in_word=ends_in_word)
 
     @cached_property
     def dfa(self) -> ByteDFA:

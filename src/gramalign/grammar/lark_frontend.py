@@ -11,6 +11,7 @@ least one string.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 
@@ -20,12 +21,19 @@ from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
-from .automata import intersect
+from .automata import concatenate, intersect, union
+from .dfa import DEAD, literal_dfa
 from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among
+from .lexer import AFTER_OTHER, AFTER_WORD
 from .limits import CompileLimits, applied, check_size, check_time
-from .lookaround import LookaroundError
-from .regex import regex_lookahead_classes
+from .lookaround import BoundaryBeforeError, LookaroundError
+from .regex import regex_dfa_after, regex_lookahead_classes, regex_to_dfa
 from .grammar import Grammar, Indentation, Rule, Terminal
+
+try:  # Python >= 3.11
+    from re import _parser as _sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
 
@@ -102,6 +110,7 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
     used |= set(ignore)
     terminals = []
     split: dict[str, list[str]] = {}  # terminal -> the terminals of its lookahead classes, when several
+    reads_before = False  # a terminal starts with a word boundary
     for terminal in sorted(lark_terminals, key=_lark_lexer_order):
         if terminal.name not in used:
             continue
@@ -112,7 +121,13 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         if equivalent is not None:
             converted = Terminal(converted.name, equivalent, 0, converted.priority)
         try:
-            classes = _lookahead_classes(converted)
+            try:
+                classes = _lookahead_classes(converted)
+                if classes is None and ("\\b" in converted.pattern or "\\B" in converted.pattern):
+                    converted.dfa  # a word boundary at the start of the pattern raises here
+            except BoundaryBeforeError:
+                classes = _after_each_kind_of_character(converted)
+                reads_before = True
             if classes is not None:
                 if len(classes) > 1:
                     split[converted.name] = [c.name for c in classes]
@@ -144,6 +159,8 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
                                    _terminal_line(terminal.name, text)) from None
         _check_lexemes(terminal.name, dfa, text, terminal.name)
         terminals.append(converted)
+    if reads_before:  # the next lexeme's start depends on the class of each lexeme's last character
+        terminals = _by_last_character(terminals, split)
     if split:
         layout_terminals = set() if indentation is None else {indentation.newline, *indentation.open_brackets,
                                                               *indentation.close_brackets}
@@ -217,6 +234,74 @@ def _lookahead_classes(terminal: Terminal) -> "list[Terminal] | None":
     names = [terminal.name] if len(classes) == 1 else [f"{terminal.name}#{k}" for k in range(len(classes))]
     return [Terminal.from_dfa(name, lexemes, priority=terminal.priority, lookahead=rest, needs_text_after=needs)
             for name, (lexemes, rest, needs) in zip(names, classes)]
+
+
+def _after_each_kind_of_character(terminal: Terminal) -> list[Terminal]:
+    """A terminal with a word boundary at its start, as one terminal per class of its lexemes
+    by what must (not) follow them, each read after a word character (its automaton's words
+    start with ``AFTER_WORD``) or after another character or at the start of the text
+    (``AFTER_OTHER``); see :mod:`.lexer`."""
+    if _has_lazy_repeat(_sre_parse.parse(terminal.pattern)):
+        raise LookaroundError("a word boundary at the start of a pattern with a lazy quantifier is not supported",
+                              terminal.pattern, 0)
+    groups: dict[tuple, list] = {}
+    for marker, character in ((AFTER_WORD, "a"), (AFTER_OTHER, " ")):
+        found = regex_lookahead_classes(terminal.pattern, before=character)
+        classes = [(regex_dfa_after(terminal.pattern, character), None, False)] if found is None else found[1]
+        for lexemes, rest, needs in classes:
+            if lexemes.initial != DEAD:
+                entry = groups.setdefault((b"" if rest is None else rest.digest, needs), [rest, needs, []])
+                entry[2].append(concatenate([literal_dfa([bytes([marker])]), lexemes]))
+    names = [terminal.name] if len(groups) == 1 else [f"{terminal.name}#{k}" for k in range(len(groups))]
+    parts = []
+    for name, (rest, needs, words) in zip(names, groups.values()):
+        dfa = words[0] if len(words) == 1 else union(*words)
+        parts.append(Terminal.from_dfa(name, dfa, priority=terminal.priority, lookahead=rest, needs_text_after=needs))
+    return parts
+
+
+def _has_lazy_repeat(items) -> bool:
+    for op, av in items:
+        if op is _sre_parse.MIN_REPEAT:
+            return True
+        children = ([av[3]] if op is _sre_parse.SUBPATTERN else [av[2]] if op is _sre_parse.MAX_REPEAT
+                    else list(av[1]) if op is _sre_parse.BRANCH else [av[1]] if op in (_sre_parse.ASSERT,
+                                                                                    _sre_parse.ASSERT_NOT) else [])
+        if any(_has_lazy_repeat(child) for child in children):
+            return True
+    return False
+
+
+def _by_last_character(terminals: list[Terminal], split: dict[str, list[str]]) -> list[Terminal]:
+    """Each terminal of a grammar where some terminal starts with a word boundary, told
+    whether its lexemes end with a word character (``Terminal.ends_in_word``: where the next
+    lexeme starts), split in two (``T~w``, ``T~o``, recorded in ``split``) where both occur."""
+    ends_word, ends_other = (concatenate([_optional_marker(), regex_to_dfa(pattern)])
+                             for pattern in (r"(?s:.*\w)", r"(?s:.*\W)"))
+    result = []
+    for terminal in terminals:
+        parts = []
+        for suffix, ending, in_word in (("~w", ends_word, True), ("~o", ends_other, False)):
+            words = intersect(terminal.dfa, ending)
+            if words.initial != DEAD:
+                parts.append((suffix, words, in_word))
+        if len(parts) == 1:
+            result.append(dataclasses.replace(terminal, ends_in_word=parts[0][2]))
+            continue
+        for suffix, words, in_word in parts:
+            result.append(Terminal.from_dfa(terminal.name + suffix, words, priority=terminal.priority,
+                                            lookahead=terminal.lookahead, needs_text_after=terminal.needs_text_after,
+                                            ends_in_word=in_word))
+        names = [terminal.name + suffix for suffix, _, _ in parts]
+        owner = next((name for name, members in split.items() if terminal.name in members), terminal.name)
+        members = split.get(owner, [owner])
+        split[owner] = [part for member in members for part in (names if member == terminal.name else [member])]
+    return result
+
+
+def _optional_marker():
+    """The empty word or one of the bytes that say what came before a lexeme."""
+    return literal_dfa([b"", bytes([AFTER_WORD]), bytes([AFTER_OTHER])])
 
 
 def _check_lexemes(name: str, dfa, text: str, defined: str) -> None:

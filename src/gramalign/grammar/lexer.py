@@ -20,6 +20,13 @@ the product is built only where two or more terminals are still alive (see
 Terminals are numbered by *rank*, the tie-break order of longest match: higher priority
 first, then literals before patterns, then grammar order. The winner among the terminals
 that accept a lexeme is therefore the lowest set bit.
+
+A terminal that starts with a word boundary (lark's ``/\\bif\\b/``) accepts what follows a
+word character apart from what follows another character: its automaton reads one of the
+bytes ``AFTER_WORD`` and ``AFTER_OTHER`` first (never part of UTF-8 text). Such a grammar
+has two starts per candidate set, one per kind of character before the lexeme (the two
+halves of ``ParserTables.candidate_id``), and each such terminal enters its automaton past
+the marker of its start; other terminals enter theirs at the initial state from both.
 """
 
 from __future__ import annotations
@@ -38,6 +45,11 @@ from .lexer_kernels import copy_block, expand_product_rows, multi_member_product
 
 MAX_LEXER_STATES = DEFAULT_LIMITS.max_lexer_states
 """Product states before :func:`build_lexer` gives up (terminals that interact badly)."""
+
+AFTER_WORD = 0xFE
+"""First byte of a lexeme that follows a word character (``\\w``), for terminals that tell."""
+AFTER_OTHER = 0xFF
+"""First byte of a lexeme that follows another character or starts the text."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,12 +109,15 @@ def rank_terminals(terminals) -> tuple[Terminal, ...]:
     return tuple(terminals[i] for i in order)
 
 
-def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "int | None" = None) -> LexerDFA:
+def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "int | None" = None,
+                after_word: "np.ndarray | None" = None) -> LexerDFA:
     """The product DFA of ``terminals`` (which must each match at least one non-empty text).
 
     ``starts`` (uint64 [k, words], bitsets over the terminals in rank order, see
     :func:`rank_terminals`) are the terminal sets of the k start states; by default one
-    start tracks every terminal. ``max_states`` defaults to the compile's ``max_lexer_states``."""
+    start tracks every terminal. ``after_word`` (bool [k]) says which starts follow a word
+    character (see the module docstring). ``max_states`` defaults to the compile's
+    ``max_lexer_states``."""
     if max_states is None:
         max_states = active_limits().max_lexer_states
     ranked = rank_terminals(tuple(terminals))
@@ -143,9 +158,12 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "i
     else:
         tracked = np.unpackbits(np.ascontiguousarray(starts, dtype=np.uint64).reshape(-1, words).view(np.uint8),
                                 axis=1, bitorder="little")[:, :len(ranked)].astype(bool)
-        start_pool = initial[np.nonzero(tracked)[1]]
-        start_offsets = np.zeros(tracked.shape[0] + 1, dtype=np.int64)
-        np.cumsum(tracked.sum(axis=1), out=start_offsets[1:])
+        if after_word is None:
+            start_pool = initial[np.nonzero(tracked)[1]]
+            start_offsets = np.zeros(tracked.shape[0] + 1, dtype=np.int64)
+            np.cumsum(tracked.sum(axis=1), out=start_offsets[1:])
+        else:
+            start_pool, start_offsets = _initial_states_after(dfas, offsets, tracked, after_word)
     rows, flat, member_offsets, overflowed = multi_member_product(big, start_pool, start_offsets, max_states)
     single = rows[rows <= -2]
     entered = np.unique(owner[-2 - single]) if single.size else np.zeros(0, dtype=np.int64)
@@ -176,6 +194,31 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "i
         accept_bits[block, t >> 6] = np.where(dfa.accepting, bit, np.uint64(0))
     return LexerDFA(ranked, transitions, start_offsets.shape[0] - 1, accept_bits, alive_bits,
                     byte_class, representative, block_start)
+
+
+def _initial_states_after(dfas, offsets, tracked: np.ndarray, after_word: np.ndarray):
+    """(pool, offsets) of the starts' member states where each start follows a word
+    character or not: a terminal whose automaton reads ``AFTER_WORD``/``AFTER_OTHER`` first
+    enters it past its marker (or not at all where none follows), the others at their
+    initial state."""
+    pool, counts = [], []
+    for row, word in zip(tracked, np.asarray(after_word, dtype=bool).tolist()):
+        marker = AFTER_WORD if word else AFTER_OTHER
+        members = 0
+        for k in np.flatnonzero(row).tolist():
+            d = dfas[k]
+            table = d.transitions
+            state = d.initial
+            if table[state, AFTER_WORD] >= 0 or table[state, AFTER_OTHER] >= 0:
+                state = int(table[state, marker])
+                if state < 0:
+                    continue
+            pool.append(int(offsets[k]) + state)
+            members += 1
+        counts.append(members)
+    start_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=start_offsets[1:])
+    return np.asarray(pool, dtype=np.int64), start_offsets
 
 
 _CLASSES: "weakref.WeakKeyDictionary[ByteDFA, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()

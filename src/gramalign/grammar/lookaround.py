@@ -15,9 +15,10 @@ checks it past the lexeme (see ``Terminal.lookahead``).
 A word boundary is two assertions about the characters on either side of it: ``\\b`` is
 ``(?<=\\w)(?!\\w)|(?<!\\w)(?=\\w)`` and ``\\B`` is ``(?<=\\w)(?=\\w)|(?<!\\w)(?!\\w)``, which
 is how it is built. So ``a\\b-``, ``\\w+\\b`` (whose boundary becomes the negative lookahead
-``(?!\\w)`` past the lexeme) and ``\\w+\\B`` (the positive ``(?=\\w)``) are supported; a
-boundary at the start of a lexeme reads the character before it (``\\b\\w+``) and is refused,
-unless the text inside the match decides it (``-\\b\\w`` reads the ``-``).
+``(?!\\w)`` past the lexeme) and ``\\w+\\B`` (the positive ``(?=\\w)``) are supported. A
+boundary at the start of a lexeme reads the character before it (``\\b\\w+``), unless the
+text inside the match decides it (``-\\b\\w`` reads the ``-``): it raises
+:class:`BoundaryBeforeError`, and ``before=`` reads the pattern after a given character.
 
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
@@ -73,6 +74,12 @@ class LookaroundError(RegexError):
         super().__init__(reason, pattern, position)
 
 
+class BoundaryBeforeError(LookaroundError):
+    """A word boundary at the start of a lexeme: what it accepts depends on the character
+    before the lexeme (``before=`` of :func:`lookaround_dfa` and :func:`lookahead_classes`
+    reads the pattern with one)."""
+
+
 class _Boundary:
     """A word boundary of the parse tree, one object per occurrence (``sre_parse`` shares one
     ``(AT, AT_BOUNDARY)`` tuple between them), so assertions can be numbered by identity."""
@@ -100,12 +107,14 @@ def _own_boundaries(items) -> None:
             _own_boundaries(child)
 
 
-def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int) -> ByteDFA:
+def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int, before: str | None = None) -> ByteDFA:
     """The byte DFA of ``re.fullmatch(pattern)`` for a pattern with assertions.
 
     ``parsed`` is its ``re`` parse tree, ``flags`` the global flags and ``build(items,
     flags, at_start, at_end)`` the byte DFA of assertion-free items (the regex module's
     construction). Raises :class:`LookaroundError` where an assertion reads outside the match.
+    With ``before`` (one ASCII character), the match follows that character: a word
+    boundary at its start reads it (no other lookbehind does).
     """
     state = parsed.state
     _own_boundaries(parsed)
@@ -114,12 +123,12 @@ def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int) -> 
     alternatives = _flat(list(parsed), flags, pattern, numbers)
     result = None
     for sequence in alternatives:
-        dfa = _sequence_dfa(sequence, state, build, pattern, max_states)
+        dfa = _sequence_dfa(sequence, state, build, pattern, max_states, before)
         result = dfa if result is None else union(result, dfa, max_states=max_states)
     return result
 
 
-def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
+def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int, before: str | None = None):
     """``(everything, classes)`` for a pattern whose lookahead can read past the match, or
     None when no assertion does. ``classes`` lists ``(lexemes, forbidden, needs_text)``: the
     lexemes after which a text starting with a word of ``forbidden`` (a ByteDFA) makes
@@ -131,14 +140,15 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int):
     superset of every class), for the first-match rule of lazy quantifiers. Raises
     :class:`LookaroundError` for an alternative with more than one assertion reading outside
     the match, a lookbehind, or a positive lookahead wider than one character doing so, and
-    where one lexeme would carry two different conditions.
+    where one lexeme would carry two different conditions. ``before``: as for
+    :func:`lookaround_dfa`.
     """
     _own_boundaries(parsed)
     numbers: dict[int, int] = {}
     _number(list(parsed), numbers)
     found = []
     for sequence in _flat(list(parsed), flags, pattern, numbers):
-        words, markers, trailing = _marked_words(sequence, parsed.state, build, pattern, max_states, True)
+        words, markers, trailing = _marked_words(sequence, parsed.state, build, pattern, max_states, True, before)
         found.append((words, markers, trailing))
     if all(trailing is None for _, _, trailing in found):
         return None
@@ -296,17 +306,23 @@ def _width(state, items) -> tuple[int, int]:
     return _sre_parse.SubPattern(state, items).getwidth()
 
 
-def _sequence_dfa(sequence, state, build, pattern: str, max_states: int) -> ByteDFA:
-    words, markers, _ = _marked_words(sequence, state, build, pattern, max_states, False)
+def _sequence_dfa(sequence, state, build, pattern: str, max_states: int, before: str | None) -> ByteDFA:
+    words, markers, _ = _marked_words(sequence, state, build, pattern, max_states, False, before)
     return _erased(words, markers, max_states)
 
 
-def _marked_words(sequence, state, build, pattern: str, max_states: int, trailing_ok: bool):
+def _marked_words(sequence, state, build, pattern: str, max_states: int, trailing_ok: bool,
+                  before: str | None = None):
     """``(words, markers, trailing)``: the sequence's words with a marker byte where each
     assertion sits, those reading inside the match already enforced, and ``trailing`` the
     lookahead that can read past the match, as ``(marker, forbidden DFA, number, positive)``
     (a positive one of one character forbids the other characters), or None (only with
-    ``trailing_ok``; else such an assertion raises, as any other reading outside the match)."""
+    ``trailing_ok``; else such an assertion raises, as any other reading outside the match).
+    ``before``: the character before the match, which word boundaries read (a piece put in
+    front, and taken off the words at the end)."""
+    prefix = 0 if before is None else 1
+    if before is not None:
+        sequence = [("piece", (_sre_parse.LITERAL, ord(before)), 0)] + list(sequence)
     asserts = [k for k, entry in enumerate(sequence) if entry[0] == "assert"]
     if len(asserts) > MAX_ASSERTIONS:
         raise LookaroundError(f"more than {MAX_ASSERTIONS} lookarounds in one alternative", pattern,
@@ -324,7 +340,7 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
     outside = None
     for k, (kind, item, flags) in enumerate(sequence):
         if kind == "piece":
-            parts.append(build([item], flags, k == 0, k == len(sequence) - 1))
+            parts.append(build([item], flags, k == prefix, k == len(sequence) - 1))
             continue
         op, direction, body, number, boundary = item
         if has_lookaround(body):
@@ -333,7 +349,7 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         marker = FIRST_MARKER + len(markers)
         markers.append(marker)
         parts.append(_single_byte(marker))
-        room = total - minimum[k] if direction > 0 else minimum[k]
+        room = total - minimum[k] if direction > 0 else minimum[k] - (0 if boundary else prefix)
         if trailing_ok and trailing is None and direction > 0 and room < high:
             if op is _sre_parse.ASSERT_NOT:
                 trailing = (marker, build(body, flags, False, False), number, False)
@@ -348,8 +364,9 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
                                   index=number)
         if room < high:
             if boundary:
-                if outside is None:
-                    outside = (_BOUNDARY_OUTSIDE[direction + (op is _sre_parse.ASSERT and direction > 0)], number)
+                if outside is None or (direction < 0 and outside[2] > 0):
+                    outside = (_BOUNDARY_OUTSIDE[direction + (op is _sre_parse.ASSERT and direction > 0)], number,
+                               direction)
                 continue
             where = ("the characters after the match (a lookahead at the end of the pattern)" if direction > 0
                      else "the characters before the match (a lookbehind at the start of the pattern)")
@@ -358,7 +375,7 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         conditions.append((marker, direction, op is _sre_parse.ASSERT, build(body, flags, False, False)))
     words = concatenate(parts, max_states=max_states)
     if words.initial == DEAD:
-        return words, markers, trailing
+        return _after(words, before), markers, trailing
     anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], re.DOTALL, False, False)
     loose_anything = _ignoring(anything, markers)
     for marker, direction, positive, body in conditions:
@@ -370,8 +387,17 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
                                                                                       loose_anything]
         words = intersect(words, concatenate(around, max_states=max_states), max_states=max_states)
     if outside is not None and words.initial != DEAD:
-        raise LookaroundError(outside[0], pattern, index=outside[1])
-    return words, markers, trailing
+        error = BoundaryBeforeError if outside[2] < 0 else LookaroundError
+        raise error(outside[0], pattern, index=outside[1])
+    return _after(words, before), markers, trailing
+
+
+def _after(words: ByteDFA, before: str | None) -> ByteDFA:
+    """The words of ``words`` that follow the (one-byte) character ``before``, without it."""
+    if before is None or words.initial == DEAD:
+        return words
+    return dfa_from_table(words.transitions, int(words.transitions[words.initial, ord(before)]),
+                          np.asarray(words.accepting))
 
 
 def _single_byte(byte: int) -> ByteDFA:

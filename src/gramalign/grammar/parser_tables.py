@@ -37,9 +37,11 @@ from .limits import check_time
 NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTED_BOUNDS = range(6)
 # Columns of ``end_effects`` (int32 per lexer terminal): what ending one of its lexemes does
 # besides the shift: the change of bracket depth (+1 opens, -1 closes), the pseudo parser
-# state of its lookahead past the lexeme (-1: none) and 1 where the text may not end right
-# after the lexeme (``Terminal.needs_text_after``).
-BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT = range(3)
+# state of its lookahead past the lexeme (-1: none), 1 where the text may not end right
+# after the lexeme (``Terminal.needs_text_after``) and 1 where the lexeme ends with a word
+# character (``Terminal.ends_in_word``: the next lexeme starts from the second half of
+# ``candidate_id``).
+BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT, ENDS_IN_WORD = range(4)
 # ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
 # there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
 # j (``COUNTED + 2 * j``, plus one in the state between two characters).
@@ -65,12 +67,15 @@ class ParserTables:
     table: ParseTable
     term_column: np.ndarray  # int32 [lexer terminals]: parser column, -1 for ignored terminals
     candidate_bits: np.ndarray  # uint64 [parser states + lookaheads, words]: lexer terminals usable there
-    candidate_id: np.ndarray  # int32 [parser states + lookaheads]: its lexer start, which tracks a superset of its candidates
+    # int32 [2 x (parser states + lookaheads)]: the lexer start of each row, which tracks a
+    # superset of its candidates; the second half after a word character (see grammar/lexer.py),
+    # the same as the first where no terminal starts with a word boundary
+    candidate_id: np.ndarray
     reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
     reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
     layout: np.ndarray  # int32 [5 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
-    end_effects: np.ndarray  # int32 [lexer terminals, 3]: BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT
+    end_effects: np.ndarray  # int32 [lexer terminals, 4]: BRACKET_DELTA ... ENDS_IN_WORD
     tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
     start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
 
@@ -101,6 +106,12 @@ class ParserTables:
         terminal's column in it."""
         t = self.table
         return t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column
+
+    @cached_property
+    def reads_before(self) -> bool:
+        """Does some terminal start with a word boundary (two starts per candidate set)?"""
+        half = self.candidate_id.shape[0] // 2
+        return bool(np.any(self.candidate_id[:half] != self.candidate_id[half:]))
 
     def kernel_args(self) -> tuple:
         """The arrays, in the order the kernels of :mod:`gramalign.parsing` take them first:
@@ -176,13 +187,19 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     set_id, n_sets = _row_ranks(candidate_bits)
     sets = np.empty((n_sets, words), dtype=np.uint64)
     sets[set_id] = candidate_bits
-    lexer, start_of_set, start_bits = _lexer_with_shared_starts(ranked, sets)
-    candidate_id = start_of_set[set_id].astype(np.int32)
+    if any(t.ends_in_word is not None for t in ranked):  # a terminal starts with a word boundary
+        start_bits = np.concatenate([sets, sets])
+        lexer = build_lexer(ranked, starts=start_bits, after_word=np.repeat([False, True], n_sets))
+        candidate_id = np.concatenate([set_id, set_id + n_sets]).astype(np.int32)
+    else:
+        lexer, start_of_set, start_bits = _lexer_with_shared_starts(ranked, sets)
+        candidate_id = np.tile(start_of_set[set_id].astype(np.int32), 2)
     layout, end_effects, tracks_column = _layout_arrays(grammar, lexer, table)
     for k, terminal in enumerate(ranked[:first_lookahead]):
         if terminal.lookahead is not None:
             end_effects[k, LOOKAHEAD_STATE] = table.action.shape[0] + lookaheads.index(terminal.lookahead.digest)
         end_effects[k, NEEDS_TEXT] = terminal.needs_text_after
+        end_effects[k, ENDS_IN_WORD] = bool(terminal.ends_in_word)
     cache_bytes = lexer.num_states * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
         raise GrammarError(
@@ -273,7 +290,7 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
         raise GrammarError("counted string terminals need a grammar without ignored terminals (a token "
                            "that opens one must start with its quote for its masks to count it)")
     layout = np.full(COUNTED_BOUNDS + 2 * len(counted), -1, dtype=np.int32)
-    end_effects = np.zeros((len(lexer.terminals), 3), dtype=np.int32)
+    end_effects = np.zeros((len(lexer.terminals), 4), dtype=np.int32)
     end_effects[:, LOOKAHEAD_STATE] = -1
     tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
     for j, k in enumerate(counted):

@@ -193,7 +193,7 @@ def item_symbols(op: Any, av: Any, flags: int) -> IntervalSet | None:
     return _node_symbols(op, av, flags) if op in _SINGLE_CHARACTER else None
 
 
-def regex_lookahead_classes(pattern: str, *, flags: int = 0, max_states: int = 50_000):
+def regex_lookahead_classes(pattern: str, *, flags: int = 0, max_states: int = 50_000, before: str | None = None):
     """The lexemes of ``pattern`` split by what must (not) follow them, where a lookahead
     can read past the match (``0(?![1-9])``, ``-(?=[0-9])``), or None where nothing reads past
     it (then :func:`regex_to_dfa` is its language); see :func:`.lookaround.lookahead_classes`.
@@ -209,7 +209,21 @@ def regex_lookahead_classes(pattern: str, *, flags: int = 0, max_states: int = 5
         return None  # regex_to_dfa says what is wrong
     if not has_lookaround(list(parsed)):
         return None
-    return _with_lookarounds(pattern, parsed, parsed.state.flags, max_states, lookahead_classes)
+    return _with_lookarounds(pattern, parsed, parsed.state.flags, max_states,
+                             functools.partial(lookahead_classes, before=before))
+
+
+def regex_dfa_after(pattern: str, before: str, *, flags: int = 0, max_states: int = 50_000) -> ByteDFA:
+    """:func:`regex_to_dfa` of a match that follows the character ``before`` (one ASCII
+    character), which a word boundary at the start of the pattern reads (``\\b\\w+`` after
+    ``" "`` is ``\\w+``, after ``"a"`` nothing); see :mod:`.lookaround`.
+
+    >>> regex_dfa_after(r"\\Bx+", "a").matches(b"xx"), regex_dfa_after(r"\\Bx+", " ").matches(b"xx")
+    (True, False)
+    """
+    parsed = _sre_parse.parse(pattern, int(flags))
+    return _with_lookarounds(pattern, parsed, parsed.state.flags, max_states,
+                             functools.partial(lookaround_dfa, before=before))
 
 
 def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int, construction=lookaround_dfa):
@@ -228,7 +242,7 @@ def _with_lookarounds(pattern: str, parsed, global_flags: int, max_states: int, 
         positions = _Locator(pattern, bool(global_flags & re.VERBOSE))
         positions.first_problem()
         where = positions.lookarounds[exc.index] if exc.index < len(positions.lookarounds) else None
-        raise LookaroundError(exc.reason, pattern, where, index=exc.index) from None
+        raise type(exc)(exc.reason, pattern, where, index=exc.index) from None
     except _Unsupported as exc:
         located = _Locator(pattern, bool(global_flags & re.VERBOSE)).first_problem()
         if located is None:

@@ -31,8 +31,8 @@ import numba
 import numpy as np
 
 from ..bitsets import intersects, lowest_common_bit
-from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, INDENT_COLUMN, LOOKAHEAD_STATE, NEEDS_TEXT,
-                                     NEWLINE_COLUMN, NEWLINE_TERMINAL)
+from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, INDENT_COLUMN, LOOKAHEAD_STATE,
+                                     NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
 from .lexing import free_terminal, lexer_step, next_column, reachable_winners
 from .stacks import feed_terminal, node_parent, node_state, same_stack
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
@@ -293,7 +293,8 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     if new_node < 0:
         return n_out, alloc, OK
     new_state = node_state(pool_state, scratch_state, new_node)
-    first = lx_trans[cand_id[new_state], byte]  # the next lexeme starts at the new state's start
+    # The next lexeme starts at the new state's start, after a word character or not.
+    first = lx_trans[cand_id[new_state + (cand_id.shape[0] >> 1) * end_effects[winner, ENDS_IN_WORD]], byte]
     if first < 0 or not intersects(lx_alive[first], cand_bits[new_state]):
         return n_out, alloc, OK
     if n_out >= out.shape[0]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...grammar.parser_tables import ParserTables
+from ...grammar.parser_tables import ENDS_IN_WORD, ParserTables
 from ...parsing.state import LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER
 from ...tokens.trie import TokenTrie
 from .derived_contexts import MAX_PAIRS, behaves_alike, free_partner
@@ -105,12 +105,16 @@ class LexicalContexts:
         self.trie = trie
         self.width = width
         self.entries: dict[tuple[int, ...], ContextMasks] = {}
+        # Where a terminal starts with a word boundary, a lexeme after an ignored one starts
+        # where the ignored one's last character says: the shortcuts below (signatures,
+        # derived contexts, text blocks) assume one start per candidate set, so they are off.
+        self.reads_before = tables.reads_before
         if shared is True:
             shared = shared_cache_for(trie)
-        self.shared = None if shared is None or shared is False else shared
+        self.shared = None if shared is None or shared is False or self.reads_before else shared
         if self.shared is not None:
             warm_kernels()
-        self.text = TextCover(tables, trie, width) if text_blocks else None
+        self.text = TextCover(tables, trie, width) if text_blocks and not self.reads_before else None
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._dependent_tries: dict = {}  # hash of dependent positions -> (ids, sub-trie), see _dependent_trie
@@ -120,7 +124,11 @@ class LexicalContexts:
         self._lock = threading.Lock()
         lexer = tables.lexer
         self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
-        self.candidate_id = tables.candidate_id.tolist()  # per parser state: the lexer start of its candidates
+        # per parser state: the lexer start of its candidates, then the same after a word character
+        self.candidate_id = tables.candidate_id.tolist()
+        self.half = len(self.candidate_id) // 2
+        self._start_after_word = {self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
+        self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
         self._twins = counted_block_twins(tables)
 
     def __len__(self) -> int:
@@ -177,7 +185,7 @@ class LexicalContexts:
         tables = self.tables
         lexer = tables.lexer
         start = key[0]
-        if start < lexer.num_starts or (self._twins and start in self._twins):
+        if start < lexer.num_starts or (self._twins and start in self._twins) or self.reads_before:
             return None
         refused = self._refused.get(key[1], 0)
         if refused > REFUSALS_TOLERATED and refused * 4 > self._derived_count.get(key[1], 0):
@@ -314,7 +322,8 @@ class LexicalContexts:
                 positions, groups = scratch
                 n_groups, n_written = classify_tokens(
                     lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
-                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]), tables.reach_bits,
+                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]),
+                    np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word, tables.reach_bits,
                     tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
                     trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups),
                     skip[0], skip[1], positions, groups, max_nodes)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...bitsets import lowest_common_bit
-from ...grammar.parser_tables import LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
+from ...grammar.parser_tables import ENDS_IN_WORD, LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
 from ...parsing import IncrementalParser
 from ...parsing.hypotheses import end_lexeme
 from ...parsing.state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
@@ -235,7 +235,8 @@ class GrammarMaskStore:
             return None
         ended = np.full((1, hyp.shape[0]), -1, dtype=np.int32)
         ended[0, STACK] = node
-        ended[0, LEXEME] = self.contexts.candidate_id[int(pool.state[node])]  # the start of its candidate set
+        after_word = int(tables.end_effects[winner, ENDS_IN_WORD])  # the start of its candidate set:
+        ended[0, LEXEME] = self.contexts.candidate_id[int(pool.state[node]) + self.contexts.half * after_word]
         ended[0, BRACKETS] = brackets
         ended[0, COLUMN] = 0
         ended[0, BLOCKS] = blocks

@@ -261,9 +261,9 @@ def _group_of(reach, group_reach, n_groups):
 
 @numba.njit(cache=True, nogil=True)
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
-                    reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth, subtree_end,
-                    token_start, token_ids, max_depth, group_reach, n_groups, skip_first, skip_rows, out_positions,
-                    out_groups, max_nodes):
+                    cid_after_word, ends_in_word, reach_bits, reach_done, shadow_states, shadow_cands, start,
+                    node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, group_reach, n_groups,
+                    skip_first, skip_rows, out_positions, out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -281,7 +281,9 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
       considered: callers add that as a separate hypothesis.
 
     ``cid`` is the context's candidate set, so state ``cid`` is where a lexeme starts after
-    an ignored one; ``starts_any[b]`` says whether any lexer start reads byte ``b``.
+    an ignored one (``cid_after_word`` after one that ends with a word character, where
+    ``ends_in_word``, per terminal, says so: see grammar/lexer.py); ``starts_any[b]`` says
+    whether any lexer start reads byte ``b``.
 
     Tokens whose first byte ``b`` has ``skip_first[b]`` 1 are not visited, nor, where
     ``skip_first[b]`` is ``r + 2``, those whose second byte ``c`` has ``skip_rows[r, c]`` set
@@ -361,7 +363,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     if term_column[state_winner[q]] >= 0:
                         needs_parser = starts_any[byte] != 0
                     else:
-                        first = lx_trans[cid, byte]
+                        first = lx_trans[cid_after_word if ends_in_word[state_winner[q]] else cid, byte]
                         if first >= 0:
                             flags = state_flags[first]
                             if flags == 0:
@@ -459,7 +461,8 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     needs_parser = True
                     break
                 continue
-            first = lx_trans[cid, byte]  # an ignored lexeme ended: same parser state, same start
+            # An ignored lexeme ended: same parser state, same candidates.
+            first = lx_trans[cid_after_word if ends_in_word[winner] else cid, byte]
             if first < 0:
                 continue
             flags = state_flags[first]
