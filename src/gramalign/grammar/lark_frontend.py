@@ -166,8 +166,11 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
                                                               *indentation.close_brackets}
         for name in split:
             if name in layout_terminals:
-                raise LarkGrammarError(f"terminal {name} of the indentation layout has a lookahead past its "
-                                       "lexeme; write it without one", _terminal_line(name, text))
+                why = ("has a lookahead past its lexeme" if not reads_before else "would be split in two (by a "
+                       "lookahead past its lexeme, or by lexemes that end with a word character and lexemes that do "
+                       "not, where a terminal starts with a word boundary)")
+                raise LarkGrammarError(f"terminal {name} of the indentation layout {why}; write it without one",
+                                       _terminal_line(name, text))
         ignore = [part for name in ignore for part in split.get(name, [name])]
         always_lexed = tuple(part for name in always_lexed for part in split.get(name, [name]))
     known_terminals = {t.name for t in terminals}
