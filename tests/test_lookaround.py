@@ -108,6 +108,33 @@ def _sample(rng: random.Random, pieces: list[str], joiner: str = "") -> str:
     return joiner.join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
 
 
+def agree_with_lark(text: str, pieces: list[str], count: int, seed) -> tuple:
+    """(grammar, lark parser, gramalign parser) of the Lark grammar ``text``, after checking
+    that the two parsers give the same verdict on ``count`` random joins of ``pieces`` and
+    that both verdicts occur."""
+    grammar = ga.Grammar.from_lark(text)
+    oracle = lark.Lark(text, parser="lalr")
+    parser = IncrementalParser(build_parser_tables(grammar))
+    rng = random.Random(seed)
+    verdicts = set()
+    for _ in range(count):
+        sample = _sample(rng, pieces)
+        expected = lark_accepts(oracle, sample)
+        assert parser.accepts(sample.encode()) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+    return grammar, oracle, parser
+
+
+def masks_equal_brute_force(grammar: ga.Grammar, prefixes: list[bytes], vocabulary=None) -> None:
+    from oracles.brute_force_masks import assert_mask_equals_brute_force
+    from support.grammar_walks import byte_vocabulary
+
+    compiled = ga.compile(grammar, byte_vocabulary() if vocabulary is None else vocabulary)
+    for prefix in prefixes:
+        assert_mask_equals_brute_force(compiled, prefix)
+
+
 @pytest.mark.parametrize("pattern, pieces", [
     (r'/"(?!")[^"]*"/', ['"', "a", "b", " "]),
     (r"/[a-z]+(?<!q)/", ["a", "q", "b", " ", "qa"]),
@@ -117,17 +144,7 @@ def _sample(rng: random.Random, pieces: list[str], joiner: str = "") -> str:
     (r"/1\b-?|-\B/", ["1", "-", "a", " ", "1-", "-a"]),  # no word character after the "-"
 ])
 def test_lark_terminals_with_lookarounds_lex_as_lark_does(pattern, pieces):
-    text = f'start: (T | W)+\nT: {pattern}\nW: /[a-z]/\n%ignore " "\n'
-    oracle = lark.Lark(text, parser="lalr")
-    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_lark(text)))
-    rng = random.Random(pattern)
-    verdicts = set()
-    for _ in range(1500):
-        sample = _sample(rng, pieces)
-        expected = lark_accepts(oracle, sample)
-        assert parser.accepts(sample.encode()) == expected, sample
-        verdicts.add(expected)
-    assert verdicts == {True, False}
+    agree_with_lark(f'start: (T | W)+\nT: {pattern}\nW: /[a-z]/\n%ignore " "\n', pieces, 1500, pattern)
 
 
 BOUNDARY_GRAMMAR = r'''
@@ -144,25 +161,10 @@ def test_keywords_ending_in_a_word_boundary_lex_and_mask_as_lark_does():
     a word character follows a lexeme the keyword wins, lark falls back to another terminal
     and gramalign refuses the text ("if2", docs/grammars.md): the samples keep a space before
     numbers. Masks equal a brute-force scan."""
-    from oracles.brute_force_masks import assert_mask_equals_brute_force
-    from support.grammar_walks import byte_vocabulary
-
-    grammar = ga.Grammar.from_lark(BOUNDARY_GRAMMAR)
-    oracle = lark.Lark(BOUNDARY_GRAMMAR, parser="lalr")
-    assert [t.type for t in oracle.lex("if iffy(do)")] == ["KW", "NAME", "LPAR", "KW", "RPAR"]
-    parser = IncrementalParser(build_parser_tables(grammar))
-    rng = random.Random(5)
     pieces = ["if", "do", "i", "f", "x", " 2", " ", "(", ")"]
-    verdicts = set()
-    for _ in range(3000):
-        sample = _sample(rng, pieces)
-        expected = lark_accepts(oracle, sample)
-        assert parser.accepts(sample.encode()) == expected, sample
-        verdicts.add(expected)
-    assert verdicts == {True, False}
-    compiled = ga.compile(grammar, byte_vocabulary())
-    for prefix in [b"", b"i", b"if", b"if ", b"(do", b"iff", b"x if", b"do 2"]:
-        assert_mask_equals_brute_force(compiled, prefix)
+    grammar, oracle, _ = agree_with_lark(BOUNDARY_GRAMMAR, pieces, 3000, 5)
+    assert [t.type for t in oracle.lex("if iffy(do)")] == ["KW", "NAME", "LPAR", "KW", "RPAR"]
+    masks_equal_brute_force(grammar, [b"", b"i", b"if", b"if ", b"(do", b"iff", b"x if", b"do 2"])
 
 
 FOLLOWED_GRAMMAR = r'''
@@ -177,25 +179,9 @@ def test_positive_lookaheads_of_one_character_lex_and_mask_as_lark_does():
     """``[a-z]+\\B`` needs a word character after it, ``-(?=[0-9])`` a digit: a text may not
     end right after them, and another character may not follow. Masks equal a brute-force
     scan (after "ab", the end of the text is not allowed, nor a space)."""
-    from oracles.brute_force_masks import assert_mask_equals_brute_force
-    from support.grammar_walks import byte_vocabulary
-
-    grammar = ga.Grammar.from_lark(FOLLOWED_GRAMMAR)
-    oracle = lark.Lark(FOLLOWED_GRAMMAR, parser="lalr")
-    parser = IncrementalParser(build_parser_tables(grammar))
-    rng = random.Random(9)
-    pieces = ["a", "b", "-", "1", " ", "ab1", "-2"]
-    verdicts = set()
-    for _ in range(3000):
-        sample = _sample(rng, pieces)
-        expected = lark_accepts(oracle, sample)
-        assert parser.accepts(sample.encode()) == expected, sample
-        verdicts.add(expected)
-    assert verdicts == {True, False}
+    grammar, _, parser = agree_with_lark(FOLLOWED_GRAMMAR, ["a", "b", "-", "1", " ", "ab1", "-2"], 3000, 9)
     assert parser.accepts(b"ab1 -2") and not parser.accepts(b"ab") and not parser.accepts(b"ab 1")
-    compiled = ga.compile(grammar, byte_vocabulary())
-    for prefix in [b"", b"a", b"ab", b"-", b"ab1", b"ab1 ", b"a1-"]:
-        assert_mask_equals_brute_force(compiled, prefix)
+    masks_equal_brute_force(grammar, [b"", b"a", b"ab", b"-", b"ab1", b"ab1 ", b"a1-"])
 
 
 # lark's test_parse_textslice grammar: whole words, and fragments that start or end inside one.
@@ -231,26 +217,12 @@ def test_word_boundaries_at_the_start_of_a_lexeme_read_the_character_before(name
     """A boundary at the start of a terminal reads the last character of the lexeme before
     (ignored ones included), or the start of the text: lark and gramalign agree on random
     texts, random mask walks are lark sentences, and masks equal a brute-force scan."""
-    from oracles.brute_force_masks import assert_mask_equals_brute_force
-    from support.grammar_walks import byte_vocabulary, random_texts
+    from support.grammar_walks import random_texts
 
-    text, pieces = BEFORE_GRAMMARS[name]
-    grammar = ga.Grammar.from_lark(text)
-    oracle = lark.Lark(text, parser="lalr")
-    parser = IncrementalParser(build_parser_tables(grammar))
-    rng = random.Random(name)
-    verdicts = set()
-    for _ in range(3000):
-        sample = _sample(rng, pieces)
-        expected = lark_accepts(oracle, sample)
-        assert parser.accepts(sample.encode()) == expected, sample
-        verdicts.add(expected)
-    assert verdicts == {True, False}
+    grammar, oracle, _ = agree_with_lark(*BEFORE_GRAMMARS[name], 3000, name)
     for walked in random_texts(grammar, 60, seed=3, max_bytes=30):
         assert lark_accepts(oracle, walked.decode()), walked
-    compiled = ga.compile(grammar, byte_vocabulary())
-    for prefix in [b"", b"a", b"ab", b"a ", b"1", b"if", b"1i", b"x -", b"b", b"~", b"b~1"]:
-        assert_mask_equals_brute_force(compiled, prefix)
+    masks_equal_brute_force(grammar, [b"", b"a", b"ab", b"a ", b"1", b"if", b"1i", b"x -", b"b", b"~", b"b~1"])
 
 
 def _crossing_vocabulary() -> ga.Vocabulary:
@@ -267,14 +239,10 @@ def test_word_boundaries_at_the_start_of_a_lexeme_mask_tokens_across_lexemes(nam
     """Tokens cross lexemes ("1a", " if"): where a lexeme, ignored ones included ("~1"),
     ends inside a token, the next one starts after its last character. Masks equal a
     brute-force scan, over the vocabulary above and GPT-2's."""
-    from oracles.brute_force_masks import assert_mask_equals_brute_force
-
     grammar = ga.Grammar.from_lark(BEFORE_GRAMMARS[name][0])
     prefixes = [b"", b"if", b"if ", b"x", b"1", b"1 ", b"ab", b"do-", b"~", b"b~", b"b~1", b"~1", b"-"]
     for vocabulary in (_crossing_vocabulary(), gpt2_vocabulary()):
-        compiled = ga.compile(grammar, vocabulary)
-        for prefix in prefixes:
-            assert_mask_equals_brute_force(compiled, prefix)
+        masks_equal_brute_force(grammar, prefixes, vocabulary)
 
 
 @pytest.mark.parametrize("pattern, words", [
