@@ -248,6 +248,7 @@ def test_word_boundaries_at_the_start_of_a_lexeme_mask_tokens_across_lexemes(nam
 @pytest.mark.parametrize("pattern, words", [
     (r"/\ba.*?b/", "lazy quantifier"),  # a boundary at the start and a lazy repeat
     (r"/(?:\ba)+/", "inside a repeat"),
+    (r"/(?a)\bé/", "ASCII flag"),
 ])
 def test_word_boundaries_that_stay_refused_in_lark_terminals(pattern, words):
     with pytest.raises(LarkGrammarError, match=words) as info:

@@ -247,6 +247,9 @@ def _after_each_kind_of_character(terminal: Terminal) -> list[Terminal]:
     if _has_lazy_repeat(_sre_parse.parse(terminal.pattern)):
         raise LookaroundError("a word boundary at the start of a pattern with a lazy quantifier is not supported",
                               terminal.pattern, 0)
+    if re.search(r"\(\?[aiLmsux]*a", terminal.pattern):  # the lexemes before are classed by Unicode \w
+        raise LookaroundError("a word boundary at the start of a pattern with the ASCII flag is not supported",
+                              terminal.pattern, 0)
     groups: dict[tuple, list] = {}
     for marker, character in ((AFTER_WORD, "a"), (AFTER_OTHER, " ")):
         found = regex_lookahead_classes(terminal.pattern, before=character)
