@@ -96,7 +96,7 @@ def first_match_dfa(pattern: str, flags: int = 0) -> ByteDFA | None:
         parsed = _sre_parse.parse(pattern, flags)
     except _sre_parse.error:
         return None  # not a pattern at all: regex_to_dfa says where
-    if not _has_lazy(parsed.data):
+    if not has_lazy(parsed.data):
         return None
     items = list(parsed.data)
     tail = len(items) - 1 if items and _is_greedy_tail(items[-1]) else len(items)
@@ -125,7 +125,7 @@ def first_matches_among(pattern: str, language: ByteDFA, flags: int = 0) -> Byte
         parsed = _sre_parse.parse(pattern, flags)
     except _sre_parse.error:
         return None
-    if not _has_lazy(parsed.data):
+    if not has_lazy(parsed.data):
         return None
     _check(list(_flattened(parsed.data, parsed.state.flags)), parsed.state, 0, past=True)
     return _shortest(language)
@@ -188,9 +188,9 @@ def _check(pieces: list, state, lazy: int, past: bool = False) -> None:
         low, high = _width(state, op, av)
         if low == high:
             continue
-        if lazy == 0 and not _has_lazy([(op, av)]):
+        if lazy == 0 and not has_lazy([(op, av)]):
             end = i + 1
-            while end < len(pieces) and not _has_lazy([pieces[end][:2]]):
+            while end < len(pieces) and not has_lazy([pieces[end][:2]]):
                 end += 1
             _check_delimited(pieces[:end], pieces[end:])
             _check(pieces[end:], state, 0, past)
@@ -284,10 +284,11 @@ def _children(op, av):
     return []
 
 
-def _has_lazy(items) -> bool:
-    """A lazy repeat outside assertions (inside one it does not change what matches)."""
+def has_lazy(items) -> bool:
+    """Do the parsed ``items`` hold a lazy repeat outside assertions (inside one it does not
+    change what matches; nor does one of a fixed count)?"""
     return any((op is _MIN_REPEAT and av[0] != av[1])
-               or (op not in _ASSERTS and any(_has_lazy(c) for c in _children(op, av)))
+               or (op not in _ASSERTS and any(has_lazy(c) for c in _children(op, av)))
                for op, av in items)
 
 

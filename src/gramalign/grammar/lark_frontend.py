@@ -23,7 +23,7 @@ from lark.lexer import PatternStr
 from ..errors import GrammarError, RegexError
 from .automata import concatenate, intersect, union
 from .dfa import DEAD, literal_dfa
-from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among
+from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among, has_lazy
 from .lexer import AFTER_OTHER, AFTER_WORD
 from .limits import CompileLimits, applied, check_size, check_time
 from .lookaround import BoundaryBeforeError, LookaroundError
@@ -123,9 +123,7 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
         try:
             try:
                 classes = _lookahead_classes(converted)
-                if classes is None and ("\\b" in converted.pattern or "\\B" in converted.pattern):
-                    converted.dfa  # a word boundary at the start of the pattern raises here
-            except BoundaryBeforeError:
+            except BoundaryBeforeError:  # a word boundary at the start of the pattern
                 classes = _after_each_kind_of_character(converted)
                 reads_before = True
             if classes is not None:
@@ -244,7 +242,7 @@ def _after_each_kind_of_character(terminal: Terminal) -> list[Terminal]:
     by what must (not) follow them, each read after a word character (its automaton's words
     start with ``AFTER_WORD``) or after another character or at the start of the text
     (``AFTER_OTHER``); see :mod:`.lexer`."""
-    if _has_lazy_repeat(_sre_parse.parse(terminal.pattern)):
+    if has_lazy(_sre_parse.parse(terminal.pattern)):
         raise LookaroundError("a word boundary at the start of a pattern with a lazy quantifier is not supported",
                               terminal.pattern, 0)
     if re.search(r"\(\?[aiLmsux]*a", terminal.pattern):  # the lexemes before are classed by Unicode \w
@@ -264,18 +262,6 @@ def _after_each_kind_of_character(terminal: Terminal) -> list[Terminal]:
         dfa = words[0] if len(words) == 1 else union(*words)
         parts.append(Terminal.from_dfa(name, dfa, priority=terminal.priority, lookahead=rest, needs_text_after=needs))
     return parts
-
-
-def _has_lazy_repeat(items) -> bool:
-    for op, av in items:
-        if op is _sre_parse.MIN_REPEAT:
-            return True
-        children = ([av[3]] if op is _sre_parse.SUBPATTERN else [av[2]] if op is _sre_parse.MAX_REPEAT
-                    else list(av[1]) if op is _sre_parse.BRANCH else [av[1]] if op in (_sre_parse.ASSERT,
-                                                                                    _sre_parse.ASSERT_NOT) else [])
-        if any(_has_lazy_repeat(child) for child in children):
-            return True
-    return False
 
 
 def _by_last_character(terminals: list[Terminal], split: dict[str, list[str]]) -> list[Terminal]:
