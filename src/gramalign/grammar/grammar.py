@@ -299,4 +299,9 @@ class Grammar:
         if start is None or len(start.alternatives) != 1 or len(start.alternatives[0]) != 1:
             return None
         name = start.alternatives[0][0]
-        return next((t for t in self.terminals if t.name == name), None)
+        terminal = next((t for t in self.terminals if t.name == name), None)
+        if terminal is not None and (terminal.ends_in_word is not None or terminal.needs_text_after):
+            # Its automaton reads a marker of the character before the lexeme first, or the
+            # text may not end after it: only the parser's lexer knows what either means.
+            return None
+        return terminal
