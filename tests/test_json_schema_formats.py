@@ -346,10 +346,11 @@ def test_uuid_against_uuid_module():
 
 
 def hostname_oracle(s: str) -> bool:
+    """RFC 1123 host names of at most 253 octets, A-labels (``xn--``, the documented subset) excluded."""
     if not s or len(s) > 253 or not s.isascii():
         return False
     for label in s.split("."):
-        if not 1 <= len(label) <= 63 or label[0] == "-" or label[-1] == "-" or label[2:4] == "--":
+        if not 1 <= len(label) <= 63 or label[0] == "-" or label[-1] == "-" or label[:4].lower() == "xn--":
             return False
         if not all(c.isalnum() or c == "-" for c in label):
             return False
@@ -363,9 +364,38 @@ def test_hostnames_exactly():
         labels = [rng.choice("ab1-") * rng.choice([1, 2, 62, 63, 64]) for _ in range(rng.randint(1, 6))]
         extra.append(".".join(labels))
         extra.append(".".join(["a" * 63] * 3 + ["b" * rng.randint(58, 64)]))
+    for _ in range(300):  # hyphens in positions 3-4: A-labels (xn--) and other reserved labels
+        labels = ["".join(rng.choice("xXnN-a1") for _ in range(rng.randint(1, 7))) for _ in range(rng.randint(1, 3))]
+        extra.append(".".join(labels))
     candidates = corpus("hostname", 8, 1500, "ab1-._K\u212a", max_length=260, extra=extra)
     exact_check("hostname", hostname_oracle, candidates)
     assert sum(len(s) > 240 and hostname_oracle(s) for s in candidates) > 20
+    assert sum(hostname_oracle(s) and "--" in s for s in candidates) > 50
+
+
+# RFC 1123 section 2.1: RFC 952's <hname> (labels of letters, digits and hyphens that
+# neither start nor end with a hyphen) with a digit allowed first; at most 63 octets a
+# label (RFC 1034 section 3.1). Nothing about hyphens in positions 3 and 4.
+_RFC1123_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_RFC1123_HOSTNAME = re.compile(rf"{_RFC1123_LABEL}(?:\.{_RFC1123_LABEL})*")
+
+
+def test_hostname_reserved_labels_that_are_not_a_labels():
+    """Issue 41: ``co----m`` has ``--`` in positions 3-4 (a "reserved" LDH label, RFC 5890
+    section 2.3.1) but is no A-label. The JSON Schema hostname is RFC 1123's, "including host
+    names produced using the Punycode algorithm" (RFC 5891 section 4.4: ``xn--`` labels), so
+    it is valid; the suite's draft4/draft6 ``ab--cd.example`` is valid, and no draft7/2020-12
+    case rejects such a label. Only ``xn--`` labels stay rejected (the documented subset)."""
+    reserved = ["w--ww.git---hub.co----m", "ab--cd.example", "co----m", "12--34.example", "ab--cd--ef", "xy--z.xn-a"]
+    for name in reserved:
+        assert _RFC1123_HOSTNAME.fullmatch(name) and any(label[2:4] == "--" for label in name.split("."))
+        assert accepts("hostname", name), name
+        assert accepts("email", "user@" + name), name
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    if "hostname" in checker.checkers:  # fqdn installed
+        assert all(checker.conforms(name, "hostname") for name in reserved)
+    for name in ["xn--4gbwdl.xn--wgbh1c", "XN--aa", "example.Xn--ab", "xN--9n2bp8q"]:
+        assert _RFC1123_HOSTNAME.fullmatch(name) and not accepts("hostname", name), name
 
 
 def json_pointer_oracle(s: str) -> bool:
@@ -387,6 +417,52 @@ def test_json_pointers_exactly():
     exact_check("json-pointer", json_pointer_oracle, corpus("json-pointer", 9, 2000, alphabet))
     exact_check("relative-json-pointer", relative_json_pointer_oracle,
                 corpus("relative-json-pointer", 10, 2000, alphabet + "0123456789+"))
+
+
+def rfc6570_pattern(operators: str) -> re.Pattern:
+    """RFC 6570 section 2 ``URI-Template``, transcribed from its ABNF (``literals`` as
+    erratum 6937 has them: the apostrophe is one), with ``operators`` as the operator set."""
+    ucschar = ("\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"
+               + "".join(f"{chr(plane << 16)}-{chr(plane << 16 | 0xFFFD)}" for plane in range(1, 14))
+               + "\U000e1000-\U000efffd")
+    iprivate = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+    pct_encoded = "%[0-9A-Fa-f]{2}"
+    literals = rf"(?:[\x21\x23-\x24\x26-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e{ucschar}{iprivate}]|{pct_encoded})"
+    varchar = f"(?:[A-Za-z0-9_]|{pct_encoded})"
+    varspec = f"{varchar}(?:\\.?{varchar})*(?::[1-9][0-9]{{0,3}}|\\*)?"  # varname [ modifier-level4 ]
+    expression = f"\\{{[{re.escape(operators)}]?{varspec}(?:,{varspec})*\\}}"
+    return re.compile(f"(?:{literals}|{expression})*")
+
+
+_OP_LEVEL2_3 = "+#./;?&"
+_OP_RESERVE = "=,!@|"
+
+
+def test_uri_template_reserved_operators_are_rejected():
+    """Issue 41: ``{=a}``. RFC 6570 section 2.2's grammar lists ``op-reserve`` (``= , ! @ |``)
+    among the operators but reserves them "for future extensions": no level of section 1.2
+    has them and section 3 defines no expansion for them, so a template using one is no
+    "URI Template (of any level)" (JSON Schema 2020-12 validation, section 7.3.6). The suite
+    has no case with one; jsonschema's checker (uri_template) rejects ``= ! @ |``. They stay
+    rejected: the automaton is exactly the grammar without ``op-reserve``."""
+    assert rfc6570_pattern(_OP_LEVEL2_3 + _OP_RESERVE).fullmatch("{=a}")
+    assert not rfc6570_pattern(_OP_LEVEL2_3).fullmatch("{=a}") and not accepts("uri-template", "{=a}")
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    for op in _OP_RESERVE:
+        for template in (f"{{{op}a}}", f"x{{{op}a,b.c:3}}y", f"{{+a}}{{{op}b*}}"):
+            assert not accepts("uri-template", template), template
+            if op != "," and "uri-template" in checker.checkers:  # uri_template reads "{,a}" as its own extension
+                assert not checker.conforms(template, "uri-template"), template
+    rng = random.Random(13)
+    extra = ["".join(rng.choice("{}a1_.%4F:*,x") + rng.choice(_OP_LEVEL2_3 + _OP_RESERVE + "{}") for _ in range(4))
+             for _ in range(3000)]
+    extra += [f"{{{op}{rest}}}" for op in _OP_LEVEL2_3 + _OP_RESERVE for rest in ("a", "a,b", "a:12", "a*", "%41.b")]
+    candidates = corpus("uri-template", 13, 2000, "{}a1_.%4F:*,'\u00e9\U0001f600 " + _OP_LEVEL2_3 + _OP_RESERVE,
+                        extra=extra)
+    level4, grammar = rfc6570_pattern(_OP_LEVEL2_3), rfc6570_pattern(_OP_LEVEL2_3 + _OP_RESERVE)
+    exact_check("uri-template", lambda s: level4.fullmatch(s) is not None, candidates)
+    assert sum(accepts("uri-template", s) for s in candidates) > 2000
+    assert sum(grammar.fullmatch(s) is not None and level4.fullmatch(s) is None for s in candidates) > 50
 
 
 # --------------------------------------------------------------------------- subsets checked by validators

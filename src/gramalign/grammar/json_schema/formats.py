@@ -13,13 +13,17 @@ The rule every automaton follows: **it never accepts a string the format rejects
 the valid language is regular and reasonably small it is exact; the only valid spellings
 rejected are these (each because exactness is not regular or not practical):
 
-* ``hostname`` — a label whose 3rd and 4th characters are ``--`` (a "reserved" label,
-  which includes every ``xn--`` A-label) is rejected: whether an A-label is valid needs a
-  Punycode decoder and the IDNA2008 tables and contextual rules. Otherwise exact: labels of
-  1-63 letters, digits and hyphens not starting or ending with a hyphen, separated by single
-  dots, no trailing dot, at most 253 octets in total (about 24k states). An all-numeric last
-  label (``1.2.3.4``) is accepted, as the RFC 1123 grammar, the suite and the common
-  validators do; forbidding it would cost some 12k more states.
+* ``hostname`` — a label starting with ``xn--`` (any case: an A-label, RFC 5890 section
+  2.3.2.1) is rejected: whether an A-label is valid needs a Punycode decoder and the
+  IDNA2008 tables and contextual rules. Otherwise exact: labels of 1-63 letters, digits and
+  hyphens not starting or ending with a hyphen, separated by single dots, no trailing dot,
+  at most 253 octets in total (about 24k states). Other labels with ``--`` in positions 3-4
+  (``ab--cd``, ``co----m``: "reserved" LDH labels that are not A-labels) are accepted: the
+  RFC 1123 section 2.1 grammar allows them, RFC 5891 section 4.4 only adds host names that
+  Punycode produces (``xn--``), and the suite (draft4/6 ``ab--cd.example``) and the common
+  validators accept them. An all-numeric last label (``1.2.3.4``) is accepted, as the RFC
+  1123 grammar, the suite and the common validators do; forbidding it would cost some 12k
+  more states.
 * ``email`` — a conservative reading of RFC 5321 ``Mailbox``: a dot-atom local part or a
   non-empty quoted string (``""`` is rejected), at most 64 octets, then ``@`` and either a
   domain (the ``hostname`` labels above) or an address literal ``[IPv4]`` / ``[IPv6:...]``
@@ -40,7 +44,9 @@ rejected are these (each because exactness is not regular or not practical):
   ``+N``/``-N`` index manipulation of draft-bhutton-relative-json-pointer-00 (valid for
   2020-12 only, not for draft7) is rejected.
 * ``uri-template`` — RFC 6570 level 4 (with the suite, the apostrophe is a literal); the
-  reserved operators ``= , ! @ |`` are rejected.
+  operators ``= , ! @ |``, which the section 2.2 grammar lists but "reserved for future
+  extensions" (no level of section 1.2 has them and no expansion is defined for them), are
+  rejected, as jsonschema's checker rejects ``= ! @ |``; the suite has no case either way.
 * ``regex`` — ECMA-262 patterns are not regular (nested groups), so this is a subset that
   is valid for ``new RegExp(p)`` and ``new RegExp(p, "u")`` alike and for Python's ``re``
   (jsonschema's checker) too, without warnings: any sequence of terms and ``|``. Terms are
@@ -186,9 +192,9 @@ def _duration_pattern() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _host_labels() -> ByteDFA:
-    """Dot-separated LDH labels of 1-63 octets, reserved ``??--`` labels excluded (no length bound)."""
+    """Dot-separated LDH labels of 1-63 octets, ``xn--`` labels (A-labels) excluded (no length bound)."""
     alnum = "[A-Za-z0-9]"
-    label = automata.difference(_rx(f"{alnum}(?:[A-Za-z0-9-]{{0,61}}{alnum})?"), _rx("[A-Za-z0-9-]{2}--.*"))
+    label = automata.difference(_rx(f"{alnum}(?:[A-Za-z0-9-]{{0,61}}{alnum})?"), _rx("[Xx][Nn]--.*"))
     return automata.concatenate([automata.star(automata.concatenate([label, _rx(r"\.")])), label])
 
 
