@@ -197,7 +197,7 @@ class Grammar:
         """
         from .lark_frontend import grammar_from_lark
 
-        return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=tuple(always_lexed),
+        return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=always_lexed,
                                  import_paths=tuple(import_paths), limits=limits)
 
     @classmethod
@@ -218,7 +218,7 @@ class Grammar:
         """
         from .lark_frontend import grammar_from_lark_file
 
-        return grammar_from_lark_file(path, start=start, indentation=indentation, always_lexed=tuple(always_lexed),
+        return grammar_from_lark_file(path, start=start, indentation=indentation, always_lexed=always_lexed,
                                       import_paths=tuple(import_paths))
 
     @classmethod

@@ -11,6 +11,7 @@ least one string.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import sys
@@ -35,6 +36,13 @@ try:  # Python >= 3.11
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
+try:  # lark measures patterns with the regex module where it is installed
+    import regex as _regex_module
+
+    _REGEX_ERRORS: tuple = (re.error, _regex_module.error)
+except ImportError:  # pragma: no cover - regex is optional for lark
+    _REGEX_ERRORS = (re.error,)
+
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
 
 
@@ -56,7 +64,13 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
 
     ``%import`` looks in ``import_paths`` first (directories, as lark's option of that name),
     then, for a relative import (``%import .x``), in the directory of ``source_path`` (the
-    file ``text`` was read from) or else the working directory, then in lark's grammars."""
+    file ``text`` was read from) or else the working directory, then in lark's grammars.
+    ``always_lexed`` is a tuple (or list) of terminal names; a str is refused with a
+    TypeError rather than read as one name per letter."""
+    if isinstance(always_lexed, (str, bytes)):
+        raise TypeError(f"always_lexed must be a tuple of terminal names, not a {type(always_lexed).__name__} "
+                        f"(write ({always_lexed!r},) for one name)")
+    always_lexed = tuple(always_lexed)
     try:
         with applied(limits):
             if isinstance(text, str):
@@ -79,6 +93,7 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
             raise LarkGrammarError(f"%declare{declared.group(1)} is not supported: declared terminals need "
                                    "an external lexer, and gramalign lexes by itself (only the indent and "
                                    "dedent terminals of an Indentation layout may be declared)", line, 1)
+    loaded = None
     try:
         from lark.load_grammar import load_grammar
 
@@ -87,6 +102,15 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
     except UnexpectedInput as exc:
         raise LarkGrammarError(f"syntax error in the grammar: {_first_line(exc)}", exc.line, exc.column) from None
     except VisitError as exc:  # lark's transformers wrap what they hit (an AssertionError for "a".."bc")
+        if isinstance(exc.orig_exc, _REGEX_ERRORS) and loaded is not None:
+            # lark compiled a terminal's alternatives joined ("a".."c" | "z".."a"); the error names none
+            for name, _ in getattr(loaded, "term_defs", ()):
+                found = _definition(name, text)
+                place = None if found is None else _faulty_piece(found, text)
+                if place is not None:
+                    why = getattr(exc.orig_exc, "msg", exc.orig_exc)  # its position is in lark's joined pattern
+                    raise LarkGrammarError(f"terminal {name}: lark cannot compile its pattern: {why}",
+                                           *_line_and_column(text, place)) from None
         cause = str(exc.orig_exc).strip() or _VISIT_HINTS.get(exc.rule, type(exc.orig_exc).__name__)
         token = _first_token(exc.obj)
         shown = f" {_tree_text(exc.obj)}" if token is not None else ""
@@ -154,7 +178,7 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
                 _terminal_line(terminal.name, text)) from None
         except RegexError as exc:
             raise LarkGrammarError(f"terminal {terminal.name}{_imported(terminal.name, text)}: {exc}",
-                                   _terminal_line(terminal.name, text)) from None
+                                   *_pattern_place(terminal.name, text)) from None
         _check_lexemes(terminal.name, dfa, text, terminal.name)
         terminals.append(converted)
     if reads_before:  # the next lexeme's start depends on the class of each lexeme's last character
@@ -312,7 +336,7 @@ def _lark_lexer_order(terminal) -> tuple:
     wherever lark's first match is the longest one."""
     try:
         width = terminal.pattern.max_width
-    except (ValueError, ImportError):  # a regex lark cannot measure; ours refuses it later
+    except (ValueError, ImportError, *_REGEX_ERRORS):  # a regex lark cannot measure; ours refuses it later
         width = 0
     return -terminal.priority, -width, -len(terminal.pattern.value), terminal.name
 
@@ -418,10 +442,65 @@ def _terminal_line(name: str, text: str) -> int | None:
     return line if line is not None else _import_line(name, text)
 
 
+def _definition(name: str, text: str) -> "re.Match | None":
+    # [ \t]* rather than \s*: a match must not start on a blank line above the definition
+    return re.compile(rf"^[ \t]*[?!]?{re.escape(name)}(\.-?\d+)?[ \t]*:", re.MULTILINE).search(text)
+
+
 def _definition_line(name: str, text: str) -> int | None:
-    pattern = re.compile(rf"^\s*[?!]?{re.escape(name)}(\.-?\d+)?\s*:", re.MULTILINE)
-    found = pattern.search(text)
+    found = _definition(name, text)
     return text.count("\n", 0, found.start()) + 1 if found else None
+
+
+# The pieces of a terminal's definition, as lark's grammar reads them: a comment (to the end
+# of the line), a string with an optional ``.."c"`` that makes it a range, a /regex/ and flags.
+_PIECE = re.compile(r'(?P<comment>//[^\n]*|#[^\n]*)'
+                    r'|(?P<string>"(?:\\.|[^"\\\n])*"i?)(?:[ \t]*\.\.[ \t]*(?P<end>"(?:\\.|[^"\\\n])*"))?'
+                    r'|/(?!/)(?P<regex>(?:\\.|[^/\\\n])+)/(?P<flags>[imslux]*)')
+
+
+def _pattern_place(name: str, text: str) -> tuple[int | None, int | None]:
+    """(line, column) of the pattern at fault in terminal ``name``'s definition (see
+    :func:`_faulty_piece`), else of the start of its body; (the ``%import`` line, None) for
+    an imported terminal."""
+    found = _definition(name, text)
+    if found is None:
+        return _import_line(name, text), None
+    body = text[found.end():_definition_end(found, text)]
+    place = _faulty_piece(found, text)
+    return _line_and_column(text, found.end() + len(body) - len(body.lstrip()) if place is None else place)
+
+
+def _definition_end(found: "re.Match", text: str) -> int:
+    end = text.find("\n", found.end())
+    while end >= 0 and text[end + 1:].lstrip(" \t").startswith("|"):  # alternatives on the lines below
+        end = text.find("\n", end + 1)
+    return len(text) if end < 0 else end
+
+
+def _faulty_piece(found: "re.Match", text: str) -> int | None:
+    """Where in ``text`` the definition ``found`` has its first /regex/ that our regex engine
+    refuses on its own, or its first range with the ends out of order; None if it has none."""
+    for piece in _PIECE.finditer(text, found.end(), _definition_end(found, text)):
+        if piece["regex"] is not None:
+            try:
+                regex_to_dfa(f"(?{piece['flags']}:{piece['regex']})" if piece["flags"] else piece["regex"])
+            except LookaroundError:  # read with what surrounds it: not at fault alone
+                continue
+            except GrammarError:
+                return piece.start()
+        elif piece["end"] is not None:
+            try:
+                low, high = ast.literal_eval(piece["string"].rstrip("i")), ast.literal_eval(piece["end"])
+            except (ValueError, SyntaxError):
+                continue
+            if len(low) == len(high) == 1 and low > high:
+                return piece.start()
+    return None
+
+
+def _line_and_column(text: str, offset: int) -> tuple[int, int]:
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
 
 def grammar_from_lark_file(path, **options) -> Grammar:

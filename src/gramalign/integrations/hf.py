@@ -7,7 +7,7 @@ import warnings
 import weakref
 from typing import Sequence
 
-from ..errors import GramalignError
+from ..errors import GramalignError, TokenRejected
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
@@ -105,6 +105,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         batch_size, length = input_ids.shape
+        self._logits_width = scores.shape[-1]  # as wide as the logits the last tokens came from
         fresh = (self._expected_length is None or length != self._expected_length
                  or batch_size != len(self.matchers))
         if fresh and (self._expected_length is not None and batch_size == len(self.matchers)
@@ -161,6 +162,15 @@ class GrammarLogitsProcessor(LogitsProcessor):
                     f"GrammarLogitsProcessor: row {orphans[0]}'s tokens do not continue any row of the previous "
                     "step; it supports greedy search, sampling and beam search, which extend each row by one token "
                     "per call (call reset() between generations)")
+        # An id outside the vocabulary has no bytes to feed: name it, rather than ignore it (after
+        # EOS) or end its row. Beam search may pick a padding column past the vocabulary (masked
+        # to -inf) to fill its beams; that row is dead, as with any forbidden filler token.
+        limit = self._logits_width if self._duplicates_rows else self._vocab_size
+        for row, token in enumerate(last_tokens):
+            if not 0 <= token < limit:
+                raise TokenRejected(token, f"out of range for row {row}: the vocabulary has ids "
+                                           f"0..{self._vocab_size - 1} (it was chosen after this processor masked it "
+                                           "out: put this processor last)")
         uses: dict[int, int] = {}
         for parent in parents:
             uses[parent] = uses.get(parent, 0) + 1

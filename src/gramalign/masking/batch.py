@@ -15,6 +15,7 @@ falls due runs after the call. See :mod:`gramalign.masking.gc_guard`.
 
 from __future__ import annotations
 
+import operator
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Sequence
 
@@ -24,6 +25,17 @@ from .bitmask import as_numpy_bitmask
 from .compiler import CompiledGrammar
 from .gc_guard import gc_paused
 from .matcher import GrammarMatcher
+
+
+def _row_index(index) -> int:
+    """``index`` as a row number: an integer (numpy's and 0-d integer tensors too), never a
+    float, str or bool that int() would quietly turn into some row."""
+    if not isinstance(index, (bool, np.bool_)):
+        try:
+            return operator.index(index)
+        except TypeError:
+            pass
+    raise TypeError(f"row indices must be ints, got {type(index).__name__} {index!r}")
 
 
 class BatchMatcher:
@@ -47,14 +59,27 @@ class BatchMatcher:
             # [compiled] * -1 is an empty list: a negative size would make a batch of no rows
             raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer))
-                                        or num_threads < 0):
-            raise ValueError(f"num_threads must be a non-negative integer or None, not {num_threads!r}")
+                                        or num_threads < 1):
+            # None is the calling thread alone; 0 threads would mean nothing, not a default
+            raise ValueError(f"num_threads must be a positive integer or None, not {num_threads!r}")
         if isinstance(compiled, CompiledGrammar):
             if batch_size is None:
                 raise ValueError("batch_size is required with a single compiled grammar")
             compiled = [compiled] * int(batch_size)
-        elif batch_size is not None and batch_size != len(compiled):
-            raise ValueError(f"batch_size {batch_size} but {len(compiled)} compiled grammars")
+        else:
+            try:
+                compiled = list(compiled)
+            except TypeError:
+                raise TypeError(f"BatchMatcher needs a CompiledGrammar or a sequence of them (one per row), got "
+                                f"{type(compiled).__name__}") from None
+            if not compiled:
+                raise ValueError("a BatchMatcher needs at least one compiled grammar (one per row), got none")
+            wrong = next((c for c in compiled if not isinstance(c, CompiledGrammar)), None)
+            if wrong is not None:
+                raise TypeError(f"BatchMatcher needs CompiledGrammar rows (from gramalign.compile), got "
+                                f"{type(wrong).__name__}")
+            if batch_size is not None and batch_size != len(compiled):
+                raise ValueError(f"batch_size {batch_size} but {len(compiled)} compiled grammars")
         widths = {c.bitmask_width for c in compiled}
         if len(widths) > 1:
             raise ValueError("all rows' grammars must be compiled for vocabularies of one size")
@@ -69,7 +94,7 @@ class BatchMatcher:
     def _rows(self, indices: "Sequence[int] | None") -> list[int]:
         if indices is None:
             return list(range(len(self.matchers)))
-        rows = [int(i) for i in indices]
+        rows = [_row_index(i) for i in indices]
         for row in rows:
             if not 0 <= row < len(self.matchers):
                 raise IndexError(f"row {row} out of range for a batch of {len(self.matchers)}")

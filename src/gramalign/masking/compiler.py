@@ -119,6 +119,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
         raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocabulary, Vocabulary):
         raise TypeError(f"compile() needs a gramalign.Vocabulary, got {type(vocabulary).__name__}")
+    if eager is not None and not isinstance(eager, bool):  # "no" would be truthy
+        raise TypeError(f"eager must be True, False or None, not {eager!r}")
     cache_dir = cache_dir if cache_dir is not None else os.environ.get("GRAMALIGN_CACHE_DIR") or None
     if not cache:
         with released_on_failure(), applied(limits):

@@ -237,6 +237,7 @@ class _Parser:
         self.lenient = lenient
         self.pos = 0
         self.group_count = _count_capturing_groups(pattern)
+        self.names: set[str] = set()  # group names that can take part in one match with what comes next
 
     def error(self, message: str, position: int) -> RegexError:
         return RegexError(message, self.pattern, position)
@@ -256,10 +257,18 @@ class _Parser:
         return node
 
     def disjunction(self) -> _Node:
+        # Two groups may share a name only in different alternatives, where at most one of them
+        # takes part in a match (ES2025; older editions refuse any repeat, and so does re).
+        before = self.names
+        self.names = set(before)
         options = [self.alternative()]
+        after = self.names
         while self.peek() == "|":
             self.pos += 1
+            self.names = set(before)
             options.append(self.alternative())
+            after |= self.names
+        self.names = after
         return options[0] if len(options) == 1 else _Alt(tuple(options))
 
     def alternative(self) -> _Node:
@@ -370,8 +379,12 @@ class _Parser:
             else:
                 name.append(chr(self.literal()))
         self.pos += 1
-        if not _is_group_name("".join(name)):
+        text = "".join(name)
+        if not _is_group_name(text):
             raise self.error("invalid capture group name", group_start)
+        if text in self.names:
+            raise self.error(f"duplicate capture group name {text!r}", group_start)
+        self.names.add(text)
 
     def atom_escape(self) -> _Node:
         start = self.pos

@@ -9,7 +9,9 @@ ignores them.
 A keyword the draft defines but with a value of the wrong kind (``"maxLength": null``,
 ``"uniqueItems": 5``) must not be dropped silently either: :func:`check_keyword_values`
 refuses it with the JSON pointer, from a hand-written table of what each metaschema allows
-(the ``jsonschema`` package is not needed at run time).
+(the ``jsonschema`` package is not needed at run time). That includes a keyword the evaluator
+never reads for this schema (``"then": 5`` without ``if``, ``"items": 5`` under ``"type":
+"object"``): an invalid schema is refused, not compiled by what happens to be read.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import warnings
 from decimal import Decimal
 
 from ...errors import SchemaCompileError, SchemaKeywordWarning
-from .resolve import UNDECLARED, json_text
+from .resolve import UNDECLARED, escape_pointer, json_text
+from .unique import value_key
 
 __all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords",
            "warn_misspelled_keywords"]
@@ -94,11 +97,43 @@ def _is_names(value) -> bool:
     return isinstance(value, list) and all(isinstance(name, str) for name in value)
 
 
+# Keywords whose value is one subschema, an array of them, or an object of them (by name).
+_ONE_SCHEMA = ("additionalItems", "additionalProperties", "contains", "else", "if", "not", "propertyNames", "then",
+               "unevaluatedItems", "unevaluatedProperties")
+_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_OBJECTS = ("dependentSchemas", "patternProperties", "properties")
+
+
+def _subschemas(node: dict, pointer: str):
+    """(location, value) of every value of ``node`` that must be a schema; an array or object
+    of them that is not one is refused with its keyword elsewhere, as are ``dependencies``."""
+    for keyword in _ONE_SCHEMA:
+        if keyword in node:
+            yield f"{pointer}/{keyword}", node[keyword]
+    if "items" in node:
+        items = node["items"]
+        if isinstance(items, list):
+            yield from ((f"{pointer}/items/{i}", item) for i, item in enumerate(items))
+        else:
+            yield f"{pointer}/items", items
+    for keyword in _SCHEMA_ARRAYS:
+        if isinstance(node.get(keyword), list):
+            yield from ((f"{pointer}/{keyword}/{i}", item) for i, item in enumerate(node[keyword]))
+    for keyword in _SCHEMA_OBJECTS:
+        if isinstance(node.get(keyword), dict):
+            yield from ((f"{pointer}/{keyword}/{escape_pointer(name)}", item) for name, item in node[keyword].items())
+
+
+def _repeated(values: list) -> bool:
+    keys = [value_key(value) for value in values]
+    return len(set(keys)) < len(keys)
+
+
 def check_keyword_values(node: dict, pointer: str, draft: int) -> None:
     """Raise SchemaCompileError at the first keyword of ``node`` (already restricted to
-    ``draft``'s keywords) whose value its metaschema does not allow and the evaluator would
-    otherwise skip or misread. Subschemas that are not schemas are refused where they are
-    evaluated (their own pointer), so they are not checked here."""
+    ``draft``'s keywords) whose value its metaschema does not allow, whether or not the
+    evaluator reads it for this schema. A subschema that is not an object or a boolean is
+    refused at its own location (keyword None), as where it is evaluated."""
 
     def refuse(keyword: str, expected: str) -> None:
         raise SchemaCompileError(f"{keyword} must be {expected}, not {json_text(node[keyword])[:40]}", pointer,
@@ -148,6 +183,29 @@ def check_keyword_values(node: dict, pointer: str, draft: int) -> None:
                                          "dependencies")
     if "dependentSchemas" in node and not isinstance(node["dependentSchemas"], dict):
         refuse("dependentSchemas", "an object")
+    # Arrays every metaschema wants non-empty or without repeats: type's (all drafts), required's
+    # names (all drafts; non-empty in draft-04 only) and enum's members (draft-04 only: from
+    # draft-06 on the metaschemas ask only for an array, so [] and [1, 1] are valid there).
+    # Members are compared as JSON values, as the metaschema's uniqueItems does (1 equals 1.0).
+    if _is_names(node.get("type")):  # other members are refused where the types are read
+        if not node["type"]:
+            refuse("type", "a type name or a non-empty array of them")
+        if _repeated(node["type"]):
+            refuse("type", "an array of distinct type names")
+    if _is_names(node.get("required")):
+        if draft <= 4 and not node["required"]:
+            refuse("required", "a non-empty array of property names in draft-04 (an empty one is valid from "
+                               "draft-06 on)")
+        if _repeated(node["required"]):
+            refuse("required", "an array of distinct property names")
+    if isinstance(node.get("enum"), list) and draft <= 4:
+        if not node["enum"]:
+            refuse("enum", "a non-empty array in draft-04")
+        if _repeated(node["enum"]):
+            refuse("enum", "an array of distinct values in draft-04 (repeats are valid from draft-06 on)")
+    for location, value in _subschemas(node, pointer):
+        if not _is_schema(value):
+            raise SchemaCompileError(f"a schema must be an object or a boolean, not {json_text(value)[:40]}", location)
 
 
 def check_literal_strings(value, max_states: int, pointer: str, keyword: str) -> None:

@@ -44,6 +44,11 @@ _SCHEMA_VALUED = {"additionalProperties", "additionalItems", "contains", "not", 
                   "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
 _SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+# Where draft-04's metaschema wants a schema object: boolean schemas came with draft-06, and
+# draft-04 allows a boolean only as additionalItems and additionalProperties.
+_DRAFT4_SCHEMA_LISTS = {"items", "allOf", "anyOf", "oneOf"}
+_DRAFT4_SCHEMA_MAPS = {"properties", "patternProperties", "definitions", "dependencies"}
+_DRAFT4_SCHEMA_KEYWORDS = _DRAFT4_SCHEMA_LISTS | _DRAFT4_SCHEMA_MAPS | {"not"}
 
 
 UNDECLARED = 2021
@@ -55,7 +60,10 @@ that mean nothing in 2020-12 keep their draft-07 meaning (``items`` as an array,
 def draft_of(schema, default: "int | None" = None) -> int:
     """The draft a document declares with ``$schema``; ``default`` (4, 6, 7, 2019, 2020) when
     it says nothing, else :data:`UNDECLARED`."""
-    if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
+    if isinstance(schema, dict) and "$schema" in schema:
+        if not isinstance(schema["$schema"], str):  # every metaschema wants a URI string
+            raise SchemaCompileError(f"$schema must be a string (the URI of a draft), not "
+                                     f"{json_text(schema['$schema'])[:40]}", "", "$schema")
         draft = _DRAFTS_ANY_SCHEME.get(_without_scheme(schema["$schema"].rstrip("#")))
         if draft is not None:
             return draft
@@ -283,7 +291,15 @@ class SchemaIndex:
             return
         if pointer == resource:
             self._resources.add(pointer)
+        if isinstance(node, bool) and draft == 4 and pointer == "":
+            raise SchemaCompileError(f"a schema must be an object in draft-04, not {json_text(node)} (boolean "
+                                     "schemas are draft-06 and later)")
         if isinstance(node, dict):
+            if "$schema" in node and not isinstance(node["$schema"], str):  # every metaschema wants a URI string
+                raise SchemaCompileError(f"$schema must be a string (the URI of a draft), not "
+                                         f"{json_text(node['$schema'])[:40]}", pointer, "$schema")
+            if draft == 4:
+                _refuse_boolean_subschemas(node, pointer)
             identifier = node.get("id" if draft == 4 else "$id")
             if isinstance(identifier, str) and not (draft >= 7 and "$ref" in node and draft < 2019):
                 resolved = _join(base, identifier)
@@ -471,6 +487,25 @@ class SchemaIndex:
             number = self._scope_numbers[entered] = len(self._scopes)
             self._scopes.append(entered)
         return f"@{number}{pointer}"
+
+
+def _refuse_boolean_subschemas(node: dict, pointer: str) -> None:
+    """Refuse a boolean where draft-04's metaschema wants a schema object (found here, where
+    the document is walked, so also under keywords evaluation skips and behind a ``$ref``)."""
+    places = []
+    for keyword, value in node.items():
+        if keyword not in _DRAFT4_SCHEMA_KEYWORDS:
+            continue
+        if isinstance(value, list) and keyword in _DRAFT4_SCHEMA_LISTS:
+            places += [(f"{pointer}/{keyword}/{i}", item) for i, item in enumerate(value)]
+        elif isinstance(value, dict) and keyword in _DRAFT4_SCHEMA_MAPS:
+            places += [(f"{pointer}/{keyword}/{escape_pointer(name)}", item) for name, item in value.items()]
+        else:
+            places.append((f"{pointer}/{keyword}", value))
+    for where, value in places:
+        if isinstance(value, bool):
+            raise SchemaCompileError(f"a schema must be an object in draft-04, not {json_text(value)} (boolean "
+                                     "schemas are draft-06 and later)", where)
 
 
 def _join(base: str, ref: str) -> str:
