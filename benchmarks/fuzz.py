@@ -1,10 +1,11 @@
 """Fuzz the compilers with hostile and random schemas, Lark grammars and regexes.
 
-    python benchmarks/fuzz.py --cases 10000 --seed 0 --jobs 1
+    python benchmarks/fuzz.py --cases 10000 --seed 0 --jobs 1 [--budget default]
 
 Each case runs in a forked child with ``--budget`` seconds of compile time
 (``CompileLimits(max_compile_seconds=...)``, for the front end and for ``ga.compile``
-each), ``--memory-mib`` of address space above the parent's, and is killed after
+each; ``--budget default`` passes no limits, so the defaults apply), ``--memory-mib`` of
+address space above the parent's, and is killed after
 ``--timeout`` seconds; see ``tests/support/fuzz_run.py`` for the checks and outcomes,
 ``tests/support/fuzz_cases.py`` for the generators. Prints the outcome table (overall and
 per family) and every failure with the command that reproduces it; exits 1 on any failure.
@@ -31,7 +32,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--case", type=int, action="append", help="run only this case index (repeatable)")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--budget", type=float, default=2.0, help="max_compile_seconds of each compile phase")
+    parser.add_argument("--budget", type=lambda text: None if text == "default" else float(text), default=2.0,
+                        help="max_compile_seconds of each compile phase ('default': the library's default limits)")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds before a case counts as a hang")
     parser.add_argument("--memory-mib", type=int, default=1024)
     parser.add_argument("--walks", type=int, default=3)
@@ -70,7 +72,7 @@ def main(argv=None) -> int:
     for case, report in results:
         by_family[f"{case.kind}/{case.family}"][report["outcome"]] += 1
         walls[f"{case.kind}/{case.family}"] = max(walls[f"{case.kind}/{case.family}"], report.get("wall", 0))
-    print(f"\n{len(results)} cases, seed {args.seed}, budget {args.budget} s, memory {args.memory_mib} MiB, "
+    print(f"\n{len(results)} cases, seed {args.seed}, budget {args.budget or 'default'} s, memory {args.memory_mib} MiB, "
           f"timeout {args.timeout} s, {elapsed:.0f} s\n")
     print("| outcome | cases |\n|---|---:|")
     for outcome in OUTCOMES:

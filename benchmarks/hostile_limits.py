@@ -1,12 +1,14 @@
-"""The hostile inputs of issue 24 under ``CompileLimits(max_compile_seconds=2)``: each in a
-forked child (address space limited to the parent's plus 1 GiB), front end then ``ga.compile``
-for a byte vocabulary; prints the outcome, the wall time and the child's peak RSS.
+"""The hostile inputs of issues 24 and 41 under the default limits (or ``--budget S``:
+``CompileLimits(max_compile_seconds=S)``): each in a forked child (address space limited to
+the parent's plus 1 GiB), front end then ``ga.compile`` for a byte vocabulary; prints the
+outcome, the wall time and the child's peak RSS.
 
-    python benchmarks/hostile_limits.py
+    python benchmarks/hostile_limits.py [--budget 2]
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import resource
 import sys
@@ -37,6 +39,14 @@ CASES = {
                                                               for i in range(1000)]},
     "oneOf of 1,000 object branches": lambda: {"oneOf": [{"type": "object", "properties": {f"k{i}": {
         "type": "integer"}}, "required": [f"k{i}"]} for i in range(1000)]},
+    "oneOf of 1,000 object branches that may overlap": lambda: {"oneOf": [{"type": "object", "properties": {
+        f"k{i}": {"type": "integer"}}} for i in range(1000)]},
+    "oneOf of 1,000 maxLength branches": lambda: {"oneOf": [{"type": "string", "maxLength": i} for i in range(1000)]},
+    "anyOf of 1,000 maxLength branches": lambda: {"anyOf": [{"type": "string", "maxLength": i} for i in range(1000)]},
+    "oneOf of 1,000 minLength branches": lambda: {"oneOf": [{"type": "string", "minLength": i} for i in range(1000)]},
+    "oneOf of 1,000 multipleOf branches": lambda: {"oneOf": [{"type": "integer", "multipleOf": i + 1}
+                                                             for i in range(1000)]},
+    "oneOf of 1,000 unanchored patterns": lambda: {"oneOf": [{"type": "string", "pattern": f"a{i}"} for i in range(1000)]},
     "a dict that contains itself": _self_containing,
     'const "c" * 2,000,000': lambda: {"const": "c" * 2_000_000},
     "300 properties of 30-field objects": _properties_300x30,
@@ -48,11 +58,11 @@ CASES = {
 }
 
 
-def _child(connection, name):
+def _child(connection, name, budget):
     limit = vm_bytes() + (1 << 30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     payload = CASES[name]()
-    limits = ga.CompileLimits(max_compile_seconds=2)
+    limits = None if budget is None else ga.CompileLimits(max_compile_seconds=budget)
     started = time.perf_counter()
     try:
         if name.startswith("Lark"):
@@ -73,13 +83,16 @@ def _child(connection, name):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=float, default=None, help="max_compile_seconds (default: the library's)")
+    budget = parser.parse_args().budget
     ga.compile(ga.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}),
                byte_vocabulary())  # numba kernels compiled before the children fork
     context = multiprocessing.get_context("fork")
     print("| input | seconds | peak RSS (MiB) | outcome |\n|---|---:|---:|---|")
     for name in CASES:
         receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=_child, args=(sender, name))
+        process = context.Process(target=_child, args=(sender, name, budget))
         process.start()
         if receiver.poll(60):
             outcome, seconds, rss = receiver.recv()

@@ -124,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     import gramalign.parsing  # noqa: F401 - import (and numba-compile) once before forking
 
-    rows, reasons, accepted_invalid, details = [], collections.Counter(), [], []
+    rows, reasons, accepted_invalid, details, seconds = [], collections.Counter(), [], [], []
     totals = collections.Counter()
     started = time.time()
     for dataset, paths in itertools.groupby(sample_paths(args.sample, args.seed), key=lambda p: dataset_of(p.stem)):
@@ -137,6 +137,8 @@ def main() -> None:
             counts["valid_rejected"] += result["valid_rejected"]
             counts["invalid_accepted"] += result["invalid_accepted"]
             counts["timeouts"] += result.get("reason") == "TIMEOUT"
+            if result["compiled"]:
+                seconds.append((result["compile_seconds"], path.name))
             if result.get("reason"):
                 reasons[result["reason"]] += 1
             for text in result.get("accepted_invalid", []):
@@ -151,6 +153,10 @@ def main() -> None:
         share = 100 * c["all_agree"] / max(c["schemas"], 1)
         print(f"| {dataset} | {c['schemas']} | {c['compiled']} | {c['all_agree']} ({share:.1f}%) | "
               f"{c['valid_rejected']} | {c['invalid_accepted']} | {c['timeouts']} |")
+    seconds.sort(reverse=True)
+    if seconds:  # front end and parser tables (the LALR table and the lexer), in a fresh fork
+        print(f"\ncompile time: max {seconds[0][0]:.2f} s, p99 {seconds[len(seconds) // 100][0]:.3f} s; slowest: "
+              + ", ".join(f"{name} {value:.2f} s" for value, name in seconds[:5]))
     print(f"\nrefusals and failures (top {args.show}):")
     for reason, count in reasons.most_common(args.show):
         print(f"- {count} × {reason}")

@@ -9,6 +9,9 @@ the machine's speed (no test measures time).
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import pytest
 
 import gramalign as ga
@@ -148,3 +151,83 @@ def test_quadratic_epsilon_closures_are_refused_before_they_are_allocated():
         ga.Grammar.from_json_schema({"type": "string", "pattern": "(.*){1,31999}"})
     with pytest.raises(ga.RegexError, match="max_subset_work"):
         ga.Grammar.from_regex("(a*){1,29000}")
+
+
+# ---------------------------------------------------------------------------- issue 41: safe defaults
+
+def _union_work_estimate_refuses(schema, where: str) -> LimitExceeded:
+    with pytest.raises(LimitExceeded) as info:
+        ga.Grammar.from_json_schema(schema)
+    assert info.value.limit == "max_union_work" and info.value.where == where
+    assert info.value.reached > info.value.value == ga.CompileLimits().max_union_work
+    return info.value
+
+
+def test_default_limits_refuse_oneofs_of_overlapping_branches_from_an_estimate():
+    """Issue 41: with default limits, a oneOf of 1,000 object branches that may overlap took
+    the full 60 s (999,000 complement meets); 1,000 minLength or maxLength branches built
+    1,000 length automata and their differences. Each is refused from its branches, before
+    the first product: the estimate counts one meet per ordered pair of branches."""
+    objects = [{"type": "object", "properties": {f"k{i}": {"type": "integer"}}} for i in range(1000)]
+    error = _union_work_estimate_refuses({"oneOf": objects}, "#/oneOf")
+    assert "999000 meets" in str(error)
+    arrays = [{"type": "array", "maxItems": i} for i in range(1000)]
+    _union_work_estimate_refuses({"properties": {"a": {"oneOf": arrays}}}, "#/properties/a/oneOf")
+    for keyword in ("minLength", "maxLength"):
+        _union_work_estimate_refuses({"oneOf": [{"type": "string", keyword: i} for i in range(1000)]}, "#/oneOf")
+    # a few overlapping branches stay exact: values in exactly one of them (jsonschema agrees)
+    schema = {"oneOf": objects[:3]}
+    grammar = ga.Grammar.from_json_schema(schema)
+    compiled = ga.compile(grammar, byte_vocabulary())
+    oracle = jsonschema.Draft202012Validator(schema)
+    for text in ['{"k0":1}', '{"k0":"x"}', '{"k0":"x","k1":"y"}', '{"k0":1,"k1":"x","k2":"y"}', "{}", "[]"]:
+        matcher = compiled.matcher()
+        try:
+            matcher.accept_string(text)
+            accepted = matcher.can_terminate()
+        except ga.StringRejected:
+            accepted = False
+        assert accepted == oracle.is_valid(json.loads(text)), text
+
+
+def test_an_anyof_of_length_bounds_stays_counted():
+    """anyOf of maxLength 0..999 is one counted range (maxLength 0 is counted too, so no
+    branch turns the union into automata); its language is jsonschema's."""
+    schema = {"anyOf": [{"type": "string", "maxLength": i} for i in range(1000)]}
+    grammar = ga.Grammar.from_json_schema(schema, limits=ga.CompileLimits(max_states=100))
+    compiled = ga.compile(grammar, byte_vocabulary())
+    oracle = jsonschema.Draft202012Validator(schema)
+    for text in ['""', '"a"', '"' + "b" * 999 + '"', '"' + "b" * 1000 + '"', "1"]:
+        matcher = compiled.matcher()
+        try:
+            matcher.accept_string(text)
+            accepted = matcher.can_terminate()
+        except ga.StringRejected:
+            accepted = False
+        assert accepted == oracle.is_valid(json.loads(text)), text[:20]
+
+
+def test_memory_growth_past_the_limit_stops_a_compile():
+    """``max_memory_bytes`` bounds how much the process grows during a compile (sampled with
+    the wall time): an automaton of 40,000 states (~40 MB of transitions) with a 16 MiB bound."""
+    limits = ga.CompileLimits(max_memory_bytes=16 << 20)
+    with pytest.raises(LimitExceeded) as info:
+        ga.Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]{40000}$"}, limits=limits)
+    assert info.value.limit == "max_memory_bytes" and info.value.reached > 16 << 20
+
+
+def test_numba_compilation_does_not_count_against_the_deadline():
+    """A kernel's first compilation (numba's ``numba:compile`` event) costs the same for
+    every input, so the deadline moves past it: a compile event of 0.3 s inside a budget of
+    0.2 s leaves it within budget, and the time after it counts as before."""
+    import time
+
+    from numba.core import event
+
+    with applied(ga.CompileLimits(max_compile_seconds=0.2)):
+        with event.trigger_event("numba:compile", data={}):
+            time.sleep(0.3)
+        check_time("after a kernel compiled")
+        time.sleep(0.25)
+        with pytest.raises(LimitExceeded, match="max_compile_seconds"):
+            check_time("later")

@@ -248,9 +248,12 @@ def _samples(case: Case) -> list[tuple[bytes, bool]]:
     return texts
 
 
-def check_case(case: Case, budget: float, walks: int, max_bytes: int, phase) -> dict:
-    """Compile and check one case (in the child); returns the report."""
-    limits = ga.CompileLimits(max_compile_seconds=budget)
+def check_case(case: Case, budget: "float | None", walks: int, max_bytes: int, phase) -> dict:
+    """Compile and check one case (in the child) under ``max_compile_seconds=budget`` (None:
+    the default limits); returns the report."""
+    limits = None if budget is None else ga.CompileLimits(max_compile_seconds=budget)
+    if budget is None:
+        budget = ga.CompileLimits().max_compile_seconds
     report = {"outcome": "result", "seconds": {}}
     rng = random.Random(f"walks:{case.index}")
     started = time.perf_counter()
@@ -323,7 +326,7 @@ def check_case(case: Case, budget: float, walks: int, max_bytes: int, phase) -> 
     return report
 
 
-def _child(connection, case: Case, budget: float, walks: int, max_bytes: int, memory_mib: int) -> None:
+def _child(connection, case: Case, budget: "float | None", walks: int, max_bytes: int, memory_mib: int) -> None:
     limit = vm_bytes() + (memory_mib << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.setrecursionlimit(1000)  # what a fresh interpreter has (the parent may have raised it)
@@ -358,7 +361,7 @@ class _Running:
         self.report = None
 
 
-def run_cases(cases, *, budget: float = 2.0, timeout: float = 20.0, memory_mib: int = 1024, walks: int = 3,
+def run_cases(cases, *, budget: "float | None" = 2.0, timeout: float = 20.0, memory_mib: int = 1024, walks: int = 3,
               max_bytes: int = 200, jobs: int = 1, on_result=None, stop_after: float = float("inf")
               ) -> list[tuple[Case, dict]]:
     """Run ``cases`` (an iterable of Case), ``jobs`` children at a time; returns (case, report)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextvars
 import math
+import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -37,10 +39,17 @@ class CompileLimits:
     positive integer.
     """
 
-    max_compile_seconds: "float | None" = 60.0
-    """Wall time of one front-end call or one ``compile`` (seconds). Generous by default (the
-    largest legitimate schemas compile in seconds, more on a loaded machine); a server sets
-    what one request may cost."""
+    max_compile_seconds: "float | None" = 10.0
+    """Wall time of one front-end call or one ``compile`` (seconds), not counting numba's
+    compilation of gramalign's own kernels on their first use in a process (a fresh
+    environment's first compile waits for it, whatever the input). The slowest real schemas
+    compile in about a second; a server sets what one request may cost."""
+    max_memory_bytes: int = 512 << 20
+    """Growth of the process's resident memory while one front-end call or ``compile`` runs,
+    sampled with the wall time (Linux; elsewhere unchecked), numba's compilation of its own
+    kernels left out. The largest real grammars and schemas grow it by tens of MiB, the
+    largest hostile inputs that compile by ~300 MiB. Concurrent compiles in other threads
+    count too, so a server running many at once raises it or limits their number."""
     max_schema_bytes: int = 16 << 20
     """Schema text (characters of a str, bytes of bytes)."""
     max_grammar_chars: int = 50_000
@@ -65,6 +74,11 @@ class CompileLimits:
     ``(a{1,100}){1,100}``, took 18 s in a few hundred DFA states)."""
     max_table_bytes: int = 512 << 20
     """Bytes of the LALR action table (states x terminals x 4), checked before allocating."""
+    max_union_work: int = 50_000_000
+    """Work of one ``anyOf``/``oneOf``, estimated from its branches before their products:
+    automaton states the chain of string and number unions visits (each step at least the
+    union so far and the next branch), or, for object and array branches that ``oneOf``
+    must tell apart, 1,000 per complement meet (one per ordered pair of branches)."""
 
     def __post_init__(self):
         seconds = self.max_compile_seconds
@@ -82,15 +96,75 @@ class CompileLimits:
 DEFAULT_LIMITS = CompileLimits()
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Budget:
     limits: CompileLimits
-    started: float
-    deadline: float  # time.monotonic(); math.inf without a time limit
+    started: float  # _clock()
+    deadline: float  # _clock(); math.inf without a time limit
     seconds: "float | None"  # the setting the deadline came from (for the message)
+    resident_at_start: int  # bytes, or -1 where unknown; numba's growth (_JIT.resident) left out
+    next_memory_check: float = 0.0
 
 
 _ACTIVE: "contextvars.ContextVar[_Budget | None]" = contextvars.ContextVar("gramalign_compile_budget", default=None)
+
+MEMORY_CHECK_SECONDS = 0.01
+"""How often ``check_time`` samples the resident memory (reading it costs ~10 µs)."""
+
+
+class _JitClock:
+    """Seconds numba has spent compiling (or loading) kernels in this process, and the
+    resident memory that grew meanwhile (outermost compiles only): a first use of a kernel
+    costs the same whatever the input, so budgets leave it out."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.resident = 0
+        self._local = threading.local()
+
+    def on_start(self, event) -> None:
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            self._local.began = time.monotonic()
+            self._local.resident = _resident_bytes()
+        self._local.depth = depth + 1
+
+    def on_end(self, event) -> None:
+        self._local.depth -= 1
+        if self._local.depth == 0:
+            self.seconds += time.monotonic() - self._local.began
+            self.resident += max(0, _resident_bytes() - self._local.resident)
+
+
+_JIT = _JitClock()
+try:
+    from numba.core import event as _numba_event
+
+    class _JitListener(_numba_event.Listener):
+        def on_start(self, event):
+            _JIT.on_start(event)
+
+        def on_end(self, event):
+            _JIT.on_end(event)
+
+    _numba_event.register("numba:compile", _JitListener())
+except (ImportError, AttributeError):  # pragma: no cover - a numba without its event API
+    pass
+
+
+def _resident_bytes() -> int:
+    """The process's resident memory, or -1 where /proc is not there."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+try:
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+    _PAGE = 4096
 
 
 def active_limits() -> CompileLimits:
@@ -110,13 +184,13 @@ def applied(limits: "CompileLimits | None"):
         limits = DEFAULT_LIMITS
     elif not isinstance(limits, CompileLimits):
         raise TypeError(f"limits must be a gramalign.CompileLimits, not {type(limits).__name__}")
-    now = time.monotonic()
+    now = _clock()
     seconds = limits.max_compile_seconds
     deadline = math.inf if seconds is None else now + seconds
     if outer is not None and outer.deadline <= deadline:
-        budget = _Budget(limits, outer.started, outer.deadline, outer.seconds)
+        budget = _Budget(limits, outer.started, outer.deadline, outer.seconds, outer.resident_at_start)
     else:
-        budget = _Budget(limits, now, deadline, seconds)
+        budget = _Budget(limits, now, deadline, seconds, _resident_bytes() - _JIT.resident)
     token = _ACTIVE.set(budget)
     try:
         yield limits
@@ -124,22 +198,35 @@ def applied(limits: "CompileLimits | None"):
         _ACTIVE.reset(token)
 
 
+def _clock() -> float:
+    """time.monotonic() without the time numba spent compiling kernels."""
+    return time.monotonic() - _JIT.seconds
+
+
 def check_time(where: str = "") -> None:
-    """Raise LimitExceeded once the running compile is past its deadline."""
+    """Raise LimitExceeded once the running compile is past its deadline, or (sampled every
+    ``MEMORY_CHECK_SECONDS``) once the process grew by more than ``max_memory_bytes``."""
     budget = _ACTIVE.get()
-    if budget is not None and time.monotonic() > budget.deadline:
-        elapsed = time.monotonic() - budget.started
-        raise LimitExceeded("max_compile_seconds", budget.seconds, f"{elapsed:.2f} s spent", where)
+    if budget is None:
+        return
+    now = _clock()
+    if now > budget.deadline:
+        raise LimitExceeded("max_compile_seconds", budget.seconds, f"{now - budget.started:.2f} s spent", where)
+    if now >= budget.next_memory_check and budget.resident_at_start >= 0:
+        budget.next_memory_check = now + MEMORY_CHECK_SECONDS
+        grown = _resident_bytes() - _JIT.resident - budget.resident_at_start
+        if grown > budget.limits.max_memory_bytes:
+            raise LimitExceeded("max_memory_bytes", budget.limits.max_memory_bytes, grown, where,
+                                "bytes the process grew by during the compile")
 
 
 def check_estimate(seconds: float, where: str = "") -> None:
     """Raise LimitExceeded before a step that cannot be interrupted (a numba kernel) and is
     estimated to need ``seconds`` more than the running compile has left."""
     budget = _ACTIVE.get()
-    if budget is not None and time.monotonic() + seconds > budget.deadline:
-        elapsed = time.monotonic() - budget.started
+    if budget is not None and _clock() + seconds > budget.deadline:
         raise LimitExceeded("max_compile_seconds", budget.seconds,
-                            f"{elapsed:.2f} s spent and about {seconds:.2f} s more needed", where)
+                            f"{_clock() - budget.started:.2f} s spent and about {seconds:.2f} s more needed", where)
 
 
 def check_size(limit: str, reached: int, where: str = "", detail: str = "") -> None:

@@ -221,16 +221,23 @@ class Evaluator:
         parts += self._dependencies(node, pointer)
         for i, _ in enumerate(self._schema_list(node, "allOf", pointer) if "allOf" in node else ()):
             parts.append(self.shape(frozenset([f"{pointer}/allOf/{i}"])))
-        if "anyOf" in node:
+        for keyword in ("anyOf", "oneOf"):
+            if keyword not in node:
+                continue
+            work = _UnionWork(f"#{pointer}/{keyword}", self.max_states, joins_only=keyword == "anyOf")
+            branches = []
+            for i, _ in enumerate(self._schema_list(node, keyword, pointer)):
+                check_time(f"#{pointer}/{keyword}/{i}")
+                branches.append(self.shape(frozenset([f"{pointer}/{keyword}/{i}"])))
+                work.add(branches[-1])
+            work.finish()
+            if keyword == "oneOf":
+                parts.append(self._exactly_one(branches, pointer))
+                continue
             shape = EMPTY_SHAPE
-            for i, _ in enumerate(self._schema_list(node, "anyOf", pointer)):
-                check_time(f"#{pointer}/anyOf/{i}")
-                shape = join(shape, self.shape(frozenset([f"{pointer}/anyOf/{i}"])), self.max_states)
+            for branch in branches:
+                shape = join(shape, branch, self.max_states)
             parts.append(shape)
-        if "oneOf" in node:
-            branches = [self.shape(frozenset([f"{pointer}/oneOf/{i}"]))
-                        for i, _ in enumerate(self._schema_list(node, "oneOf", pointer))]
-            parts.append(self._exactly_one(branches, pointer))
         if "not" in node:
             parts.append(self.complement(self.shape(frozenset([f"{pointer}/not"])), f"{pointer}/not"))
         if "if" in node:
@@ -425,7 +432,8 @@ class Evaluator:
         try:
             return ecma_pattern_dfa(pattern, max_states=self.max_states, lenient_escapes=True)
         except RegexError as exc:
-            raise SchemaCompileError(f"pattern {pattern!r}: {exc.message}", pointer, keyword) from None
+            where = "" if exc.position is None else f" at position {exc.position}"
+            raise SchemaCompileError(f"pattern {pattern!r}: {exc.message}{where}", pointer, keyword) from None
 
     def _format(self, name: str, contents, pointer: str):
         from .formats import UNSUPPORTED_FORMATS, counted_format, format_dfa
@@ -746,6 +754,10 @@ class Evaluator:
         if all(disjoint(x, y) for k, i in enumerate(present) for j in present[k + 1:]
                for x in parts[i] for y in parts[j]):
             return tuple(x for i in present for x in parts[i])
+        meets = sum(len(parts[i]) for i in present) * (len(present) - 1)
+        check_size("max_union_work", MEET_WORK * meets, f"#{pointer}/oneOf",
+                   f"{meets} meets of a branch with the complement of another, {MEET_WORK} each: the object or "
+                   "array branches may overlap, so each must exclude every other")
         result: list = []
         for i in present:
             alternatives = list(parts[i])
@@ -879,6 +891,53 @@ def _single_string(shape: Shape) -> "bytes | None":
         text.append(int(live[0]))
         state = int(dfa.transitions[state, live[0]])
     return None
+
+
+MEET_WORK = 5_000
+"""``max_union_work`` units one oneOf meet of an object (array) branch with another's complement
+counts: a oneOf of 60 overlapping object branches, 3,540 meets, took 3.5 s (the limit
+stops at about 100 such branches, ~10,000 meets)."""
+
+
+class _UnionWork:
+    """The automaton states the unions of an ``anyOf`` (``oneOf``) visit, estimated from its
+    branches before any product, and fed branch by branch so that a union too large is
+    refused before its remaining branches are built: each step visits at least the union so
+    far (never above ``max_states``), and a ``oneOf`` takes two steps a branch (differences,
+    then joins; see :func:`_exactly_one_language`). Strings whose length is counted
+    (:class:`CountedStrings`) of one contents stay counted under joins; a difference, or
+    another kind of string joining them, builds them (the contents times the positions)."""
+
+    def __init__(self, where: str, max_states: int, *, joins_only: bool):
+        self.where = where
+        self.max_states = max_states
+        self.joins_only = joins_only
+        self.languages: dict[str, list] = {"string": [], "number": []}
+        self.running = dict.fromkeys(self.languages, 0)
+        self.visited = dict.fromkeys(self.languages, 0)
+
+    def add(self, shape: Shape) -> None:
+        for kind, language in (("string", shape.string), ("number", shape.number)):
+            if language is not None and not isinstance(language, str) and language is not any_string_contents():
+                self.languages[kind].append(language)  # None: nothing; ALL_NUMBERS, all strings: no product
+                self._visit(kind, language, built=not self.joins_only)
+
+    def finish(self) -> None:
+        strings = self.languages["string"]
+        kinds = {s.contents.digest if isinstance(s, CountedStrings) else None for s in strings}
+        if self.joins_only and len(kinds) > 1 and any(isinstance(s, CountedStrings) for s in strings):
+            self.running["string"] = self.visited["string"] = 0
+            for language in strings:
+                self._visit("string", language, built=True)
+
+    def _visit(self, kind: str, language, built: bool) -> None:
+        size = language.num_states if not isinstance(language, CountedStrings) else language.contents.num_states
+        if built and isinstance(language, CountedStrings):
+            size *= 1 + (language.minimum if language.maximum is None else language.maximum)
+        self.running[kind] = min(self.running[kind] + size, self.max_states)
+        self.visited[kind] += self.running[kind]
+        check_size("max_union_work", self.visited[kind] * (1 if self.joins_only else 2), self.where,
+                   f"automaton states its {kind} branches' unions would visit, estimated before building them")
 
 
 def _exactly_one_language(languages: list, minus, meet, join, max_states):

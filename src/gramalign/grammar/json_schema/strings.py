@@ -166,7 +166,9 @@ def counted_or_dfa(contents: "ByteDFA | CountedStrings", minimum: int, maximum: 
     the contents are any string (and a bound is long) or already counted."""
     if isinstance(contents, CountedStrings):
         return contents.meet(CountedStrings(minimum, maximum, contents.contents))
-    if contents is any_string_contents() and max(minimum, maximum or 0) > COUNTED_LENGTH:
+    # maxLength 0 counts too: as an automaton it is the only bound that a union of counted
+    # lengths (anyOf of maxLength 0..999) would have to build every other one against
+    if contents is any_string_contents() and (max(minimum, maximum or 0) > COUNTED_LENGTH or maximum == 0):
         return CountedStrings(minimum, maximum)
     return with_length(contents, minimum, maximum, max_states=max_states)
 
