@@ -28,7 +28,7 @@ from gramalign.parsing import IncrementalParser
 from gramalign.integrations.cli import main
 from gramalign.masking.bitmask import pack_bool_mask
 
-from support.grammar_walks import random_texts
+from support.grammar_walks import lark_refuses_grammar, random_texts
 from support.shared_data import data_dir
 
 D7 = "http://json-schema.org/draft-07/schema#"
@@ -254,14 +254,6 @@ def test_a_long_string_within_max_states_still_compiles():
 # ---------------------------------------------------------------------------- Lark front end
 
 
-def _lark_refuses(text: str) -> bool:
-    try:
-        lark.Lark(text, parser="lalr")
-    except Exception:  # noqa: BLE001 - any refusal by lark itself
-        return True
-    return False
-
-
 def test_a_deeply_nested_lark_grammar_is_a_grammar_error():
     text = "start: " + "(" * 3000 + '"a"' + ")" * 3000
     limit = sys.getrecursionlimit()
@@ -277,7 +269,7 @@ def test_a_deeply_nested_lark_grammar_is_a_grammar_error():
 
 def test_a_range_lark_cannot_read_names_its_line_and_column():
     text = 'start: A\nA: "a".."bc"'
-    assert _lark_refuses(text)
+    assert lark_refuses_grammar(text)
     with pytest.raises(LarkGrammarError) as caught:
         ga.Grammar.from_lark(text)
     assert (caught.value.line, caught.value.column) == (2, 4)
@@ -287,7 +279,7 @@ def test_a_range_lark_cannot_read_names_its_line_and_column():
 @pytest.mark.parametrize("text", ['start: FOO\n%import .missing_grammar_h24.FOO',
                                   'start: X\n\n%import no_such_grammar_h24.X'])
 def test_an_import_of_a_missing_grammar_file_names_its_line(text):
-    assert _lark_refuses(text)
+    assert lark_refuses_grammar(text)
     with pytest.raises(LarkGrammarError) as caught:
         ga.Grammar.from_lark(text)
     assert caught.value.line == text.splitlines().index(next(r for r in text.splitlines() if "%import" in r)) + 1

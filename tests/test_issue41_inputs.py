@@ -23,19 +23,13 @@ from gramalign.grammar.lark_frontend import LarkGrammarError, grammar_from_lark,
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 
+from support.grammar_walks import lark_refuses_grammar
+
 D4 = "http://json-schema.org/draft-04/schema#"
 D6 = "http://json-schema.org/draft-06/schema#"
 D7 = "http://json-schema.org/draft-07/schema#"
 D2019 = "https://json-schema.org/draft/2019-09/schema"
 D2020 = "https://json-schema.org/draft/2020-12/schema"
-
-
-def _lark_refuses(text: str) -> bool:
-    try:
-        lark.Lark(text, parser="lalr")
-    except Exception:  # noqa: BLE001 - any refusal by lark itself
-        return True
-    return False
 
 
 def _metaschema_refuses(schema) -> bool:
@@ -66,7 +60,7 @@ def _accepts(grammar: ga.Grammar, text: str) -> bool:
 ], ids=["unbalanced (", "a{2,1}", "range z..a", "second piece after a blank line", "unterminated [ after a flag",
         "second range of two alternatives", "alternative on the next line"])
 def test_a_pattern_re_cannot_compile_is_a_lark_grammar_error_at_its_place(text, line, column):
-    assert _lark_refuses(text)
+    assert lark_refuses_grammar(text)
     with pytest.raises(LarkGrammarError) as caught:
         ga.Grammar.from_lark(text)
     assert (caught.value.line, caught.value.column) == (line, column), str(caught.value)
@@ -76,7 +70,7 @@ def test_a_pattern_re_cannot_compile_is_a_lark_grammar_error_at_its_place(text, 
 def test_a_terminal_error_after_blank_lines_names_the_definition_line():
     """The definition was looked for with ^\\s*, which could start on a blank line above it."""
     text = 'start: A\n\n\nA: /a*/'
-    assert _lark_refuses(text)
+    assert lark_refuses_grammar(text)
     with pytest.raises(LarkGrammarError, match="matches the empty string") as caught:
         ga.Grammar.from_lark(text)
     assert caught.value.line == 4

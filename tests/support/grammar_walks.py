@@ -93,3 +93,14 @@ def lark_accepts(oracle, text: str) -> bool:
     except lark.exceptions.LarkError:
         return False
     return True
+
+
+def lark_refuses_grammar(text: str) -> bool:
+    """Does lark's LALR front end refuse the grammar ``text`` (with any exception)?"""
+    import lark
+
+    try:
+        lark.Lark(text, parser="lalr")
+    except Exception:  # noqa: BLE001 - any refusal by lark itself
+        return True
+    return False
