@@ -6,8 +6,8 @@ intersection is tested for emptiness (:mod:`.bar_hillel`). Empty: no completion 
 any lexing (sound). Not empty: the derivation found names a terminal path, which becomes
 fillers (the gap parts of its lexemes, shortest lexemes where a gap holds whole ones). Those
 are only *candidates*: the real lexer may split them otherwise, so the caller verifies them
-with the parser. A second candidate separates lexemes inside gaps with the shortest ignored
-text, where the grammar ignores some (two names written side by side would lex as one).
+with the parser. Further candidates separate lexemes inside gaps with ignored text, where
+the grammar ignores some (two names written side by side would lex as one).
 """
 
 from __future__ import annotations
@@ -45,23 +45,28 @@ class GrammarInfill:
         self.lexers = tuple(Lexer(by_name[name], False) for name in names) + tuple(Lexer(t, True) for t in ignored)
         self.n_terminals = len(names)
         self.cfg = BinaryGrammar.from_grammar(grammar, names)
-        self.separator = self._separator()
+        self.separators = self._separators()
 
-    def _separator(self) -> "bytes | None":
-        """The shortest ignored lexeme, a space where one is ignored; None without any."""
+    def _separators(self) -> "tuple[bytes, ...]":
+        """Ignored lexemes to put between lexemes in gaps: the single bytes some ignored
+        terminal matches (space, newline, tab first: a newline ends a line comment that a
+        space would extend), else the shortest ignored lexeme."""
+        singles = []
+        for byte in b" \n\t\r" + bytes(range(256)):
+            data = bytes([byte])
+            if data not in singles and any(_lexes(lex, data) for lex in self.lexers[self.n_terminals:]):
+                singles.append(data)
+        if singles:
+            return tuple(singles[:3])
         best = None
         for lex in self.lexers[self.n_terminals:]:
             dfa = lex.paths.dfa
-            for state in lex.starts:
-                after = dfa.advance(state, b" ")
-                if after >= 0 and dfa.accepting[after]:
-                    return b" "
             state, _, parents = lex.paths.explore({s: 0 for s in lex.starts}, goal=lambda s: bool(dfa.accepting[s]))
             if state is not None:
                 text = path_bytes(parents, state)[1]
                 if text and (best is None or len(text) < len(best)):
                     best = text
-        return best
+        return () if best is None else (best,)
 
     def search(self, text: PartialText, budget: "Budget | None" = None) -> Search:
         automaton = build_lexings(self.lexers, self.n_terminals, text, budget)
@@ -115,20 +120,25 @@ class GrammarInfill:
                     gaps[k].append((data, begins, ends))
         plain = tuple(b"".join(data for data, _, _ in pieces) for pieces in gaps)
         candidates = [plain]
-        if self.separator is not None:
+        for separator in self.separators:
             separated = []
             for pieces in gaps:
                 out = bytearray()
                 for n, (data, begins, ends) in enumerate(pieces):
                     if begins:
-                        out += self.separator
+                        out += separator
                     out += data
                     if ends and n == len(pieces) - 1:
-                        out += self.separator
+                        out += separator
                 separated.append(bytes(out))
-            if tuple(separated) != plain:
+            if tuple(separated) not in candidates:
                 candidates.append(tuple(separated))
         return tuple(candidates)
+
+
+def _lexes(lex: Lexer, data: bytes) -> bool:
+    dfa = lex.paths.dfa
+    return any(dfa.advance(state, data) >= 0 and dfa.accepting[dfa.advance(state, data)] for state in lex.starts)
 
 
 def _closures(automaton: LexingAutomaton) -> "dict[int, frozenset[int]]":

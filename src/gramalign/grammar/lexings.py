@@ -51,6 +51,9 @@ class Lexer:
     starts: tuple[int, ...] = field(init=False)
     anywhere: np.ndarray = field(init=False)
     """Every state a lexeme begun inside a gap can be in when the next piece starts."""
+    longest: bool = field(init=False)
+    """Plain longest match: no lookahead, counted length or word-boundary entry, which
+    could make the lexer refuse a longer lexeme."""
 
     def __post_init__(self):
         dfa = self.terminal.dfa
@@ -63,6 +66,9 @@ class Lexer:
                 self.starts = tuple(sorted({state for state in after if state != DEAD}))
             else:
                 self.starts = (dfa.initial,)
+        t = self.terminal
+        self.longest = (t.lookahead is None and not t.needs_text_after and t.length is None
+                        and t.ends_in_word is None)
         self.anywhere = self.paths.reach(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
 
 
@@ -194,6 +200,30 @@ class LexingAutomaton:
         return out[::-1]
 
 
+def _set_ends(history, piece: bytes, table, accepting, longest: bool, emit) -> None:
+    """``emit(end)`` for each position where a lexeme of a state set ends (``history``:
+    ``(position, sorted states after its byte)``); with ``longest``, a state that accepts
+    again further on in the piece does not end one."""
+    later = None  # per state of the next entry: does it accept again within the piece?
+    found = []
+    for index in range(len(history) - 1, -1, -1):
+        position, states = history[index]
+        if later is None or not longest:
+            again = np.zeros(len(states), dtype=bool)
+        else:
+            following = history[index + 1][1]
+            targets = table[states, piece[position + 1]]
+            alive = targets >= 0
+            again = np.zeros(len(states), dtype=bool)
+            hit = np.searchsorted(following, targets[alive])
+            again[alive] = accepting[targets[alive]] | later[hit]
+        if (accepting[states] & ~again).any():
+            found.append(position + 1)
+        later = again
+    for end in reversed(found):
+        emit(end)
+
+
 def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialText,
                   budget: "Budget | None" = None) -> LexingAutomaton:
     """The trimmed lexing automaton of ``text`` (see the module docstring)."""
@@ -216,30 +246,41 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
 
     def run(j: int, lex: Lexer, a: int, k: int, i: int, states) -> None:
         """Lexemes of lexer ``j`` from node ``a`` that read piece ``k`` from byte ``i`` on,
-        from ``states``; appends their edges."""
+        from ``states``; appends their edges. A lexeme that its own automaton would extend
+        to a longer one within the same piece is left out where lexing is longest match:
+        the lexer, which sees those fixed bytes, never ends it there."""
         table, accepting = lex.paths.dfa.transitions, lex.paths.dfa.accepting
         read = 0
         while True:
             piece = pieces[k]
             if len(states) == 1:
                 state = int(states[0])
+                ends = []
                 for position in range(i, len(piece)):
                     state = int(table[state, piece[position]])
                     if state == DEAD:
-                        return
+                        break
                     read += 1
                     if accepting[state]:
-                        edges.append((a, base[k] + position + 1, j))
+                        ends.append(position + 1)
+                for end in ends[-1:] if lex.longest else ends:
+                    edges.append((a, base[k] + end, j))
+                if state == DEAD:
+                    return
                 states = np.array([state], dtype=np.int64)
             else:
+                history = []
                 for position in range(i, len(piece)):
                     states = table[states, piece[position]]
                     states = np.unique(states[states >= 0])
                     if not states.size:
-                        return
+                        break
                     read += 1
-                    if accepting[states].any():
-                        edges.append((a, base[k] + position + 1, j))
+                    history.append((position, states))
+                _set_ends(history, piece, table, accepting, lex.longest,
+                          lambda end: edges.append((a, base[k] + end, j)))
+                if not states.size:
+                    return
             if k == m or not read:
                 return  # (a lexeme that reads no fixed byte is a gap's loop)
             edges.append((a, gap_node(k), j))
