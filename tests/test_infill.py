@@ -138,6 +138,14 @@ LARK_GRAMMARS = {
         %ignore /[ \\n]+/
         %ignore COMMENT
     """,
+    "boundaries": r"""
+        start: item+
+        item: KW NAME | NUM
+        KW: /\bif\b/
+        NAME: /\b[a-z]+\b/
+        NUM: /0(?![1-9])|[1-9][0-9]*/
+        %ignore " "
+    """,
     "keys": """
         start: "{" [pair (";" pair)*] "}"
         pair: KEY "=" (INT | WORD | start)
