@@ -19,17 +19,20 @@ grammars are loaded (see :mod:`gramalign.masking.gc_guard`).
 
 from __future__ import annotations
 
-from .errors import (ConcurrentUseError, GramalignError, GrammarError, IncompleteGeneration, LimitExceeded, ModelError,
+from .errors import (ConcurrentUseError, GramalignError, GrammarError, IncompleteGeneration, InfillError, LimitExceeded,
+                     ModelError,
                      ParticlesExhausted, RegexError, SamplingError, SchemaCompileError, SchemaKeywordWarning,
                      StringRejected, TokenRejected, VocabularyError)
 from .grammar.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
+from .grammar.infill import GAP
 from .grammar.limits import CompileLimits
 from .grammar.json_schema.types import parse_as
 from .masking.batch import BatchMatcher
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width, unpack_token_bitmask_numpy
 from .masking.compiler import CompiledGrammar, compile
 from .masking.gc_guard import freeze_gc, gc_paused
+from .masking.infill import InfillChecker, InfillResult
 from .masking.matcher import GrammarMatcher
 from .masking.warm_up import warm_up
 from .samplers import (ASApSampler, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel, awrs_sample,
@@ -68,6 +71,7 @@ __all__ = [
     "RegexError", "SchemaCompileError", "SchemaKeywordWarning", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "unpack_token_bitmask_numpy", "GrammarLogitsProcessor", "vocabulary_for_model",
+    "GAP", "InfillChecker", "InfillError", "InfillResult",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
     "masked_sample", "smc_sample", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
 ]

@@ -68,6 +68,11 @@ class LimitExceeded(GrammarError):
         super().__init__(text)
 
 
+class InfillError(GramalignError, ValueError):
+    """An infilling check was given input it cannot read: segments that are not bytes and
+    ``ga.GAP``, token ids outside the vocabulary, a bad budget."""
+
+
 class VocabularyError(GramalignError, ValueError):
     """A tokenizer cannot be turned into a Vocabulary (unknown kind, bad sizes, ...)."""
 

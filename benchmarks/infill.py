@@ -1,0 +1,87 @@
+"""Latency of the infilling check (issue 37) on the builtin JSON grammar.
+
+Valid JSON texts of a target length (arrays of random mask walks of the grammar, joined with
+", "), then spans of 0-8 bytes blanked at random positions (the gaps); every check's status
+is counted and its wall time measured. Prints p50/p99 per (length, gaps) and the share of
+``undecided``; ``impossible`` on these texts would be a soundness bug and is reported.
+
+    taskset -c 0 .venv/bin/python benchmarks/infill.py [--lengths 64 256 1024 4096]
+        [--gaps 1 8 64] [--checks 50] [--budget 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import gramalign as ga
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.grammar_walks import random_texts  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def json_text(pool: list[bytes], rng: random.Random, length: int) -> bytes:
+    """A JSON array of walks, about ``length`` bytes (the last element makes it a bit longer)."""
+    out = bytearray(b"[")
+    while len(out) < length - 1:
+        out += rng.choice(pool) + b", "
+    return bytes(out[:-2]) + b"]" if len(out) > 1 else b"[]"
+
+
+def blanked(text: bytes, rng: random.Random, gaps: int, width: int = 8) -> list:
+    starts = sorted(rng.sample(range(len(text) + 1), min(gaps, len(text) + 1)))
+    segments, previous = [], 0
+    for start in starts:
+        start = max(start, previous)
+        segments += [text[previous:start], ga.GAP]
+        previous = min(len(text), start + rng.randint(0, width))
+    segments.append(text[previous:])
+    return segments
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    parser.add_argument("--gaps", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--checks", type=int, default=50, help="checks per (length, gaps)")
+    parser.add_argument("--budget", type=float, default=1.0, help="budget_s of each check")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    grammar = ga.Grammar.builtin("json")
+    checker = ga.InfillChecker(grammar, budget_s=args.budget)
+    pool = random_texts(grammar, 300, seed=args.seed, max_bytes=200)
+    rng = random.Random(args.seed)
+    checker.check([b"[1, ", ga.GAP, b"]"])  # numba kernels of the parser load here
+    print(f"# infill check latency, builtin JSON grammar, {platform.processor() or platform.machine()}, "
+          f"python {platform.python_version()}, budget {args.budget} s")
+    print(f"{'bytes':>6} {'gaps':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  statuses")
+    total = Counter()
+    for length in args.lengths:
+        for gaps in args.gaps:
+            times, statuses = [], Counter()
+            for _ in range(args.checks):
+                segments = blanked(json_text(pool, rng, length), rng, gaps)
+                started = time.perf_counter()
+                result = checker.check(segments)
+                times.append(time.perf_counter() - started)
+                statuses[result.status] += 1
+            total.update(statuses)
+            print(f"{length:>6} {gaps:>5} {percentile(times, 0.5) * 1e3:>8.2f} {percentile(times, 0.99) * 1e3:>8.2f} "
+                  f"{max(times) * 1e3:>8.2f}  {dict(statuses)}")
+    checks = sum(total.values())
+    print(f"# {checks} checks: undecided {total['undecided'] / checks:.1%}, impossible (unsound here) "
+          f"{total['impossible']}")
+
+
+if __name__ == "__main__":
+    main()

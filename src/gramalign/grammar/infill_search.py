@@ -1,0 +1,158 @@
+"""Can a partial text still become a word of a grammar? A proof of "no", or candidate fillers.
+
+The grammar's byte language is over-approximated by the CFG over all lexings
+(:mod:`.lexings`), and the partial text by every lexing of its completions; their
+intersection is tested for emptiness (:mod:`.bar_hillel`). Empty: no completion exists, for
+any lexing (sound). Not empty: the derivation found names a terminal path, which becomes
+fillers (the gap parts of its lexemes, shortest lexemes where a gap holds whole ones). Those
+are only *candidates*: the real lexer may split them otherwise, so the caller verifies them
+with the parser. Further candidates separate lexemes inside gaps with ignored text, where
+the grammar ignores some (two names written side by side would lex as one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .bar_hillel import BinaryGrammar, find_derivation
+from .grammar import Grammar
+from .infill import Budget, PartialText, path_bytes
+from .lexings import STRUCTURAL, Lexer, LexingAutomaton, build_lexings
+
+__all__ = ["GrammarInfill", "Search"]
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the language-level search found: ``possible`` False is a proof that no filling
+    works; otherwise ``candidates`` (filler tuples, best first) for the parser to verify."""
+
+    possible: bool
+    candidates: tuple[tuple[bytes, ...], ...] = ()
+    nodes: int = 0
+    """Live nodes of the lexing automaton (a size for benchmarks)."""
+
+
+class GrammarInfill:
+    """The language-level infilling check of one grammar (built once, used per text)."""
+
+    def __init__(self, grammar: Grammar):
+        self.grammar = grammar
+        used = {name for rule in grammar.rules for alternative in rule.alternatives for name in alternative}
+        by_name = {terminal.name: terminal for terminal in grammar.terminals}
+        names = tuple(t.name for t in grammar.terminals if t.name in used and t.name not in grammar.ignore)
+        ignored = tuple(by_name[name] for name in grammar.ignore if name in by_name)
+        self.lexers = tuple(Lexer(by_name[name], False) for name in names) + tuple(Lexer(t, True) for t in ignored)
+        self.n_terminals = len(names)
+        self.cfg = BinaryGrammar.from_grammar(grammar, names)
+        self.separators = self._separators()
+
+    def _separators(self) -> "tuple[bytes, ...]":
+        """Ignored lexemes to put between lexemes in gaps: the single bytes some ignored
+        terminal matches (space, newline, tab first: a newline ends a line comment that a
+        space would extend), else the shortest ignored lexeme."""
+        singles = []
+        for byte in b" \n\t\r" + bytes(range(256)):
+            data = bytes([byte])
+            if data not in singles and any(_lexes(lex, data) for lex in self.lexers[self.n_terminals:]):
+                singles.append(data)
+        if singles:
+            return tuple(singles[:3])
+        best = None
+        for lex in self.lexers[self.n_terminals:]:
+            dfa = lex.paths.dfa
+            state, _, parents = lex.paths.explore({s: 0 for s in lex.starts}, goal=lambda s: bool(dfa.accepting[s]))
+            if state is not None:
+                text = path_bytes(parents, state)[1]
+                if text and (best is None or len(text) < len(best)):
+                    best = text
+        return () if best is None else (best,)
+
+    def search(self, text: PartialText, budget: "Budget | None" = None) -> Search:
+        automaton = build_lexings(self.lexers, self.n_terminals, text, budget)
+        if not automaton.live[automaton.start]:
+            return Search(False)
+        closure = _closures(automaton)
+        finals = [p for p, reached in closure.items() if automaton.final in reached]
+        nodes = len(closure)
+        if self.cfg.start_nullable and automaton.final in closure[automaton.start]:
+            leaves: "list | None" = []
+        else:
+            leaves = find_derivation(self.cfg, automaton.node_count, self._seeds(automaton, closure),
+                                     automaton.start, finals, budget)
+        if leaves is None:
+            return Search(False, nodes=nodes)
+        return Search(True, self._candidates(automaton, leaves), nodes)
+
+    def _seeds(self, automaton: LexingAutomaton, closure):
+        """``(p, t, q, leaf)``: an ε-path from ``p`` to ``r`` then a lexeme of terminal ``t``
+        from ``r`` to ``q`` (``r == q``, a gap: a whole lexeme inside it)."""
+        terminals = self.n_terminals
+        out: dict[int, list[tuple[int, int]]] = {}
+        for a, b, j in automaton.edges:
+            if 0 <= j < terminals:
+                out.setdefault(a, []).append((b, j))
+        gaps = {automaton.gap_node(k) for k in range(automaton.text.gaps)}
+        nonempty = [t for t in range(terminals) if self.lexers[t].starts]
+        for p, reached in closure.items():
+            for r in reached:
+                for q, t in out.get(r, ()):
+                    yield p, t, q, (p, r, q, t)
+                if r in gaps:
+                    for t in nonempty:
+                        yield p, t, r, (p, r, r, t)
+
+    def _candidates(self, automaton: LexingAutomaton, leaves) -> "tuple[tuple[bytes, ...], ...]":
+        """Fillers from the leaves of a derivation: plain, then with separators."""
+        successors = automaton.epsilon_successors()
+        gaps: list[list[tuple[bytes, bool, bool]]] = [[] for _ in range(automaton.text.gaps)]
+        at = automaton.start
+        steps = []
+        for p, r, q, t in leaves:
+            assert p == at, (p, at)
+            steps.extend(automaton.epsilon_path(successors, p, r))
+            steps.append((r, q, t))
+            at = q
+        steps.extend(automaton.epsilon_path(successors, at, automaton.final))
+        for a, b, j in steps:
+            if j != STRUCTURAL:
+                for k, data, begins, ends in automaton.lexeme_pieces(j, a, b):
+                    gaps[k].append((data, begins, ends))
+        plain = tuple(b"".join(data for data, _, _ in pieces) for pieces in gaps)
+        candidates = [plain]
+        for separator in self.separators:
+            separated = []
+            for pieces in gaps:
+                out = bytearray()
+                for n, (data, begins, ends) in enumerate(pieces):
+                    if begins:
+                        out += separator
+                    out += data
+                    if ends and n == len(pieces) - 1:
+                        out += separator
+                separated.append(bytes(out))
+            if tuple(separated) not in candidates:
+                candidates.append(tuple(separated))
+        return tuple(candidates)
+
+
+def _lexes(lex: Lexer, data: bytes) -> bool:
+    dfa = lex.paths.dfa
+    return any(dfa.advance(state, data) >= 0 and dfa.accepting[dfa.advance(state, data)] for state in lex.starts)
+
+
+def _closures(automaton: LexingAutomaton) -> "dict[int, frozenset[int]]":
+    """Live node -> the nodes its ε-edges reach (itself included)."""
+    successors = automaton.epsilon_successors()
+    live = [int(p) for p in automaton.live.nonzero()[0]]
+    closure: dict[int, frozenset[int]] = {}
+    for p in reversed(live):  # every edge goes forward
+        targets = successors.get(p)
+        if not targets:
+            closure[p] = frozenset((p,))
+        else:
+            reached = {p}
+            for b, _ in targets:
+                reached |= closure[b]
+            closure[p] = frozenset(reached)
+    return closure

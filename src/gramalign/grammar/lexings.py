@@ -1,0 +1,327 @@
+"""Every lexing of a partial text, as an automaton over terminals.
+
+The byte language of a grammar is over-approximated by "the CFG over all lexings": a text is
+in it when it splits into lexemes (each a word of its terminal's DFA), ignored lexemes
+anywhere between them, such that the non-ignored terminals derive from the start rule. The
+real lexer (contextual longest match, priorities, lookaheads, counted strings) only ever
+picks one of these splits, so whatever this automaton excludes no completion can reach:
+that is what makes an ``impossible`` sound.
+
+Nodes, in an order every edge respects (apart from a gap's loops):
+
+* ``(k, i)``: a lexeme boundary after byte ``i`` of fixed piece ``k``;
+* ``G_k``: somewhere inside gap ``k`` (after piece ``k``), with a loop on every terminal
+  (whole lexemes written into the gap).
+
+An edge ``a -t-> b`` is one lexeme of terminal ``t`` from ``a`` to ``b``; it may begin or
+end inside a gap (a partial first or last lexeme of a piece) and may span gaps and whole
+pieces between them (``"ab`` GAP ``cd"`` as one string). Ignored lexemes and the moves
+``(k, end) -> G_k -> (k+1, 0)`` are ε-edges. Only nodes reachable from the start and from
+which the end is reachable are kept. :meth:`LexingAutomaton.lexeme_pieces` turns an edge
+back into the bytes it writes into gaps, for witnesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dfa import DEAD
+from .grammar import Terminal
+from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
+
+__all__ = ["Lexer", "LexingAutomaton", "build_lexings"]
+
+STRUCTURAL = -1
+"""The lexer index of the ε-moves into and out of a gap."""
+
+# Markers the lexer reads before a terminal that starts with a word boundary (lexer.py):
+# such a terminal is entered past one of them, never at its initial state.
+_AFTER_MARKERS = (0xFE, 0xFF)
+
+
+@dataclass(eq=False)
+class Lexer:
+    """One terminal's automaton as the lexing automaton reads it."""
+
+    terminal: Terminal
+    ignored: bool
+    paths: DFAPaths = field(init=False)
+    starts: tuple[int, ...] = field(init=False)
+    anywhere: np.ndarray = field(init=False)
+    """Every state a lexeme begun inside a gap can be in when the next piece starts."""
+    longest: bool = field(init=False)
+    """Plain longest match: no lookahead, counted length or word-boundary entry, which
+    could make the lexer refuse a longer lexeme."""
+
+    def __post_init__(self):
+        dfa = self.terminal.dfa
+        self.paths = DFAPaths(dfa)
+        if dfa.initial == DEAD:
+            self.starts = ()
+        else:
+            after = [int(dfa.transitions[dfa.initial, m]) for m in _AFTER_MARKERS]
+            if any(state != DEAD for state in after):
+                self.starts = tuple(sorted({state for state in after if state != DEAD}))
+            else:
+                self.starts = (dfa.initial,)
+        t = self.terminal
+        self.longest = (t.lookahead is None and not t.needs_text_after and t.length is None
+                        and t.ends_in_word is None)
+        self.anywhere = self.paths.reach(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
+
+
+@dataclass(eq=False)
+class LexingAutomaton:
+    """The lexings of one partial text (see the module docstring)."""
+
+    text: PartialText
+    lexers: tuple[Lexer, ...]
+    n_terminals: int
+    """Lexers ``0 .. n_terminals-1`` are the grammar's terminals (symbol ids of the CFG);
+    the rest are ignored terminals."""
+    base: tuple[int, ...]
+    """Node of ``(k, 0)``; ``(k, i)`` is ``base[k] + i`` and ``G_k`` is ``base[k] + len(piece k) + 1``."""
+    node_count: int
+    start: int
+    final: int
+    edges: list[tuple[int, int, int]]
+    """``(from, to, lexer)`` of the trimmed automaton; ``lexer`` is ``STRUCTURAL`` for gap moves."""
+    live: np.ndarray
+    """bool per node: reachable from the start and reaching the final node."""
+
+    def gap_node(self, k: int) -> int:
+        return self.base[k] + len(self.text.pieces[k]) + 1
+
+    def locate(self, node: int) -> "tuple[int, int]":
+        """``(k, i)`` for a boundary node, ``(k, -1)`` for ``G_k``."""
+        k = int(np.searchsorted(self.base, node, side="right")) - 1
+        offset = node - self.base[k]
+        return (k, -1) if offset > len(self.text.pieces[k]) else (k, offset)
+
+    # ------------------------------------------------------------------ ε-moves
+
+    def epsilon_successors(self) -> "dict[int, list[tuple[int, int]]]":
+        """node -> [(target, lexer)] over ε-edges (ignored lexemes and gap moves)."""
+        found: dict[int, list[tuple[int, int]]] = {}
+        for a, b, j in self.edges:
+            if j == STRUCTURAL or j >= self.n_terminals:
+                found.setdefault(a, []).append((b, j))
+        return found
+
+    def epsilon_path(self, successors, source: int, target: int) -> "list[tuple[int, int, int]]":
+        """ε-edges from ``source`` to ``target`` (breadth first; the target must be in the closure)."""
+        if source == target:
+            return []
+        parent = {source: None}
+        frontier = [source]
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for b, j in successors.get(node, ()):
+                    if b <= target and b not in parent:
+                        parent[b] = (node, j)
+                        if b == target:
+                            path = []
+                            while parent[b] is not None:
+                                a, lexer = parent[b]
+                                path.append((a, b, lexer))
+                                b = a
+                            return path[::-1]
+                        nxt.append(b)
+            frontier = nxt
+        raise AssertionError(f"node {target} is not in the ε-closure of {source}")
+
+    # ------------------------------------------------------------------ witnesses
+
+    def lexeme_pieces(self, lexer: int, a: int, b: int) -> "list[tuple[int, bytes, bool, bool]]":
+        """The bytes one lexeme edge ``a -> b`` writes into gaps: ``(gap, bytes, begins in
+        the gap, ends in the gap)`` per gap it touches, in order. ``a == b`` a gap node is a
+        whole lexeme inside that gap."""
+        if lexer == STRUCTURAL:
+            return []
+        lex = self.lexers[lexer]
+        paths, dfa = lex.paths, lex.paths.dfa
+        accepting = dfa.accepting
+        pieces = self.text.pieces
+        ka, ia = self.locate(a)
+        kb, ib = self.locate(b)
+        if a == b:  # a whole lexeme inside gap ka: the shortest one
+            state, _, parents = paths.explore({s: 0 for s in lex.starts}, goal=lambda s: bool(accepting[s]))
+            return [(ka, path_bytes(parents, state)[1], True, True)]
+        # what the lexeme covers, in order: fixed bytes and gaps
+        items: list[tuple[str, object]] = []
+        k, i = ka, ia
+        if ia < 0:
+            items.append(("gap", ka))
+            k, i = ka + 1, 0
+        while True:
+            if k == kb and ib >= 0:
+                items.append(("fixed", pieces[k][i:ib]))
+                break
+            items.append(("fixed", pieces[k][i:]))
+            items.append(("gap", k))
+            if k == kb:
+                break
+            k, i = k + 1, 0
+        # forward: the states each item can end in, with how they were reached
+        layers: list = []
+        current = {s: 0 for s in lex.starts}
+        for position, (kind, value) in enumerate(items):
+            last = position == len(items) - 1
+            if kind == "fixed":
+                origins = np.fromiter(current.keys(), dtype=np.int64, count=len(current))
+                ends = advance_all(dfa.transitions, origins, value)
+                after = {}
+                for origin, end in zip(origins.tolist(), ends.tolist()):
+                    if end != DEAD and end not in after and (not last or accepting[end]):
+                        after[end] = origin
+                layers.append(("fixed", after))
+                current = {s: 0 for s in after}
+            else:
+                goal = (lambda s: bool(accepting[s])) if last else None
+                reached, done, parents = paths.explore(current, goal=goal)
+                layers.append(("gap", parents))
+                current = {reached: 0} if last else done
+            if not current:
+                raise AssertionError(f"lexeme edge {a}->{b} of lexer {lexer} has no path")
+        # backward: one path, and the bytes it writes into each gap
+        state = min(current)
+        out: list[tuple[int, bytes, bool, bool]] = []
+        for position in range(len(items) - 1, -1, -1):
+            kind, value = items[position]
+            layer = layers[position][1]
+            if kind == "fixed":
+                state = layer[state]
+            else:
+                state, filler = path_bytes(layer, state)
+                out.append((value, filler, position == 0, position == len(items) - 1))
+        return out[::-1]
+
+
+def _set_ends(history, piece: bytes, table, accepting, longest: bool, emit) -> None:
+    """``emit(end)`` for each position where a lexeme of a state set ends (``history``:
+    ``(position, sorted states after its byte)``); with ``longest``, a state that accepts
+    again further on in the piece does not end one."""
+    later = None  # per state of the next entry: does it accept again within the piece?
+    found = []
+    for index in range(len(history) - 1, -1, -1):
+        position, states = history[index]
+        if later is None or not longest:
+            again = np.zeros(len(states), dtype=bool)
+        else:
+            following = history[index + 1][1]
+            targets = table[states, piece[position + 1]]
+            alive = targets >= 0
+            again = np.zeros(len(states), dtype=bool)
+            hit = np.searchsorted(following, targets[alive])
+            again[alive] = accepting[targets[alive]] | later[hit]
+        if (accepting[states] & ~again).any():
+            found.append(position + 1)
+        later = again
+    for end in reversed(found):
+        emit(end)
+
+
+def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialText,
+                  budget: "Budget | None" = None) -> LexingAutomaton:
+    """The trimmed lexing automaton of ``text`` (see the module docstring)."""
+    pieces = text.pieces
+    m = text.gaps
+    base = []
+    total = 0
+    for piece in pieces:
+        base.append(total)
+        total += len(piece) + 2
+    node_count = total
+    start = 0
+    final = base[m] + len(pieces[m])
+    reachable = np.zeros(node_count, dtype=bool)
+    reachable[start] = True
+    edges: list[tuple[int, int, int]] = []
+
+    def gap_node(k):
+        return base[k] + len(pieces[k]) + 1
+
+    def run(j: int, lex: Lexer, a: int, k: int, i: int, states) -> None:
+        """Lexemes of lexer ``j`` from node ``a`` that read piece ``k`` from byte ``i`` on,
+        from ``states``; appends their edges. A lexeme that its own automaton would extend
+        to a longer one within the same piece is left out where lexing is longest match:
+        the lexer, which sees those fixed bytes, never ends it there."""
+        table, accepting = lex.paths.dfa.transitions, lex.paths.dfa.accepting
+        read = 0
+        while True:
+            piece = pieces[k]
+            if len(states) == 1:
+                state = int(states[0])
+                ends = []
+                for position in range(i, len(piece)):
+                    state = int(table[state, piece[position]])
+                    if state == DEAD:
+                        break
+                    read += 1
+                    if accepting[state]:
+                        ends.append(position + 1)
+                for end in ends[-1:] if lex.longest else ends:
+                    edges.append((a, base[k] + end, j))
+                if state == DEAD:
+                    return
+                states = np.array([state], dtype=np.int64)
+            else:
+                history = []
+                for position in range(i, len(piece)):
+                    states = table[states, piece[position]]
+                    states = np.unique(states[states >= 0])
+                    if not states.size:
+                        break
+                    read += 1
+                    history.append((position, states))
+                _set_ends(history, piece, table, accepting, lex.longest,
+                          lambda end: edges.append((a, base[k] + end, j)))
+                if not states.size:
+                    return
+            if k == m or not read:
+                return  # (a lexeme that reads no fixed byte is a gap's loop)
+            edges.append((a, gap_node(k), j))
+            states = lex.paths.reach(states.tolist())
+            k, i = k + 1, 0
+
+    for k, piece in enumerate(pieces):
+        if budget is not None:
+            budget.check()
+        for i in range(len(piece)):
+            a = base[k] + i
+            if not reachable[a]:
+                continue
+            first = len(edges)
+            for j, lex in enumerate(lexers):
+                if lex.starts:
+                    run(j, lex, a, k, i, np.array(lex.starts, dtype=np.int64))
+            for _, b, _ in edges[first:]:
+                reachable[b] = True
+        if k == m:
+            break
+        end, g = base[k] + len(piece), gap_node(k)
+        if reachable[end]:
+            edges.append((end, g, STRUCTURAL))
+            reachable[g] = True
+        if reachable[g]:
+            edges.append((g, base[k + 1], STRUCTURAL))
+            reachable[base[k + 1]] = True
+            first = len(edges)
+            for j, lex in enumerate(lexers):
+                if lex.anywhere.size:
+                    run(j, lex, g, k + 1, 0, lex.anywhere)
+            for _, b, _ in edges[first:]:
+                reachable[b] = True
+    # keep what reaches the end
+    live = np.zeros(node_count, dtype=bool)
+    if reachable[final]:
+        live[final] = True
+        for a, b, _ in sorted(edges, key=lambda edge: -edge[0]):
+            if live[b]:
+                live[a] = True
+        live &= reachable
+    kept = [edge for edge in edges if live[edge[0]] and live[edge[1]]]
+    return LexingAutomaton(text, lexers, n_terminals, tuple(base), node_count, start, final, kept, live)

@@ -1,0 +1,399 @@
+"""The infilling check (issue 37) against independent oracles.
+
+* Soundness: partial texts made by blanking 1-4 spans of valid texts (random mask walks of
+  the builtin JSON grammar, of small Lark grammars with ignored text and keywords, and of
+  JSON Schema instances) are never ``impossible``.
+* Certificates: every witness keeps the pieces in order (a regex of the pieces) and is
+  accepted by a fresh gramalign parser and by the independent oracle (``json.loads``,
+  jsonschema, lark's own LALR parser).
+* Exactness: on grammars whose terminals are single bytes with nothing ignored, against the
+  language enumerated up to a length by this file's own CFG enumerator, and on regexes
+  against ``re.fullmatch`` over every string up to a length: a filler found by brute force
+  means not ``impossible`` (and never ``undecided``); regex witnesses are the shortest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+
+import lark
+import pytest
+
+import gramalign as ga
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing.incremental import IncrementalParser
+from support.grammar_walks import byte_vocabulary, is_valid_text, lark_accepts, random_texts
+
+GAP = ga.GAP
+
+
+def blank_spans(text: bytes, rng: random.Random, spans: int, width: int = 6) -> list:
+    """``text`` with ``spans`` random spans (0..width bytes each, disjoint) replaced by gaps."""
+    starts = sorted(rng.sample(range(len(text) + 1), min(spans, len(text) + 1)))
+    segments: list = []
+    previous = 0
+    for start in starts:
+        if start < previous:
+            continue
+        stop = min(len(text), start + rng.randint(0, width))
+        segments += [text[previous:start], GAP]
+        previous = stop
+    segments.append(text[previous:])
+    return segments
+
+
+def fits(segments: list, text: bytes, end: bool = True) -> bool:
+    """Does ``text`` keep the pieces of ``segments`` in order, gaps filled by anything?"""
+    pattern = b"".join(b".*" if item is GAP else re.escape(item) for item in segments)
+    return re.fullmatch(pattern + (b"" if end else b".*"), text, re.DOTALL) is not None
+
+
+def gramalign_accepts(grammar: ga.Grammar, text: bytes) -> bool:
+    return IncrementalParser(build_parser_tables(grammar)).accepts(text)
+
+
+# ---------------------------------------------------------------- soundness with certificates
+
+@pytest.fixture(scope="module")
+def json_grammar():
+    return ga.Grammar.builtin("json")
+
+
+def test_json_blanked_walks_are_never_impossible_and_witnesses_parse(json_grammar):
+    checker = ga.InfillChecker(json_grammar, budget_s=None)
+    rng = random.Random(37)
+    texts = random_texts(json_grammar, 80, seed=37, max_bytes=400)
+    # longer texts too: arrays of walks with whitespace
+    texts += [b"[" + b",\n ".join(rng.sample(texts, 12)) + b"]" for _ in range(6)]
+    statuses = []
+    for text in texts:
+        for spans in (1, 2, 3, 4):
+            segments = blank_spans(text, rng, spans)
+            result = checker.check(segments)
+            statuses.append(result.status)
+            assert result.status != "impossible", (text, segments)
+            if result.completable:
+                assert fits(segments, result.text), (segments, result.text)
+                json.loads(result.text)
+                assert gramalign_accepts(json_grammar, result.text)
+    assert statuses.count("undecided") <= len(statuses) // 100, statuses.count("undecided")
+
+
+def test_json_corrupted_texts_are_decided_against_the_oracle(json_grammar):
+    """Blanked walks with one byte changed outside the gaps: every answer is checked (a
+    witness by json.loads); some must be impossible, which brute force cannot refute here
+    but the test shows the check is not a constant."""
+    checker = ga.InfillChecker(json_grammar, budget_s=None)
+    rng = random.Random(5)
+    texts = random_texts(json_grammar, 60, seed=5, max_bytes=200)
+    seen = set()
+    for text in texts:
+        segments = blank_spans(text, rng, 2)
+        fixed = [k for k, item in enumerate(segments) if item is not GAP and item]
+        if not fixed:
+            continue
+        k = rng.choice(fixed)
+        piece = bytearray(segments[k])
+        piece[rng.randrange(len(piece))] = rng.choice(b'{}[],:"x1 ')
+        segments[k] = bytes(piece)
+        result = checker.check(segments)
+        seen.add(result.status)
+        if result.completable:
+            assert fits(segments, result.text)
+            json.loads(result.text)
+        elif result.impossible:  # no filler of up to 2 bytes per gap of a JSON alphabet either
+            alphabet = [b"", b"0", b'"', b"[", b"]", b"{", b"}", b",", b":"]
+            gaps = sum(item is GAP for item in segments)
+            for fillers in itertools.product(alphabet, repeat=gaps):
+                filled = iter(fillers)
+                candidate = b"".join(next(filled) if item is GAP else item for item in segments)
+                try:
+                    json.loads(candidate)
+                except ValueError:
+                    continue
+                raise AssertionError(f"impossible, yet {candidate!r} is JSON")
+    assert {"impossible", "completable"} <= seen
+
+
+LARK_GRAMMARS = {
+    "arithmetic": """
+        start: expr
+        expr: expr "+" term | expr "-" term | term
+        term: term "*" factor | factor
+        factor: NUMBER | NAME | "(" expr ")" | NAME "(" [expr ("," expr)*] ")"
+        NUMBER: /[0-9]+(\\.[0-9]+)?/
+        NAME: /[a-z_][a-z_0-9]*/
+        %ignore /[ \\t]+/
+    """,
+    "statements": """
+        start: stmt+
+        stmt: "let" NAME "=" value ";" | "print" value ";" | "if" NAME "{" stmt* "}"
+        value: NAME | STRING | "[" [value ("," value)*] "]"
+        NAME: /[a-z_]+/
+        STRING: /"[^"\\n]*"/
+        COMMENT: /#[^\\n]*/
+        %ignore /[ \\n]+/
+        %ignore COMMENT
+    """,
+    "boundaries": r"""
+        start: item+
+        item: KW NAME | NUM
+        KW: /\bif\b/
+        NAME: /\b[a-z]+\b/
+        NUM: /0(?![1-9])|[1-9][0-9]*/
+        %ignore " "
+    """,
+    "keys": """
+        start: "{" [pair (";" pair)*] "}"
+        pair: KEY "=" (INT | WORD | start)
+        KEY: /[A-Z][a-z]*/
+        WORD: /[a-z]+/
+        INT: /-?[0-9]+/
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LARK_GRAMMARS))
+def test_lark_blanked_walks_are_never_impossible_and_witnesses_parse(name):
+    text = LARK_GRAMMARS[name]
+    grammar = ga.Grammar.from_lark(text)
+    oracle = lark.Lark(text, parser="lalr")
+    checker = ga.InfillChecker(grammar, budget_s=None)
+    rng = random.Random(name)
+    statuses = []
+    for sample in random_texts(grammar, 40, seed=len(name), max_bytes=200):
+        assert lark_accepts(oracle, sample.decode())
+        for spans in (1, 2, 3, 4):
+            segments = blank_spans(sample, rng, spans)
+            result = checker.check(segments)
+            statuses.append(result.status)
+            assert result.status != "impossible", (sample, segments)
+            if result.completable:
+                assert fits(segments, result.text)
+                assert lark_accepts(oracle, result.text.decode("utf-8")), result.text
+                assert gramalign_accepts(grammar, result.text)
+    assert statuses.count("completable") >= 0.9 * len(statuses), statuses.count("undecided")
+
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"enum": ["a", "bc"]}},
+                                      "n": {"type": "integer", "minimum": -5, "maximum": 500}},
+     "required": ["name", "n"]},
+    {"type": "array", "items": {"anyOf": [{"type": "boolean"}, {"type": "number"}, {"type": "null"}]}, "maxItems": 6},
+    {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-f0-9]{4}$"},
+                                      "point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
+     "additionalProperties": False},
+]
+
+
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+def test_schema_instances_blanked_are_never_impossible_and_witnesses_validate(index):
+    schema = SCHEMAS[index]
+    grammar = ga.Grammar.from_json_schema(schema)
+    checker = ga.InfillChecker(grammar, budget_s=None)
+    rng = random.Random(index)
+    statuses = []
+    for sample in random_texts(grammar, 30, seed=index, max_bytes=300):
+        assert is_valid_text(schema, sample)
+        for spans in (1, 2, 3, 4):
+            segments = blank_spans(sample, rng, spans)
+            result = checker.check(segments)
+            statuses.append(result.status)
+            assert result.status != "impossible", (sample, segments)
+            if result.completable:
+                assert fits(segments, result.text)
+                assert is_valid_text(schema, result.text), result.text
+    assert statuses.count("completable") >= 0.9 * len(statuses), statuses.count("undecided")
+
+
+# ---------------------------------------------------------------- exactness, brute force
+
+# Grammars whose terminals are single bytes and nothing is ignored: the CFG over lexings is
+# the language itself, so the check must decide every case.
+SINGLE_BYTE = {
+    "dyck": {"s": [["(", "s", ")", "s"], ["[", "s", "]", "s"], []]},
+    "anbn": {"s": [["a", "s", "b"], ["c"]]},
+    "expr": {"s": [["e"]], "e": [["e", "+", "t"], ["t"]], "t": [["x"], ["(", "e", ")"]]},
+    "mirror": {"s": [["a", "s", "a"], ["b", "s", "b"], ["c"]]},
+    "lists": {"s": [["[", "items", "]"]], "items": [[], ["item"], ["item", ",", "items"]], "item": [["1"], ["s"]]},
+}
+
+
+def as_lark(rules: dict) -> str:
+    """The rules in Lark's syntax (an empty alternative as an optional group)."""
+    def symbol(name):
+        return name if name in rules else json.dumps(name)
+    lines = []
+    for name, alternatives in rules.items():
+        body = " | ".join(" ".join(map(symbol, alt)) for alt in alternatives if alt)
+        lines.append(f"{name}: ({body})?" if [] in alternatives else f"{name}: {body}")
+    return "start: s\n" + "\n".join(lines)
+
+
+def gap_count(segments: list, end: bool) -> int:
+    """Gaps once adjacent ones (only empty pieces between) are one, plus a trailing one."""
+    count, open_gap = 0, False
+    for item in segments:
+        if item is GAP:
+            count += not open_gap
+            open_gap = True
+        elif item:
+            open_gap = False
+    return count + (not end and not open_gap)
+
+
+def enumerate_language(rules: dict, start: str, max_len: int) -> set:
+    """Every word of length <= max_len (strings), by a fixed point over the rules."""
+    words = {name: set() for name in rules}
+    changed = True
+    while changed:
+        changed = False
+        for name, alternatives in rules.items():
+            for alternative in alternatives:
+                partial = {""}
+                for symbol in alternative:
+                    options = words[symbol] if symbol in rules else {symbol}
+                    partial = {a + b for a in partial for b in options if len(a) + len(b) <= max_len}
+                new = partial - words[name]
+                if new:
+                    words[name] |= new
+                    changed = True
+    return words[start]
+
+
+def random_partial(rng: random.Random, alphabet: str, words: list) -> list:
+    """A blanked word or a random string over the alphabet, with 1-3 gaps."""
+    base = rng.choice(words) if words and rng.random() < 0.5 else "".join(
+        rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+    return blank_spans(base.encode(), rng, rng.randint(1, 3), width=3)
+
+
+def filler_exists(segments: list, words: set, end: bool = True) -> "str | None":
+    """A word (length-bounded) that fills the gaps, else None."""
+    pattern = b"".join(b".*" if item is GAP else re.escape(item) for item in segments) + (b"" if end else b".*")
+    matches = [w for w in words if re.fullmatch(pattern, w.encode(), re.DOTALL)]
+    return min(matches, key=len) if matches else None
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE_BYTE))
+def test_single_byte_grammars_are_decided_exactly(name):
+    rules = SINGLE_BYTE[name]
+    text = as_lark(rules)
+    grammar = ga.Grammar.from_lark(text)
+    oracle = lark.Lark(text, parser="lalr")
+    words = enumerate_language(rules, "s", 9)
+    alphabet = "".join(sorted({s for alts in rules.values() for alt in alts for s in alt if s not in rules}))
+    checker = ga.InfillChecker(grammar, budget_s=None)
+    rng = random.Random(name)
+    seen = set()
+    for _ in range(150):
+        segments = random_partial(rng, alphabet, sorted(words))
+        end = rng.random() < 0.8
+        result = checker.check(segments, end=end)
+        seen.add(result.status)
+        assert result.status != "undecided", (segments, result.reason)
+        # words up to 9 bytes hold every filling of up to 9 - (fixed bytes) bytes
+        found = filler_exists(segments, {w for w in words if len(w) <= 9}, end)
+        if found is not None:
+            assert result.completable, (segments, end, found)
+        if result.completable:
+            assert fits(segments, result.text, end)
+            assert lark_accepts(oracle, result.text.decode()), result.text
+            if len(result.text) <= 9:
+                assert result.text.decode() in words
+        else:
+            assert found is None
+    assert seen == {"impossible", "completable"}
+
+
+REGEXES = [r"(ab|a)*c", r"a{2,3}b?c*", r"(a|b)*abb", r"[ab]*a[ab]{2}", r"(abc|cb)+", r"a(b|c)*a|c"]
+
+
+@pytest.mark.parametrize("pattern", REGEXES)
+def test_regex_grammars_are_exact_with_shortest_witnesses(pattern):
+    words = {"".join(p) for n in range(9) for p in itertools.product("abc", repeat=n)
+             if re.fullmatch(pattern, "".join(p))}
+    checker = ga.InfillChecker(ga.Grammar.from_regex(pattern))
+    rng = random.Random(pattern)
+    seen = set()
+    for _ in range(150):
+        segments = random_partial(rng, "abc", sorted(words))
+        end = rng.random() < 0.7
+        result = checker.check(segments, end=end)
+        seen.add(result.status)
+        assert result.status in ("impossible", "completable")
+        found = filler_exists(segments, words, end)
+        if found is not None:
+            assert result.completable
+            assert len(result.text) <= len(found)  # the fewest filler bytes
+        if result.completable:
+            assert fits(segments, result.text, end)
+            assert re.fullmatch(pattern, result.text.decode())
+            assert len(result.fillers) == gap_count(segments, end)
+    assert seen == {"impossible", "completable"}
+
+
+# ---------------------------------------------------------------- tokens, errors, limits
+
+def test_check_tokens_reads_masks_and_eos(json_grammar):
+    vocab = byte_vocabulary()  # token b is byte b, 256 is EOS
+    checker = ga.InfillChecker(json_grammar)
+    mask, eos = 1000, 256
+
+    def ids(text):
+        return list(text)
+
+    assert checker.check_tokens(ids(b"[1,") + [mask] * 3 + ids(b"]") + [eos, eos], vocab, mask).completable
+    assert checker.check_tokens(ids(b"[1,") + [mask] * 3 + ids(b"}") + [eos, mask], vocab, mask).impossible
+    assert checker.check_tokens(ids(b"[1,") + [mask] * 3 + ids(b"}") + [mask, eos], vocab, mask).completable
+    assert checker.check_tokens(ids(b"[1]") + [eos] + ids(b"x"), vocab, mask).impossible
+    assert checker.check_tokens(ids(b"[1") + [mask, eos, mask, eos], vocab, mask).completable
+    assert checker.check_tokens(ids(b"[1") + [mask], vocab, mask, end=False).completable
+    rng = random.Random(3)
+    for text in random_texts(json_grammar, 20, seed=3, max_bytes=80):
+        segments = blank_spans(text, rng, 2)
+        tokens = [t for item in segments for t in ([mask] * rng.randint(1, 3) if item is GAP else ids(item))]
+        assert checker.check_tokens(tokens, vocab, mask).status == checker.check(segments).status
+
+
+def test_bad_input_is_an_infill_error(json_grammar):
+    checker = ga.InfillChecker(json_grammar)
+    for bad in ("[1]", b"[1]", ["[1", GAP], [b"[1", 3], None, [b"x"] * 0 + [object()]):
+        with pytest.raises(ga.InfillError):
+            checker.check(bad)
+    with pytest.raises(ga.InfillError):
+        checker.check([b"1"], end=1)
+    for budget in (0, -1, float("nan"), "1", True):
+        with pytest.raises(ga.InfillError):
+            ga.InfillChecker(json_grammar, budget_s=budget)
+    with pytest.raises(ga.InfillError):
+        ga.InfillChecker("start: NAME")
+    with pytest.raises(ga.InfillError):
+        checker.check_tokens([[1, 2]], byte_vocabulary(), 1000)
+    with pytest.raises(ga.InfillError):
+        checker.check_tokens([5000], byte_vocabulary(), 1000)
+    assert issubclass(ga.InfillError, ga.GramalignError)
+
+
+def test_budget_and_unmodelled_layout_are_undecided_with_reasons(json_grammar):
+    text = b"[" + b", ".join(b'{"k": [1, 2, {"x": null}]}' for _ in range(60)) + b"]"
+    segments = blank_spans(text, random.Random(1), 8)
+    result = ga.InfillChecker(json_grammar, budget_s=1e-6).check(segments)
+    assert result.status == "undecided" and "budget" in result.reason
+    python = ga.InfillChecker(ga.Grammar.builtin("python"))
+    result = python.check([b"def f(", GAP, b"):\n    return 1\n"])
+    assert result.status == "undecided" and "indentation" in result.reason
+    assert python.counts["undecided"] == 1
+
+
+def test_compiled_grammars_and_pieces_order():
+    grammar = ga.Grammar.from_lark('start: NAME ("," NAME)*\nNAME: /[a-z]+/\n%ignore " "')
+    compiled = ga.compile(grammar, byte_vocabulary())
+    checker = ga.InfillChecker(compiled)
+    result = checker.check([b"ab", GAP, b",", GAP, GAP, b"cd", GAP])
+    assert result.completable and result.text.startswith(b"ab") and result.text.endswith(b"cd")
+    assert len(result.fillers) == 3 and fits([b"ab", GAP, b",", GAP, b"cd", GAP], result.text)
+    assert checker.check([b"ab,", GAP, b",,cd"]).impossible
