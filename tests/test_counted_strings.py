@@ -164,6 +164,36 @@ def test_counted_formats_mean_their_automata(fmt):
         assert parser.accepts(json.dumps(value).encode()) == exact.matches(value.encode()), value[:80]
 
 
+@pytest.mark.parametrize("fmt, bounds", [("email", (0, 0)), ("email", (0, 1)), ("email", (2, 2)), ("email", (0, 3)),
+                                         ("hostname", (0, 0)), ("hostname", (1, 1)), ("hostname", (254, None)),
+                                         ("email", (255, 300)), ("email", (40, 70))])
+def test_a_counted_format_under_length_bounds_it_cannot_meet_accepts_nothing(fmt, bounds):
+    """Found by the fuzzer (seed 41): ``format: email`` with ``maxLength: 1`` compiled to a
+    grammar whose first mask allowed nothing, a dead end. A bound the format's shortest (or
+    longest) value cannot meet makes the schema accept nothing, which is refused; the others
+    compile, and a random walk of their masks ends in a value jsonschema accepts. Oracle of
+    emptiness: the format's own automaton (``format_dfa``) has no word of such a length."""
+    from gramalign.grammar.json_schema.formats import format_dfa
+    from gramalign.grammar.json_schema.strings import code_point_lengths
+
+    from support.grammar_walks import random_texts
+
+    low, high = bounds
+    schema = {"type": "string", "format": fmt, "minLength": low}
+    if high is not None:
+        schema["maxLength"] = high
+    shortest, longest = code_point_lengths(format_dfa(fmt))
+    possible = (high is None or shortest <= high) and (longest is None or longest >= low)
+    if not possible:
+        with pytest.raises(ga.SchemaCompileError, match="accepts no JSON value"):
+            ga.Grammar.from_json_schema(schema)
+        return
+    grammar = ga.Grammar.from_json_schema(schema)
+    oracle = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    for text in random_texts(grammar, 5, seed=1, max_bytes=400):
+        assert oracle.is_valid(json.loads(text)), text
+
+
 def test_masks_of_a_host_name_at_its_bound_equal_brute_force():
     schema = {"type": "object", "properties": {"h": {"type": "string", "format": "hostname"}}, "required": ["h"]}
     compiled = ga.compile(ga.Grammar.from_json_schema(schema), gpt2_vocabulary())

@@ -30,6 +30,10 @@ from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto,
 
 ERROR = 0
 END = "$END"
+MAX_CONFLICTS = 200_000
+"""Competing actions a table may list for judging (repeats included). The shipped grammars and
+lark's list none; a random grammar of the fuzzer listed 19 million (460 MB), whose judging
+took 18 s and GBs."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,8 +128,11 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     # the look-ahead kernel runs uninterrupted: ~20 ns per table cell measured (2-core VM,
     # 122k states x 578 terminals in 1.5 s); refuse up front at half that rate
     check_estimate(10e-9 * n_terminals * int(automaton[0]), "the LALR(1) look-aheads")
-    action, goto, conflicts = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1, *automaton,
-                                         start_symbol)
+    action, goto, conflicts, overflow = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1,
+                                                   *automaton, start_symbol, MAX_CONFLICTS)
+    if overflow:
+        raise GrammarError(f"the grammar is not LALR(1): its table has more than {MAX_CONFLICTS:,} competing actions "
+                           f"({int(automaton[0])} states x {n_terminals} terminals), too many to settle or list")
     rule_names = tuple(f"{rule.name} -> {' '.join(alternative) or '<empty>'}"
                        for rule in grammar.rules for alternative in rule.alternatives)
     if len(conflicts):

@@ -383,15 +383,16 @@ def _digraph(offsets, successors, sets):
 
 @numba.njit(cache=True, nogil=True)
 def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, n_states, kernel_offsets,
-               kernel_items, trans_offsets, trans_symbol, trans_target, start_symbol):
+               kernel_items, trans_offsets, trans_symbol, trans_target, start_symbol, max_conflicts):
     """The LALR(1) action and goto tables of the LR(0) automaton (see the module docstring
     of :mod:`.lalr` for the encoding; the root nonterminal has no goto column).
 
     Shift wins a shift/reduce conflict and the first reduction written wins a
     reduce/reduce one; each reduction that lost is listed in ``conflicts`` as (state,
     terminal, rule), with the reduction it met for a reduce/reduce conflict, so the
-    caller can judge them. Returns (action, goto packed by :func:`pack_goto`, conflicts
-    int64 [n, 3])."""
+    caller can judge them. At most ``max_conflicts`` rows are listed (a random grammar
+    listed 19 million, 460 MB, then GBs in the judging); ``overflow`` says more were met.
+    Returns (action, goto packed by :func:`pack_goto`, conflicts int64 [n, 3], overflow)."""
     n_rules = rule_offsets.shape[0] - 1
     n_trans = trans_symbol.shape[0]
     nullable = _nullable(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals)
@@ -493,6 +494,7 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     goto = pack_goto(goto_source, goto_symbol, goto_target, n_states)
     conflicts = np.empty((16, 3), dtype=np.int64)
     n_conflicts = 0
+    overflow = False
     for k in range(n_lookbacks):
         q, r, x = lookback_state[k], lookback_rule[k], lookback_node[k]
         reduce = -(r + 1)
@@ -505,6 +507,9 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
                 if present == 0:
                     action[q, terminal] = reduce
                 elif present != reduce:
+                    if n_conflicts + 2 > max_conflicts:
+                        overflow = True
+                        continue
                     if n_conflicts + 2 > conflicts.shape[0]:
                         grown = np.empty((2 * conflicts.shape[0], 3), dtype=np.int64)
                         grown[:n_conflicts] = conflicts[:n_conflicts]
@@ -516,7 +521,7 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
                         conflicts[n_conflicts, 2] = -present - 1
                         n_conflicts += 1
     action[final, end] = ACCEPT
-    return action, goto, conflicts[:n_conflicts]
+    return action, goto, conflicts[:n_conflicts], overflow
 
 
 # The goto table, packed. Dense, it is [states x nonterminals] and almost empty: a JSON

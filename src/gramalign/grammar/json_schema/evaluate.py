@@ -422,7 +422,9 @@ class Evaluator:
             raise SchemaCompileError(f"string lengths {minimum}..{maximum} together with the other string "
                                      f"constraints need more than {self.max_states} automaton states",
                                      pointer, "maxLength" if maximum is not None else "minLength") from None
-        return None if not isinstance(contents, CountedStrings) and is_empty_dfa(contents) else contents
+        if isinstance(contents, CountedStrings):
+            return None if contents.is_empty(max_states=self.max_states) else contents
+        return None if is_empty_dfa(contents) else contents
 
     def _pattern(self, pattern, pointer: str, keyword: str):
         if not isinstance(pattern, str):

@@ -136,6 +136,21 @@ class CountedStrings:
             return self.known()
         return with_length(self.contents, self.minimum, self.maximum, max_states=max_states)
 
+    def is_empty(self, *, max_states: int = MAX_STATES) -> bool:
+        """Does no string of the contents have a length within the bounds? A format's contents
+        (``email``: 3 code points at least) may miss a short bound that the bounds alone allow
+        (``maxLength: 1``), and a value no string can finish is a dead end for the masks.
+        Exact: a short upper bound is checked on the automaton; past it the contents' fewest
+        and most code points decide, as every counted contents (any string, the ``hostname``
+        and ``email`` labels) takes every length in between."""
+        if self.contents is any_string_contents():
+            return False  # the bounds were checked when made
+        if self.maximum is not None and self.maximum <= 64:
+            return with_length(self.contents, self.minimum, self.maximum, max_states=max_states).initial == DEAD
+        shortest, longest = code_point_lengths(self.contents)
+        return (self.maximum is not None and shortest > self.maximum) or (longest is not None
+                                                                          and longest < self.minimum)
+
     def meet(self, other: "CountedStrings") -> "CountedStrings | None":
         """Both bounds, for the same contents (None: no string)."""
         low = max(self.minimum, other.minimum)
