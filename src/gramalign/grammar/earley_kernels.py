@@ -42,8 +42,11 @@ NONE = -1
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _slot(key, mask):
-    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64((h >> np.uint64(17)) & np.uint64(mask))
+    h = np.uint64(key)  # splitmix64's finaliser: every bit of the key reaches the low bits
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    h = h ^ (h >> np.uint64(31))
+    return np.int64(h & np.uint64(mask))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -442,4 +445,63 @@ def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start
                     survivors[n_surv, 1] = j
                     survivors[n_surv, 2] = state
                     n_surv += 1
+    return n_edges, n_surv
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_states(piece, first, node_base, a, j, states, table, accepting, longest, reachable, edges, survivors):
+    """One lexer's lexemes from node ``a`` that read ``piece`` from position ``first`` on,
+    from the set ``states`` (global rows of ``table``): an edge ``(a, node_base + e, j)``
+    per end position e (with ``longest``, only ends after which that walk accepts nowhere
+    later in the piece), the states still alive at the piece's end in ``survivors``.
+    Returns (edges written, survivors written), (-1, -1) when an output array is full."""
+    n = piece.shape[0]
+    n_edges = 0
+    n_surv = 0
+    for s in range(states.shape[0]):
+        state = states[s]
+        last = -1
+        position = first
+        while position < n:
+            state = table[state, piece[position]]
+            if state < 0:
+                break
+            position += 1
+            if accepting[state]:
+                if longest:
+                    last = position
+                else:
+                    if n_edges == edges.shape[0]:
+                        return -1, -1
+                    edges[n_edges] = node_base + position
+                    n_edges += 1
+                    reachable[node_base + position] = True
+        if last >= 0:
+            if n_edges == edges.shape[0]:
+                return -1, -1
+            edges[n_edges] = node_base + last
+            n_edges += 1
+            reachable[node_base + last] = True
+        if state >= 0:
+            if n_surv == survivors.shape[0]:
+                return -1, -1
+            survivors[n_surv] = state
+            n_surv += 1
+    # distinct ends and survivors, sorted
+    if n_edges > 1:
+        edges[:n_edges] = np.sort(edges[:n_edges])
+        w = 1
+        for e in range(1, n_edges):
+            if edges[e] != edges[w - 1]:
+                edges[w] = edges[e]
+                w += 1
+        n_edges = w
+    if n_surv > 1:
+        survivors[:n_surv] = np.sort(survivors[:n_surv])
+        w = 1
+        for e in range(1, n_surv):
+            if survivors[e] != survivors[w - 1]:
+                survivors[w] = survivors[e]
+                w += 1
+        n_surv = w
     return n_edges, n_surv

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dfa import DEAD
-from .earley_kernels import lex_piece
+from .earley_kernels import lex_piece, walk_states
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
@@ -294,6 +294,28 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
         that its own automaton would extend to a longer one within the same piece is left
         out where lexing is longest match: the lexer, which sees those fixed bytes, never
         ends it there."""
+        if kernel:
+            offset = int(tables.offsets[j])
+            while True:
+                piece = pieces[k]
+                if i < len(piece):
+                    ends = np.empty(len(states) * (1 if lex.longest else len(piece) - i) + 4, dtype=np.int64)
+                    alive = np.empty(len(states) + 4, dtype=np.int64)
+                    n_ends, n_alive = walk_states(arrays[k], i, base[k], a, j, np.asarray(states, dtype=np.int64) + offset,
+                                                  tables.table, tables.accepting, lex.longest, reachable, ends, alive)
+                    assert n_ends >= 0
+                    for b in ends[:n_ends].tolist():
+                        edges.append((a, b, j))
+                    if not n_alive:
+                        return
+                    read += len(piece) - i
+                    states = alive[:n_alive] - offset
+                if k == m or not read:
+                    return  # (a lexeme that reads no fixed byte is a gap's loop)
+                edges.append((a, gap_node(k), j))
+                reachable[gap_node(k)] = True
+                states = lex.paths.reach(states.tolist())
+                k, i = k + 1, 0
         table, accepting = lex.paths.dfa.transitions, lex.paths.dfa.accepting
         while True:
             piece = pieces[k]
@@ -337,6 +359,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
             k, i = k + 1, 0
 
     capacity = 64
+    arrays = [np.frombuffer(piece, dtype=np.uint8) for piece in pieces]
     for k, piece in enumerate(pieces):
         if budget is not None:
             budget.check()
