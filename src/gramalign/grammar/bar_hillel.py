@@ -135,7 +135,7 @@ class EarleyTables:
 
 
 def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gaps, can_end,
-                      budget: "Budget | None" = None, pops: int = 4096):
+                      budget: "Budget | None" = None, pops: int = 16384, live=None):
     """The leaves ``(r, q, t)`` (terminal ``t`` labels an edge ``r -> q``, or ``r == q`` a
     gap's loop), leftmost first, of a derivation of the start symbol along a path from node
     0 to a node whose ``can_end`` is set (its ε-edges reach the final node), or None when
@@ -143,8 +143,8 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
 
     ``edges`` is int64 [E, 3] ``(r, q, t)`` lexeme edges, ``epsilon`` int64 [F, 2] ε-edges,
     ``gaps`` the gap nodes (each with a loop on every terminal of ``tables.nonempty``); every
-    edge goes to a later node. The empty word is the caller's to check
-    (``grammar.start_nullable``)."""
+    edge goes to a later node; ``live`` (bool per node, default all) the nodes to consider.
+    The empty word is the caller's to check (``grammar.start_nullable``)."""
     grammar = tables.grammar
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 3)
     epsilon = np.asarray(epsilon, dtype=np.int64).reshape(-1, 2)
@@ -154,18 +154,19 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     order = np.argsort(epsilon[:, 0], kind="stable")
     epsilon = epsilon[order]
     eps_start = np.searchsorted(epsilon[:, 0], np.arange(node_count + 1)).astype(np.int64)
+    live = np.ones(node_count, dtype=np.bool_) if live is None else np.asarray(live, dtype=np.bool_)
+    clo_first, clo_last, clo_nodes = kernels.epsilon_closures(eps_start, np.ascontiguousarray(epsilon[:, 1]), live)
     is_gap = np.zeros(node_count, dtype=np.bool_)
     is_gap[np.asarray(list(gaps), dtype=np.int64)] = True
     can_end = np.asarray(can_end, dtype=np.bool_)
     state = list(kernels.new_state(node_count, max(1024, 8 * len(edges))))
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
-    eps_to = np.ascontiguousarray(epsilon[:, 1])
     counters = state[9]
     while True:
         state[:8] = kernels.earley_run(
             tables.rule_head, tables.rule_left, tables.rule_right, tables.rules_start, tables.rules_of,
             grammar.n_terminals, grammar.n_symbols, grammar.start, tables.nonempty,
-            edge_start, edge_to, edge_t, eps_start, eps_to, is_gap, can_end, *state, pops)
+            edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, *state, pops)
         if counters[kernels.C_FOUND] >= 0 or counters[kernels.C_NODE] >= node_count:
             break
         if budget is not None:
@@ -173,4 +174,4 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     goal = int(counters[kernels.C_FOUND])
     if goal < 0:
         return None
-    return kernels.unfold_leaves(state[0], state[3], goal)
+    return kernels.unfold_leaves(state[0], state[3], goal, node_count)

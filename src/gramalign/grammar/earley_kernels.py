@@ -9,12 +9,13 @@ the gap), which is implicit.
 Items ``(rule, dot, origin)`` live at nodes; an item waits for the left symbol (dot 0) or
 the right one (dot 1). Only what a derivation of the start can need is predicted, so a flat
 list of k values costs about k items, not the k² triples of a bottom-up construction.
-Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (to later
-nodes, or to the node itself at a gap), and completion (a triple ``(origin, A, end)``
-advancing the items that wait for ``A`` at ``origin``); then the node's items are copied
-along its ε-edges. A gap's self-spans (``(G, A, G)``) are the one place where a completion
-can meet an item added after it: an item that starts waiting for ``A`` at a gap node looks
-up ``(G, A, G)`` itself.
+Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a lexeme edge
+from any node of the ε-closure, to a later node, or a gap's loop), and completion (a triple
+``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are not
+copied along ε-edges (ignored text, gap moves): scans read through them, so an item lives
+only where a lexeme ended or it was predicted. A gap's self-spans (``(G, A, G)``) are the
+one place where a completion can meet an item added after it: an item that starts waiting
+for ``A`` at a gap node looks up ``(G, A, G)`` itself.
 
 Every item and triple keeps the first way it was made (the item it advanced or copied,
 and the child: a triple or a terminal), so a derivation unfolds from the goal triple.
@@ -90,6 +91,48 @@ def _grown_rows(rows):
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def epsilon_closures(eps_start, eps_to, live):
+    """Every live node's ε-closure (itself first): ``nodes[first[n]:last[n]]``; ε-edges
+    (``eps_to[eps_start[n]:eps_start[n + 1]]``) go forward."""
+    count = eps_start.shape[0] - 1
+    first = np.zeros(count, dtype=np.int64)
+    last = np.zeros(count, dtype=np.int64)
+    nodes = np.empty(max(16, 2 * count), dtype=np.int64)
+    stamp = np.full(count, -1, dtype=np.int64)
+    used = 0
+    for n in range(count - 1, -1, -1):
+        if not live[n]:
+            continue
+        if eps_start[n] == eps_start[n + 1]:
+            if used == nodes.shape[0]:
+                nodes = np.concatenate((nodes, nodes))
+            first[n] = used
+            nodes[used] = n
+            used += 1
+            last[n] = used
+            continue
+        begin = used
+        stamp[n] = n
+        if used == nodes.shape[0]:
+            nodes = np.concatenate((nodes, nodes))
+        nodes[used] = n
+        used += 1
+        for e in range(eps_start[n], eps_start[n + 1]):
+            b = eps_to[e]
+            for c in range(first[b], last[b]):
+                m = nodes[c]
+                if stamp[m] != n:
+                    stamp[m] = n
+                    if used == nodes.shape[0]:
+                        nodes = np.concatenate((nodes, nodes))
+                    nodes[used] = m
+                    used += 1
+        first[n] = begin
+        last[n] = used
+    return first, last, nodes[:used]
+
+
 def new_state(node_count: int, capacity: int = 1024):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per-node heads [agenda, completions, items], counters)."""
@@ -109,7 +152,7 @@ def new_state(node_count: int, capacity: int = 1024):
 
 @numba.njit(cache=True, nogil=True)
 def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_terminals, n_symbols, start_symbol,
-               nonempty, edge_start, edge_to, edge_t, eps_start, eps_to, is_gap, can_end,
+               nonempty, edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
                items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values,
                heads, counters, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
@@ -184,26 +227,28 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                     heads[node, 0] = items[i, I_ANEXT]
                     r = items[i, I_RULE]
                     x = rule_left[r] if items[i, I_DOT] == 0 else rule_right[r]
-                    if x < n_terminals:
-                        for e in range(edge_start[node], edge_start[node + 1]):
-                            if edge_t[e] == x:
+                    if x < n_terminals:  # scan x from every node the ε-edges reach
+                        for c in range(clo_first[node], clo_last[node]):
+                            source = clo_nodes[c]
+                            for e in range(edge_start[source], edge_start[source + 1]):
+                                if edge_t[e] == x:
+                                    if n_adv == adv_item.shape[0]:
+                                        adv_item = np.concatenate((adv_item, adv_item))
+                                        adv_child = np.concatenate((adv_child, adv_child))
+                                        adv_node = np.concatenate((adv_node, adv_node))
+                                    adv_item[n_adv] = i
+                                    adv_child[n_adv] = -2 - (x * node_count + source)
+                                    adv_node[n_adv] = edge_to[e]
+                                    n_adv += 1
+                            if is_gap[source] and nonempty[x]:  # a whole lexeme inside the gap
                                 if n_adv == adv_item.shape[0]:
                                     adv_item = np.concatenate((adv_item, adv_item))
                                     adv_child = np.concatenate((adv_child, adv_child))
                                     adv_node = np.concatenate((adv_node, adv_node))
                                 adv_item[n_adv] = i
-                                adv_child[n_adv] = -2 - x
-                                adv_node[n_adv] = edge_to[e]
+                                adv_child[n_adv] = -2 - (x * node_count + source)
+                                adv_node[n_adv] = source
                                 n_adv += 1
-                        if is_gap[node] and nonempty[x]:
-                            if n_adv == adv_item.shape[0]:
-                                adv_item = np.concatenate((adv_item, adv_item))
-                                adv_child = np.concatenate((adv_child, adv_child))
-                                adv_node = np.concatenate((adv_node, adv_node))
-                            adv_item[n_adv] = i
-                            adv_child[n_adv] = -2 - x
-                            adv_node[n_adv] = node
-                            n_adv += 1
                     else:
                         key = node * n_symbols + x
                         head = _lookup(wait_keys, wait_values, key)
@@ -304,33 +349,6 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                     break
         if counters[C_FOUND] >= 0:
             break
-        # copy the node's items along its ε-edges
-        for e in range(eps_start[node], eps_start[node + 1]):
-            b = eps_to[e]
-            i = heads[node, 2]
-            while i != -1:
-                r = items[i, I_RULE]
-                key = ((b * n_rules + r) * 2 + items[i, I_DOT]) * node_count + items[i, I_ORIGIN]
-                if _lookup(item_keys, item_values, key) == -1:
-                    if n_items == items.shape[0]:
-                        items = _grown_rows(items)
-                    if 2 * n_items + 2 > item_keys.shape[0]:
-                        item_keys, item_values = _grown_table(item_keys, item_values)
-                    j = n_items
-                    n_items += 1
-                    items[j, I_RULE] = r
-                    items[j, I_DOT] = items[i, I_DOT]
-                    items[j, I_ORIGIN] = items[i, I_ORIGIN]
-                    items[j, I_NODE] = b
-                    items[j, I_PREV] = i
-                    items[j, I_CHILD] = -1
-                    items[j, I_WNEXT] = -1
-                    items[j, I_ANEXT] = heads[b, 0]
-                    heads[b, 0] = j
-                    items[j, I_NNEXT] = heads[b, 2]
-                    heads[b, 2] = j
-                    _insert(item_keys, item_values, key, j)
-                i = items[i, I_NNEXT]
         node += 1
     counters[C_ITEMS] = n_items
     counters[C_TRIPLES] = n_triples
@@ -339,7 +357,7 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
 
 
 @numba.njit(cache=True, nogil=True)
-def unfold_leaves(items, triples, goal):
+def unfold_leaves(items, triples, goal, node_count):
     """The leaves ``(from node, to node, terminal)`` of the derivation of triple ``goal``,
     leftmost first."""
     out = np.empty((64, 3), dtype=np.int64)
@@ -360,8 +378,6 @@ def unfold_leaves(items, triples, goal):
             child = triples[ident, T_CHILD]
             end = triples[ident, T_END]
         else:
-            while items[ident, I_PREV] != -1 and items[ident, I_CHILD] == -1:
-                ident = items[ident, I_PREV]  # an ε-copy
             prev = items[ident, I_PREV]
             if prev == -1:
                 continue  # predicted: nothing before
@@ -382,9 +398,10 @@ def unfold_leaves(items, triples, goal):
                 grown = np.empty((out.shape[0] * 2, 3), dtype=np.int64)
                 grown[:n_out] = out
                 out = grown
-            out[n_out, 0] = items[prev, I_NODE]
+            leaf = -2 - child
+            out[n_out, 0] = leaf % node_count
             out[n_out, 1] = end
-            out[n_out, 2] = -2 - child
+            out[n_out, 2] = leaf // node_count
             n_out += 1
     return out[:n_out][::-1].copy()
 

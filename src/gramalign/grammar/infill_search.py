@@ -89,7 +89,8 @@ class GrammarInfill:
             leaves: "list | None" = []
         else:
             gaps = [automaton.gap_node(k) for k in range(text.gaps) if automaton.live[automaton.gap_node(k)]]
-            found = earley_derivation(self.tables, automaton.node_count, edges, epsilon, gaps, can_end, budget)
+            found = earley_derivation(self.tables, automaton.node_count, edges, epsilon, gaps, can_end, budget,
+                                      live=automaton.live)
             if found is None:
                 return Search(False, nodes=nodes)
             leaves, at = [], automaton.start
