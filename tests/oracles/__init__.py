@@ -12,6 +12,8 @@ compare the two answers:
   trees with none of gramalign's IR, lexer or LALR table; plus random sentences.
 - ``brute_force_masks``: a mask computed the slow way, feeding every token's bytes to the
   incremental parser one at a time (no trie, no mask store).
+- ``bar_hillel_worklist``: the infilling check's emptiness test as it was before the Earley
+  kernels, a bottom-up Bar-Hillel worklist in pure Python over the same lexing automaton.
 - ``exact_laws``: the exact output laws of the samplers on a toy model, by enumerating
   every complete sequence.
 

@@ -1,21 +1,28 @@
-"""Is a context-free language disjoint from a regular one? Bar-Hillel triples, bottom up.
+"""Is a context-free language disjoint from a regular one? Bar-Hillel triples, Earley style.
 
 The grammar is put in a binary form (every alternative a chain of two-symbol rules, the
-empty word removed by unit rules around nullable symbols), and a worklist derives triples
-``(p, X, q)``: symbol ``X`` derives a non-empty word that labels a path from ``p`` to ``q``
-in the automaton. The intersection grammar is never built, and the search stops as soon as
-``(start node, start symbol, a final node)`` appears. Each triple remembers the first way it
-was derived, so a derivation (hence a word of both languages) comes back with it.
+empty word removed by unit rules around nullable symbols). Triples ``(p, X, q)`` (symbol
+``X`` derives a non-empty word that labels a path from ``p`` to ``q`` in the automaton) are
+derived by an Earley construction over the automaton (:mod:`.earley_kernels`): only the
+symbols a derivation of the start can need at a node are predicted there, so a flat list of
+k values costs about k items instead of the k² triples of a bottom-up worklist (which is
+kept as the tests' reference, ``tests/oracles/bar_hillel_worklist.py``). The intersection
+grammar is never built, and the search stops as soon as ``(start node, start symbol, a
+final node)`` appears. Each triple remembers the first way it was derived, so a derivation
+(hence a word of both languages) comes back with it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from . import earley_kernels as kernels
 from .grammar import Grammar
 from .infill import Budget
 
-__all__ = ["BinaryGrammar", "find_derivation"]
+__all__ = ["BinaryGrammar", "EarleyTables", "earley_derivation"]
 
 
 @dataclass(frozen=True)
@@ -101,80 +108,70 @@ class BinaryGrammar:
                    tuple(map(tuple, by_left)), tuple(map(tuple, by_right)), tuple(map(tuple, units)))
 
 
-def find_derivation(grammar: BinaryGrammar, node_count: int, seeds, start: int, finals, budget: "Budget | None" = None):
-    """The leaves, in order, of a derivation of ``grammar.start`` along a path from ``start``
-    to one of ``finals``, or None when there is none (the intersection is empty).
+class EarleyTables:
+    """A :class:`BinaryGrammar` as the Earley kernels read it: one row per rule."""
 
-    ``seeds`` yields ``(p, t, q, leaf)``: terminal ``t`` labels an edge ``p -> q``, ``leaf``
-    is what the caller wants back for it. The empty word is the caller's to check
-    (``grammar.start_nullable``)."""
-    n_symbols = grammar.n_symbols
-    by_left, by_right, units = grammar.by_left, grammar.by_right, grammar.units
-    goal_symbol = grammar.start
-    finals = frozenset(finals)
-    forward: dict[int, list[int]] = {}   # p * n_symbols + X -> [q]
-    backward: dict[int, list[int]] = {}  # q * n_symbols + X -> [p]
-    derived: dict[int, tuple] = {}       # (p * n_symbols + X) * node_count + q -> how
-    pending: list[tuple[int, int, int]] = []
-    found = None
+    def __init__(self, grammar: BinaryGrammar, nonempty):
+        heads, lefts, rights = [], [], []
+        for x, pairs in enumerate(grammar.by_left):
+            for head, y in pairs:
+                heads.append(head)
+                lefts.append(x)
+                rights.append(y)
+        for x, unit_heads in enumerate(grammar.units):
+            for head in unit_heads:
+                heads.append(head)
+                lefts.append(x)
+                rights.append(-1)
+        order = np.argsort(np.asarray(heads, dtype=np.int64), kind="stable")
+        self.rule_head = np.asarray(heads, dtype=np.int64)[order]
+        self.rule_left = np.asarray(lefts, dtype=np.int64)[order]
+        self.rule_right = np.asarray(rights, dtype=np.int64)[order]
+        self.rules_start = np.searchsorted(self.rule_head, np.arange(grammar.n_symbols + 1)).astype(np.int64)
+        self.rules_of = np.arange(len(self.rule_head), dtype=np.int64)
+        self.grammar = grammar
+        self.nonempty = np.zeros(grammar.n_symbols, dtype=np.bool_)
+        self.nonempty[:len(nonempty)] = nonempty
 
-    def add(p: int, x: int, q: int, how: tuple) -> bool:
-        px = p * n_symbols + x
-        key = px * node_count + q
-        if key in derived:
-            return False
-        derived[key] = how
-        pending.append((p, x, q))
-        forward.setdefault(px, []).append(q)
-        backward.setdefault(q * n_symbols + x, []).append(p)
-        return x == goal_symbol and p == start and q in finals
 
-    for p, t, q, leaf in seeds:
-        if add(p, t, q, ("leaf", leaf)):
-            found = (p, t, q)
+def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gaps, can_end,
+                      budget: "Budget | None" = None, pops: int = 16384, live=None):
+    """The leaves ``(r, q, t)`` (terminal ``t`` labels an edge ``r -> q``, or ``r == q`` a
+    gap's loop), leftmost first, of a derivation of the start symbol along a path from node
+    0 to a node whose ``can_end`` is set (its ε-edges reach the final node), or None when
+    there is none (the intersection is empty).
+
+    ``edges`` is int64 [E, 3] ``(r, q, t)`` lexeme edges, ``epsilon`` int64 [F, 2] ε-edges,
+    ``gaps`` the gap nodes (each with a loop on every terminal of ``tables.nonempty``); every
+    edge goes to a later node; ``live`` (bool per node, default all) the nodes to consider.
+    The empty word is the caller's to check (``grammar.start_nullable``)."""
+    grammar = tables.grammar
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 3)
+    epsilon = np.asarray(epsilon, dtype=np.int64).reshape(-1, 2)
+    order = np.argsort(edges[:, 0], kind="stable")
+    edges = edges[order]
+    edge_start = np.searchsorted(edges[:, 0], np.arange(node_count + 1)).astype(np.int64)
+    order = np.argsort(epsilon[:, 0], kind="stable")
+    epsilon = epsilon[order]
+    eps_start = np.searchsorted(epsilon[:, 0], np.arange(node_count + 1)).astype(np.int64)
+    live = np.ones(node_count, dtype=np.bool_) if live is None else np.asarray(live, dtype=np.bool_)
+    clo_first, clo_last, clo_nodes = kernels.epsilon_closures(eps_start, np.ascontiguousarray(epsilon[:, 1]), live)
+    is_gap = np.zeros(node_count, dtype=np.bool_)
+    is_gap[np.asarray(list(gaps), dtype=np.int64)] = True
+    can_end = np.asarray(can_end, dtype=np.bool_)
+    state = list(kernels.new_state(node_count, max(1024, 8 * len(edges))))
+    edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
+    counters = state[9]
+    while True:
+        state[:8] = kernels.earley_run(
+            tables.rule_head, tables.rule_left, tables.rule_right, tables.rules_start, tables.rules_of,
+            grammar.n_terminals, grammar.n_symbols, grammar.start, tables.nonempty,
+            edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, *state, pops)
+        if counters[kernels.C_FOUND] >= 0 or counters[kernels.C_NODE] >= node_count:
             break
-    steps = 0
-    while found is None and pending:
-        steps += 1
-        if budget is not None and not steps & 1023:
+        if budget is not None:
             budget.check()
-        p, x, q = pending.pop()
-        for head in units[x]:
-            if add(p, head, q, ("unit", x)):
-                found = (p, head, q)
-                break
-        if found is not None:
-            break
-        for head, y in by_left[x]:
-            for q2 in forward.get(q * n_symbols + y, ()):
-                if add(p, head, q2, ("pair", x, y, q)):
-                    found = (p, head, q2)
-                    break
-            if found is not None:
-                break
-        if found is not None:
-            break
-        for head, w in by_right[x]:
-            for p0 in backward.get(p * n_symbols + w, ()):
-                if add(p0, head, q, ("pair", w, x, p)):
-                    found = (p0, head, q)
-                    break
-            if found is not None:
-                break
-    if found is None:
+    goal = int(counters[kernels.C_FOUND])
+    if goal < 0:
         return None
-    # unfold the derivation, leftmost leaf first (an explicit stack: derivations run deep)
-    leaves = []
-    stack = [found]
-    while stack:
-        p, x, q = stack.pop()
-        how = derived[(p * n_symbols + x) * node_count + q]
-        if how[0] == "leaf":
-            leaves.append(how[1])
-        elif how[0] == "unit":
-            stack.append((p, how[1], q))
-        else:
-            _, left, right, middle = how
-            stack.append((middle, right, q))
-            stack.append((p, left, middle))
-    return leaves
+    return kernels.unfold_leaves(state[0], state[3], goal, node_count)

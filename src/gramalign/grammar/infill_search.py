@@ -2,7 +2,7 @@
 
 The grammar's byte language is over-approximated by the CFG over all lexings
 (:mod:`.lexings`), and the partial text by every lexing of its completions; their
-intersection is tested for emptiness (:mod:`.bar_hillel`). Empty: no completion exists, for
+intersection is tested for emptiness (:mod:`.bar_hillel`, Earley over the automaton). Empty: no completion exists, for
 any lexing (sound). Not empty: the derivation found names a terminal path, which becomes
 fillers (the gap parts of its lexemes, shortest lexemes where a gap holds whole ones). Those
 are only *candidates*: the real lexer may split them otherwise, so the caller verifies them
@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .bar_hillel import BinaryGrammar, find_derivation
+import numpy as np
+
+from .bar_hillel import BinaryGrammar, EarleyTables, earley_derivation
 from .grammar import Grammar
 from .infill import Budget, PartialText, path_bytes
-from .lexings import STRUCTURAL, Lexer, LexingAutomaton, build_lexings
+from .lexings import STRUCTURAL, Lexer, LexerTables, LexingAutomaton, build_lexings
 
 __all__ = ["GrammarInfill", "Search"]
 
@@ -45,6 +47,8 @@ class GrammarInfill:
         self.lexers = tuple(Lexer(by_name[name], False) for name in names) + tuple(Lexer(t, True) for t in ignored)
         self.n_terminals = len(names)
         self.cfg = BinaryGrammar.from_grammar(grammar, names)
+        self.lexer_tables = LexerTables(self.lexers)
+        self.tables = EarleyTables(self.cfg, [bool(lex.starts) for lex in self.lexers[:self.n_terminals]])
         self.separators = self._separators()
 
     def _separators(self) -> "tuple[bytes, ...]":
@@ -69,38 +73,31 @@ class GrammarInfill:
         return () if best is None else (best,)
 
     def search(self, text: PartialText, budget: "Budget | None" = None) -> Search:
-        automaton = build_lexings(self.lexers, self.n_terminals, text, budget)
+        automaton = build_lexings(self.lexers, self.n_terminals, text, budget, self.lexer_tables)
         if not automaton.live[automaton.start]:
             return Search(False)
-        closure = _closures(automaton)
-        finals = [p for p, reached in closure.items() if automaton.final in reached]
-        nodes = len(closure)
-        if self.cfg.start_nullable and automaton.final in closure[automaton.start]:
+        terminals = self.n_terminals
+        edges = [(a, b, j) for a, b, j in automaton.edges if 0 <= j < terminals]
+        epsilon = [(a, b) for a, b, j in automaton.edges if not 0 <= j < terminals]
+        can_end = np.zeros(automaton.node_count, dtype=np.bool_)
+        can_end[automaton.final] = True
+        for a, b in sorted(epsilon, reverse=True):  # every ε-edge goes forward
+            if can_end[b]:
+                can_end[a] = True
+        nodes = int(automaton.live.sum())
+        if self.cfg.start_nullable and can_end[automaton.start]:
             leaves: "list | None" = []
         else:
-            leaves = find_derivation(self.cfg, automaton.node_count, self._seeds(automaton, closure),
-                                     automaton.start, finals, budget)
-        if leaves is None:
-            return Search(False, nodes=nodes)
+            gaps = [automaton.gap_node(k) for k in range(text.gaps) if automaton.live[automaton.gap_node(k)]]
+            found = earley_derivation(self.tables, automaton.node_count, edges, epsilon, gaps, can_end, budget,
+                                      live=automaton.live)
+            if found is None:
+                return Search(False, nodes=nodes)
+            leaves, at = [], automaton.start
+            for r, q, t in found.tolist():
+                leaves.append((at, r, q, t))
+                at = q
         return Search(True, self._candidates(automaton, leaves), nodes)
-
-    def _seeds(self, automaton: LexingAutomaton, closure):
-        """``(p, t, q, leaf)``: an ε-path from ``p`` to ``r`` then a lexeme of terminal ``t``
-        from ``r`` to ``q`` (``r == q``, a gap: a whole lexeme inside it)."""
-        terminals = self.n_terminals
-        out: dict[int, list[tuple[int, int]]] = {}
-        for a, b, j in automaton.edges:
-            if 0 <= j < terminals:
-                out.setdefault(a, []).append((b, j))
-        gaps = {automaton.gap_node(k) for k in range(automaton.text.gaps)}
-        nonempty = [t for t in range(terminals) if self.lexers[t].starts]
-        for p, reached in closure.items():
-            for r in reached:
-                for q, t in out.get(r, ()):
-                    yield p, t, q, (p, r, q, t)
-                if r in gaps:
-                    for t in nonempty:
-                        yield p, t, r, (p, r, r, t)
 
     def _candidates(self, automaton: LexingAutomaton, leaves) -> "tuple[tuple[bytes, ...], ...]":
         """Fillers from the leaves of a derivation: plain, then with separators."""
@@ -114,8 +111,9 @@ class GrammarInfill:
             steps.append((r, q, t))
             at = q
         steps.extend(automaton.epsilon_path(successors, at, automaton.final))
+        piece_of, gap = automaton.piece_of, automaton.is_gap
         for a, b, j in steps:
-            if j != STRUCTURAL:
+            if j != STRUCTURAL and (gap[a] or gap[b] or piece_of[a] != piece_of[b]):  # else all fixed bytes
                 for k, data, begins, ends in automaton.lexeme_pieces(j, a, b):
                     gaps[k].append((data, begins, ends))
         plain = tuple(b"".join(data for data, _, _ in pieces) for pieces in gaps)
@@ -139,20 +137,3 @@ class GrammarInfill:
 def _lexes(lex: Lexer, data: bytes) -> bool:
     dfa = lex.paths.dfa
     return any(dfa.advance(state, data) >= 0 and dfa.accepting[dfa.advance(state, data)] for state in lex.starts)
-
-
-def _closures(automaton: LexingAutomaton) -> "dict[int, frozenset[int]]":
-    """Live node -> the nodes its ε-edges reach (itself included)."""
-    successors = automaton.epsilon_successors()
-    live = [int(p) for p in automaton.live.nonzero()[0]]
-    closure: dict[int, frozenset[int]] = {}
-    for p in reversed(live):  # every edge goes forward
-        targets = successors.get(p)
-        if not targets:
-            closure[p] = frozenset((p,))
-        else:
-            reached = {p}
-            for b, _ in targets:
-                reached |= closure[b]
-            closure[p] = frozenset(reached)
-    return closure

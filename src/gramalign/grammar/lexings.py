@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dfa import DEAD
+from .earley_kernels import lex_piece, walk_states
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
-__all__ = ["Lexer", "LexingAutomaton", "build_lexings"]
+__all__ = ["Lexer", "LexerTables", "LexingAutomaton", "build_lexings"]
 
 STRUCTURAL = -1
 """The lexer index of the ε-moves into and out of a gap."""
@@ -72,6 +73,30 @@ class Lexer:
         self.anywhere = self.paths.reach(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
 
 
+class LexerTables:
+    """Every lexer's DFA in one table (states offset to be distinct), for the kernel that
+    lexes the fixed pieces (:func:`.earley_kernels.lex_piece`)."""
+
+    def __init__(self, lexers: "tuple[Lexer, ...]"):
+        offsets, rows, accepting, starts, starts_start = [], [], [], [], [0]
+        total = 0
+        for lex in lexers:
+            dfa = lex.paths.dfa
+            table = np.asarray(dfa.transitions, dtype=np.int64)
+            rows.append(np.where(table >= 0, table + total, -1))
+            accepting.append(np.asarray(dfa.accepting, dtype=np.bool_))
+            offsets.append(total)
+            starts.extend(state + total for state in lex.starts)
+            starts_start.append(len(starts))
+            total += table.shape[0]
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.table = np.ascontiguousarray(np.concatenate(rows).astype(np.int32)) if rows else np.zeros((0, 256), np.int32)
+        self.accepting = np.concatenate(accepting) if accepting else np.zeros(0, np.bool_)
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.starts_start = np.asarray(starts_start, dtype=np.int64)
+        self.longest = np.asarray([lex.longest for lex in lexers], dtype=np.bool_)
+
+
 @dataclass(eq=False)
 class LexingAutomaton:
     """The lexings of one partial text (see the module docstring)."""
@@ -93,6 +118,19 @@ class LexingAutomaton:
 
     def gap_node(self, k: int) -> int:
         return self.base[k] + len(self.text.pieces[k]) + 1
+
+    @property
+    def piece_of(self) -> np.ndarray:
+        """int per node: the ``k`` of ``(k, i)`` and of ``G_k``."""
+        sizes = [len(piece) + 2 for piece in self.text.pieces]
+        return np.repeat(np.arange(len(sizes)), sizes)
+
+    @property
+    def is_gap(self) -> np.ndarray:
+        """bool per node: a gap node ``G_k``."""
+        flags = np.zeros(self.node_count, dtype=bool)
+        flags[[self.gap_node(k) for k in range(self.text.gaps)]] = True
+        return flags
 
     def locate(self, node: int) -> "tuple[int, int]":
         """``(k, i)`` for a boundary node, ``(k, -1)`` for ``G_k``."""
@@ -225,8 +263,13 @@ def _set_ends(history, piece: bytes, table, accepting, longest: bool, emit) -> N
 
 
 def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialText,
-                  budget: "Budget | None" = None) -> LexingAutomaton:
-    """The trimmed lexing automaton of ``text`` (see the module docstring)."""
+                  budget: "Budget | None" = None, tables: "LexerTables | None" = None,
+                  kernel: bool = True) -> LexingAutomaton:
+    """The trimmed lexing automaton of ``text`` (see the module docstring). ``tables``:
+    the lexers' :class:`LexerTables`, built here when not given. ``kernel=False`` lexes the
+    fixed pieces in Python, lexeme by lexeme (the tests' reference for the kernel)."""
+    if tables is None and kernel:
+        tables = LexerTables(lexers)
     pieces = text.pieces
     m = text.gaps
     base = []
@@ -240,17 +283,40 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
     reachable = np.zeros(node_count, dtype=bool)
     reachable[start] = True
     edges: list[tuple[int, int, int]] = []
+    blocks: list[np.ndarray] = []  # the kernel's edges, piece by piece
 
     def gap_node(k):
         return base[k] + len(pieces[k]) + 1
 
-    def run(j: int, lex: Lexer, a: int, k: int, i: int, states) -> None:
+    def run(j: int, lex: Lexer, a: int, k: int, i: int, states, read: int = 0) -> None:
         """Lexemes of lexer ``j`` from node ``a`` that read piece ``k`` from byte ``i`` on,
-        from ``states``; appends their edges. A lexeme that its own automaton would extend
-        to a longer one within the same piece is left out where lexing is longest match:
-        the lexer, which sees those fixed bytes, never ends it there."""
+        from ``states`` (``read``: fixed bytes read before); appends their edges. A lexeme
+        that its own automaton would extend to a longer one within the same piece is left
+        out where lexing is longest match: the lexer, which sees those fixed bytes, never
+        ends it there."""
+        if kernel:
+            offset = int(tables.offsets[j])
+            while True:
+                piece = pieces[k]
+                if i < len(piece):
+                    ends = np.empty(len(states) * (1 if lex.longest else len(piece) - i) + 4, dtype=np.int64)
+                    alive = np.empty(len(states) + 4, dtype=np.int64)
+                    n_ends, n_alive = walk_states(arrays[k], i, base[k], a, j, np.asarray(states, dtype=np.int64) + offset,
+                                                  tables.table, tables.accepting, lex.longest, reachable, ends, alive)
+                    assert n_ends >= 0
+                    for b in ends[:n_ends].tolist():
+                        edges.append((a, b, j))
+                    if not n_alive:
+                        return
+                    read += len(piece) - i
+                    states = alive[:n_alive] - offset
+                if k == m or not read:
+                    return  # (a lexeme that reads no fixed byte is a gap's loop)
+                edges.append((a, gap_node(k), j))
+                reachable[gap_node(k)] = True
+                states = lex.paths.reach(states.tolist())
+                k, i = k + 1, 0
         table, accepting = lex.paths.dfa.transitions, lex.paths.dfa.accepting
-        read = 0
         while True:
             piece = pieces[k]
             if len(states) == 1:
@@ -265,6 +331,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                         ends.append(position + 1)
                 for end in ends[-1:] if lex.longest else ends:
                     edges.append((a, base[k] + end, j))
+                    reachable[base[k] + end] = True
                 if state == DEAD:
                     return
                 states = np.array([state], dtype=np.int64)
@@ -277,29 +344,53 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                         break
                     read += 1
                     history.append((position, states))
-                _set_ends(history, piece, table, accepting, lex.longest,
-                          lambda end: edges.append((a, base[k] + end, j)))
+
+                def emit(end):
+                    edges.append((a, base[k] + end, j))
+                    reachable[base[k] + end] = True
+                _set_ends(history, piece, table, accepting, lex.longest, emit)
                 if not states.size:
                     return
             if k == m or not read:
                 return  # (a lexeme that reads no fixed byte is a gap's loop)
             edges.append((a, gap_node(k), j))
+            reachable[gap_node(k)] = True
             states = lex.paths.reach(states.tolist())
             k, i = k + 1, 0
 
+    capacity = 64
+    arrays = [np.frombuffer(piece, dtype=np.uint8) for piece in pieces]
     for k, piece in enumerate(pieces):
         if budget is not None:
             budget.check()
-        for i in range(len(piece)):
-            a = base[k] + i
-            if not reachable[a]:
-                continue
-            first = len(edges)
-            for j, lex in enumerate(lexers):
-                if lex.starts:
-                    run(j, lex, a, k, i, np.array(lex.starts, dtype=np.int64))
-            for _, b, _ in edges[first:]:
-                reachable[b] = True
+        if piece and not kernel:
+            for i in range(len(piece)):
+                if reachable[base[k] + i]:
+                    for j, lex in enumerate(lexers):
+                        if lex.starts:
+                            run(j, lex, base[k] + i, k, i, np.array(lex.starts, dtype=np.int64))
+        elif piece:
+            data = np.frombuffer(piece, dtype=np.uint8)
+            while True:
+                out = np.empty((max(capacity, 4 * len(piece)), 3), dtype=np.int64)
+                survivors = np.empty((max(capacity, len(lexers) * 4), 3), dtype=np.int64)
+                saved = reachable[base[k]:base[k] + len(piece) + 1].copy()
+                n_edges, n_surv = lex_piece(data, 0, base[k], reachable, tables.table, tables.accepting,
+                                            tables.starts_start, tables.starts, tables.longest, out, survivors)
+                if n_edges >= 0:
+                    break
+                reachable[base[k]:base[k] + len(piece) + 1] = saved
+                capacity = 2 * max(capacity, len(out), len(survivors))
+            blocks.append(out[:n_edges])
+            if k < m and n_surv:  # lexemes alive at the piece's end go on across the gap
+                grouped: dict[tuple[int, int], list[int]] = {}
+                for a, j, state in survivors[:n_surv].tolist():
+                    grouped.setdefault((a, j), []).append(state - int(tables.offsets[j]))
+                for (a, j), states in grouped.items():
+                    lex = lexers[j]
+                    edges.append((a, gap_node(k), j))
+                    reachable[gap_node(k)] = True
+                    run(j, lex, a, k + 1, 0, lex.paths.reach(states), read=1)
         if k == m:
             break
         end, g = base[k] + len(piece), gap_node(k)
@@ -309,12 +400,11 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
         if reachable[g]:
             edges.append((g, base[k + 1], STRUCTURAL))
             reachable[base[k + 1]] = True
-            first = len(edges)
             for j, lex in enumerate(lexers):
                 if lex.anywhere.size:
                     run(j, lex, g, k + 1, 0, lex.anywhere)
-            for _, b, _ in edges[first:]:
-                reachable[b] = True
+    if blocks:
+        edges.extend(map(tuple, np.concatenate(blocks).tolist()))
     # keep what reaches the end
     live = np.zeros(node_count, dtype=bool)
     if reachable[final]:

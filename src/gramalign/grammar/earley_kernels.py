@@ -1,0 +1,524 @@
+"""numba kernels of the infilling check: Earley over a lexing automaton (wrapped by :mod:`.bar_hillel`).
+
+The grammar is the binary, ε-free form of :class:`.bar_hillel.BinaryGrammar` (rules
+``A -> X Y`` and ``A -> X``), the text an automaton over terminals whose node ids every
+edge respects: lexeme edges ``r -t-> q`` with ``q > r``, ε-edges ``a -> b`` with ``b > a``,
+and at a gap node a loop on every terminal with a non-empty language (a whole lexeme inside
+the gap), which is implicit.
+
+Items ``(rule, dot, origin)`` live at nodes; an item waits for the left symbol (dot 0) or
+the right one (dot 1). Only what a derivation of the start can need is predicted, so a flat
+list of k values costs about k items, not the k² triples of a bottom-up construction.
+Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a lexeme edge
+from any node of the ε-closure, to a later node, or a gap's loop), and completion (a triple
+``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are not
+copied along ε-edges (ignored text, gap moves): scans read through them, so an item lives
+only where a lexeme ended or it was predicted. A gap's self-spans (``(G, A, G)``) are the
+one place where a completion can meet an item added after it: an item that starts waiting
+for ``A`` at a gap node looks up ``(G, A, G)`` itself.
+
+Every item and triple keeps the first way it was made (the item it advanced or copied,
+and the child: a triple or a terminal), so a derivation unfolds from the goal triple.
+State lives in arrays the caller passes back in: :func:`earley_run` stops after a number of
+pops so that a time budget can be checked between calls.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# item columns
+I_RULE, I_DOT, I_ORIGIN, I_NODE, I_PREV, I_CHILD, I_WNEXT, I_ANEXT, I_NNEXT = range(9)
+ITEM_COLUMNS = 9
+# triple columns
+T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT = range(6)
+TRIPLE_COLUMNS = 6
+# counters
+C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
+COUNTERS = 5
+
+NONE = -1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(key, mask):
+    h = np.uint64(key)  # splitmix64's finaliser: every bit of the key reaches the low bits
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    h = h ^ (h >> np.uint64(31))
+    return np.int64(h & np.uint64(mask))
+
+
+@numba.njit(cache=True, nogil=True)
+def _lookup(keys, values, key):
+    mask = keys.shape[0] - 1
+    s = _slot(key, mask)
+    while True:
+        k = keys[s]
+        if k == key:
+            return values[s]
+        if k == -1:
+            return -1
+        s = (s + 1) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _insert(keys, values, key, value):
+    """Sets ``key`` (absent) to ``value``; the table must have a free slot."""
+    mask = keys.shape[0] - 1
+    s = _slot(key, mask)
+    while keys[s] != -1:
+        s = (s + 1) & mask
+    keys[s] = key
+    values[s] = value
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown_table(keys, values):
+    new_keys = np.full(keys.shape[0] * 2, -1, dtype=np.int64)
+    new_values = np.full(keys.shape[0] * 2, -1, dtype=np.int64)
+    for s in range(keys.shape[0]):
+        if keys[s] != -1:
+            _insert(new_keys, new_values, keys[s], values[s])
+    return new_keys, new_values
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown_rows(rows):
+    out = np.empty((rows.shape[0] * 2, rows.shape[1]), dtype=np.int64)
+    out[:rows.shape[0]] = rows
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def epsilon_closures(eps_start, eps_to, live):
+    """Every live node's ε-closure (itself first): ``nodes[first[n]:last[n]]``; ε-edges
+    (``eps_to[eps_start[n]:eps_start[n + 1]]``) go forward."""
+    count = eps_start.shape[0] - 1
+    first = np.zeros(count, dtype=np.int64)
+    last = np.zeros(count, dtype=np.int64)
+    nodes = np.empty(max(16, 2 * count), dtype=np.int64)
+    stamp = np.full(count, -1, dtype=np.int64)
+    used = 0
+    for n in range(count - 1, -1, -1):
+        if not live[n]:
+            continue
+        if eps_start[n] == eps_start[n + 1]:
+            if used == nodes.shape[0]:
+                nodes = np.concatenate((nodes, nodes))
+            first[n] = used
+            nodes[used] = n
+            used += 1
+            last[n] = used
+            continue
+        begin = used
+        stamp[n] = n
+        if used == nodes.shape[0]:
+            nodes = np.concatenate((nodes, nodes))
+        nodes[used] = n
+        used += 1
+        for e in range(eps_start[n], eps_start[n + 1]):
+            b = eps_to[e]
+            for c in range(first[b], last[b]):
+                m = nodes[c]
+                if stamp[m] != n:
+                    stamp[m] = n
+                    if used == nodes.shape[0]:
+                        nodes = np.concatenate((nodes, nodes))
+                    nodes[used] = m
+                    used += 1
+        first[n] = begin
+        last[n] = used
+    return first, last, nodes[:used]
+
+
+def new_state(node_count: int, capacity: int = 1024):
+    """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
+    values, wait keys, wait values, per-node heads [agenda, completions, items], counters)."""
+    table = 1
+    while table < 4 * capacity:
+        table *= 2
+    heads = np.full((node_count, 3), -1, dtype=np.int64)
+    counters = np.zeros(COUNTERS, dtype=np.int64)
+    counters[C_FOUND] = -1
+    return (np.empty((capacity, ITEM_COLUMNS), dtype=np.int64),
+            np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
+            np.empty((capacity, TRIPLE_COLUMNS), dtype=np.int64),
+            np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
+            np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
+            heads, counters)
+
+
+@numba.njit(cache=True, nogil=True)
+def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_terminals, n_symbols, start_symbol,
+               nonempty, edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
+               items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values,
+               heads, counters, max_pops):
+    """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
+    triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
+    agenda entries were handled; returns the (possibly grown) arrays."""
+    node_count = heads.shape[0]
+    n_rules = rule_head.shape[0]
+    n_items = counters[C_ITEMS]
+    n_triples = counters[C_TRIPLES]
+    node = counters[C_NODE]
+    pops = 0
+    if counters[C_PHASE] == 0:  # predict the start at node 0
+        counters[C_PHASE] = 1
+        for k in range(rules_start[start_symbol], rules_start[start_symbol + 1]):
+            r = rules_of[k]
+            key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
+            if _lookup(item_keys, item_values, key) != -1:
+                continue
+            if n_items == items.shape[0]:
+                items = _grown_rows(items)
+            if 2 * n_items + 2 > item_keys.shape[0]:
+                item_keys, item_values = _grown_table(item_keys, item_values)
+            i = n_items
+            n_items += 1
+            items[i, I_RULE] = r
+            items[i, I_DOT] = 0
+            items[i, I_ORIGIN] = 0
+            items[i, I_NODE] = 0
+            items[i, I_PREV] = -1
+            items[i, I_CHILD] = -1
+            items[i, I_WNEXT] = -1
+            items[i, I_ANEXT] = heads[0, 0]
+            heads[0, 0] = i
+            items[i, I_NNEXT] = heads[0, 2]
+            heads[0, 2] = i
+            _insert(item_keys, item_values, key, i)
+    # a pending advance: (item, child, target node); advances are done through this buffer
+    adv_item = np.empty(64, dtype=np.int64)
+    adv_child = np.empty(64, dtype=np.int64)
+    adv_node = np.empty(64, dtype=np.int64)
+    n_adv = 0
+    while node < node_count and counters[C_FOUND] < 0:
+        # the fixpoint at `node`
+        while True:
+            if n_adv == 0:
+                if pops >= max_pops:
+                    counters[C_ITEMS] = n_items
+                    counters[C_TRIPLES] = n_triples
+                    counters[C_NODE] = node
+                    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
+                c = heads[node, 1]
+                if c != -1:  # a completion: advance what waits for its head at its origin
+                    pops += 1
+                    heads[node, 1] = triples[c, T_CNEXT]
+                    key = triples[c, T_ORIGIN] * n_symbols + triples[c, T_HEAD]
+                    j = _lookup(wait_keys, wait_values, key)
+                    while j != -1:
+                        if n_adv == adv_item.shape[0]:
+                            adv_item = np.concatenate((adv_item, adv_item))
+                            adv_child = np.concatenate((adv_child, adv_child))
+                            adv_node = np.concatenate((adv_node, adv_node))
+                        adv_item[n_adv] = j
+                        adv_child[n_adv] = c
+                        adv_node[n_adv] = node
+                        n_adv += 1
+                        j = items[j, I_WNEXT]
+                else:
+                    i = heads[node, 0]
+                    if i == -1:
+                        break
+                    pops += 1
+                    heads[node, 0] = items[i, I_ANEXT]
+                    r = items[i, I_RULE]
+                    x = rule_left[r] if items[i, I_DOT] == 0 else rule_right[r]
+                    if x < n_terminals:  # scan x from every node the ε-edges reach
+                        for c in range(clo_first[node], clo_last[node]):
+                            source = clo_nodes[c]
+                            for e in range(edge_start[source], edge_start[source + 1]):
+                                if edge_t[e] == x:
+                                    if n_adv == adv_item.shape[0]:
+                                        adv_item = np.concatenate((adv_item, adv_item))
+                                        adv_child = np.concatenate((adv_child, adv_child))
+                                        adv_node = np.concatenate((adv_node, adv_node))
+                                    adv_item[n_adv] = i
+                                    adv_child[n_adv] = -2 - (x * node_count + source)
+                                    adv_node[n_adv] = edge_to[e]
+                                    n_adv += 1
+                            if is_gap[source] and nonempty[x]:  # a whole lexeme inside the gap
+                                if n_adv == adv_item.shape[0]:
+                                    adv_item = np.concatenate((adv_item, adv_item))
+                                    adv_child = np.concatenate((adv_child, adv_child))
+                                    adv_node = np.concatenate((adv_node, adv_node))
+                                adv_item[n_adv] = i
+                                adv_child[n_adv] = -2 - (x * node_count + source)
+                                adv_node[n_adv] = source
+                                n_adv += 1
+                    else:
+                        key = node * n_symbols + x
+                        head = _lookup(wait_keys, wait_values, key)
+                        if head == -1:
+                            if 2 * (n_items + 1) > wait_keys.shape[0]:
+                                wait_keys, wait_values = _grown_table(wait_keys, wait_values)
+                            _insert(wait_keys, wait_values, key, i)
+                            items[i, I_WNEXT] = -1
+                            # predict x here
+                            for k in range(rules_start[x], rules_start[x + 1]):
+                                r2 = rules_of[k]
+                                key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
+                                if _lookup(item_keys, item_values, key2) != -1:
+                                    continue
+                                if n_items == items.shape[0]:
+                                    items = _grown_rows(items)
+                                if 2 * n_items + 2 > item_keys.shape[0]:
+                                    item_keys, item_values = _grown_table(item_keys, item_values)
+                                j = n_items
+                                n_items += 1
+                                items[j, I_RULE] = r2
+                                items[j, I_DOT] = 0
+                                items[j, I_ORIGIN] = node
+                                items[j, I_NODE] = node
+                                items[j, I_PREV] = -1
+                                items[j, I_CHILD] = -1
+                                items[j, I_WNEXT] = -1
+                                items[j, I_ANEXT] = heads[node, 0]
+                                heads[node, 0] = j
+                                items[j, I_NNEXT] = heads[node, 2]
+                                heads[node, 2] = j
+                                _insert(item_keys, item_values, key2, j)
+                        else:  # link i second in the list (the head stays in the table)
+                            items[i, I_WNEXT] = items[head, I_WNEXT]
+                            items[head, I_WNEXT] = i
+                        if is_gap[node]:  # a self-span of x at this gap, found before i waited
+                            t = _lookup(triple_keys, triple_values, (node * n_symbols + x) * node_count + node)
+                            if t != -1:
+                                if n_adv == adv_item.shape[0]:
+                                    adv_item = np.concatenate((adv_item, adv_item))
+                                    adv_child = np.concatenate((adv_child, adv_child))
+                                    adv_node = np.concatenate((adv_node, adv_node))
+                                adv_item[n_adv] = i
+                                adv_child[n_adv] = t
+                                adv_node[n_adv] = node
+                                n_adv += 1
+                continue
+            # one advance: item over its waited symbol to `target`
+            n_adv -= 1
+            i = adv_item[n_adv]
+            child = adv_child[n_adv]
+            target = adv_node[n_adv]
+            r = items[i, I_RULE]
+            origin = items[i, I_ORIGIN]
+            if items[i, I_DOT] == 0 and rule_right[r] >= 0:
+                key = ((target * n_rules + r) * 2 + 1) * node_count + origin
+                if _lookup(item_keys, item_values, key) != -1:
+                    continue
+                if n_items == items.shape[0]:
+                    items = _grown_rows(items)
+                if 2 * n_items + 2 > item_keys.shape[0]:
+                    item_keys, item_values = _grown_table(item_keys, item_values)
+                j = n_items
+                n_items += 1
+                items[j, I_RULE] = r
+                items[j, I_DOT] = 1
+                items[j, I_ORIGIN] = origin
+                items[j, I_NODE] = target
+                items[j, I_PREV] = i
+                items[j, I_CHILD] = child
+                items[j, I_WNEXT] = -1
+                items[j, I_ANEXT] = heads[target, 0]
+                heads[target, 0] = j
+                items[j, I_NNEXT] = heads[target, 2]
+                heads[target, 2] = j
+                _insert(item_keys, item_values, key, j)
+            else:
+                a = rule_head[r]
+                key = (origin * n_symbols + a) * node_count + target
+                if _lookup(triple_keys, triple_values, key) != -1:
+                    continue
+                if n_triples == triples.shape[0]:
+                    triples = _grown_rows(triples)
+                if 2 * n_triples + 2 > triple_keys.shape[0]:
+                    triple_keys, triple_values = _grown_table(triple_keys, triple_values)
+                t = n_triples
+                n_triples += 1
+                triples[t, T_ORIGIN] = origin
+                triples[t, T_HEAD] = a
+                triples[t, T_END] = target
+                triples[t, T_PREV] = i
+                triples[t, T_CHILD] = child
+                triples[t, T_CNEXT] = heads[target, 1]
+                heads[target, 1] = t
+                _insert(triple_keys, triple_values, key, t)
+                if origin == 0 and a == start_symbol and can_end[target]:
+                    counters[C_FOUND] = t
+                    break
+        if counters[C_FOUND] >= 0:
+            break
+        node += 1
+    counters[C_ITEMS] = n_items
+    counters[C_TRIPLES] = n_triples
+    counters[C_NODE] = node
+    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
+
+
+@numba.njit(cache=True, nogil=True)
+def unfold_leaves(items, triples, goal, node_count):
+    """The leaves ``(from node, to node, terminal)`` of the derivation of triple ``goal``,
+    leftmost first."""
+    out = np.empty((64, 3), dtype=np.int64)
+    n_out = 0
+    # tasks: (kind, id, end); kind 0 a triple, 1 the part of an item before its node
+    stack_kind = np.empty(64, dtype=np.int64)
+    stack_id = np.empty(64, dtype=np.int64)
+    n_stack = 0
+    stack_kind[0] = 0
+    stack_id[0] = goal
+    n_stack = 1
+    while n_stack:
+        n_stack -= 1
+        kind = stack_kind[n_stack]
+        ident = stack_id[n_stack]
+        if kind == 0:
+            prev = triples[ident, T_PREV]
+            child = triples[ident, T_CHILD]
+            end = triples[ident, T_END]
+        else:
+            prev = items[ident, I_PREV]
+            if prev == -1:
+                continue  # predicted: nothing before
+            child = items[ident, I_CHILD]
+            end = items[ident, I_NODE]
+        if n_stack + 2 > stack_kind.shape[0]:
+            stack_kind = np.concatenate((stack_kind, stack_kind))
+            stack_id = np.concatenate((stack_id, stack_id))
+        stack_kind[n_stack] = 1
+        stack_id[n_stack] = prev
+        n_stack += 1
+        if child >= 0:  # processed first: the output is built right to left
+            stack_kind[n_stack] = 0
+            stack_id[n_stack] = child
+            n_stack += 1
+        else:
+            if n_out == out.shape[0]:
+                grown = np.empty((out.shape[0] * 2, 3), dtype=np.int64)
+                grown[:n_out] = out
+                out = grown
+            leaf = -2 - child
+            out[n_out, 0] = leaf % node_count
+            out[n_out, 1] = end
+            out[n_out, 2] = leaf // node_count
+            n_out += 1
+    return out[:n_out][::-1].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start, starts, longest,
+              edges, survivors):
+    """The lexemes that begin at reachable boundary nodes of one fixed piece (positions
+    ``first ..`` of ``piece``; node of position i is ``node_base + i``), for every lexer
+    from its start states (lexer ``j``'s are ``starts[starts_start[j]:starts_start[j + 1]]``,
+    global rows of ``table``). A lexeme ending at position e is the edge
+    ``(node_base + i, node_base + e, j)`` (with ``longest[j]``, only where its own walk
+    accepts nowhere later in the piece); one that is still alive at the piece's end is a
+    survivor ``(node, j, state)`` for the caller to carry across the gap. Marks the edges'
+    targets reachable as it goes. Returns (edges written, survivors written), or (-1, -1)
+    when an output array is full."""
+    n = piece.shape[0]
+    n_edges = 0
+    n_surv = 0
+    n_lexers = starts_start.shape[0] - 1
+    for i in range(first, n):
+        a = node_base + i
+        if not reachable[a]:
+            continue
+        for j in range(n_lexers):
+            for s in range(starts_start[j], starts_start[j + 1]):
+                state = starts[s]
+                last = -1
+                position = i
+                while position < n:
+                    state = table[state, piece[position]]
+                    if state < 0:
+                        break
+                    position += 1
+                    if accepting[state]:
+                        if longest[j]:
+                            last = position
+                        else:
+                            if n_edges == edges.shape[0]:
+                                return -1, -1
+                            edges[n_edges, 0] = a
+                            edges[n_edges, 1] = node_base + position
+                            edges[n_edges, 2] = j
+                            n_edges += 1
+                            reachable[node_base + position] = True
+                if last >= 0:
+                    if n_edges == edges.shape[0]:
+                        return -1, -1
+                    edges[n_edges, 0] = a
+                    edges[n_edges, 1] = node_base + last
+                    edges[n_edges, 2] = j
+                    n_edges += 1
+                    reachable[node_base + last] = True
+                if state >= 0:
+                    if n_surv == survivors.shape[0]:
+                        return -1, -1
+                    survivors[n_surv, 0] = a
+                    survivors[n_surv, 1] = j
+                    survivors[n_surv, 2] = state
+                    n_surv += 1
+    return n_edges, n_surv
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_states(piece, first, node_base, a, j, states, table, accepting, longest, reachable, edges, survivors):
+    """One lexer's lexemes from node ``a`` that read ``piece`` from position ``first`` on,
+    from the set ``states`` (global rows of ``table``): an edge ``(a, node_base + e, j)``
+    per end position e (with ``longest``, only ends after which that walk accepts nowhere
+    later in the piece), the states still alive at the piece's end in ``survivors``.
+    Returns (edges written, survivors written), (-1, -1) when an output array is full."""
+    n = piece.shape[0]
+    n_edges = 0
+    n_surv = 0
+    for s in range(states.shape[0]):
+        state = states[s]
+        last = -1
+        position = first
+        while position < n:
+            state = table[state, piece[position]]
+            if state < 0:
+                break
+            position += 1
+            if accepting[state]:
+                if longest:
+                    last = position
+                else:
+                    if n_edges == edges.shape[0]:
+                        return -1, -1
+                    edges[n_edges] = node_base + position
+                    n_edges += 1
+                    reachable[node_base + position] = True
+        if last >= 0:
+            if n_edges == edges.shape[0]:
+                return -1, -1
+            edges[n_edges] = node_base + last
+            n_edges += 1
+            reachable[node_base + last] = True
+        if state >= 0:
+            if n_surv == survivors.shape[0]:
+                return -1, -1
+            survivors[n_surv] = state
+            n_surv += 1
+    # distinct ends and survivors, sorted
+    if n_edges > 1:
+        edges[:n_edges] = np.sort(edges[:n_edges])
+        w = 1
+        for e in range(1, n_edges):
+            if edges[e] != edges[w - 1]:
+                edges[w] = edges[e]
+                w += 1
+        n_edges = w
+    if n_surv > 1:
+        survivors[:n_surv] = np.sort(survivors[:n_surv])
+        w = 1
+        for e in range(1, n_surv):
+            if survivors[e] != survivors[w - 1]:
+                survivors[w] = survivors[e]
+                w += 1
+        n_surv = w
+    return n_edges, n_surv
