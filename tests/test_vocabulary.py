@@ -632,25 +632,86 @@ class _FakeModel:
 
 
 @pytest.mark.slow
-def test_smollm2_eos_comes_from_the_model_and_a_start_marker_warns():
-    """SmolLM2's GGUF tokenizer names <|im_start|> (id 1) as eos; the model's generation config
-    names <|im_end|> (id 2), which is what ends a chat turn."""
+def test_smollm2_eos_is_the_end_of_a_chat_turn_not_its_start_marker():
+    """SmolLM2's GGUF tokenizer names <|im_start|> (id 1) as eos; its chat template closes a turn
+    with <|im_end|> (id 2), which its model's generation config also names (issue 40, item 9)."""
     tokenizer = zoo.smollm2_hf()
-    with pytest.warns(UserWarning, match=r"'<\|im_start\|>', which looks like a start marker.*vocabulary_for_model"):
-        plain = Vocabulary.from_hf(tokenizer)
-    assert plain.eos_token_ids == (1,) and plain.size == 49157
     model = _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID, config_eos=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
+        plain = Vocabulary.from_hf(tokenizer)
+        assert plain.eos_token_ids == (zoo.SMOLLM2_IM_END_ID,) and plain.size == 49157
         for_model = Vocabulary.from_hf(tokenizer, model=model)
         assert for_model.eos_token_ids == (2,) and for_model.size == 49152
         # an explicit choice is the caller's: no warning either
         assert Vocabulary.from_hf(tokenizer, vocab_size=49152, eos_token_ids=[1]).eos_token_ids == (1,)
+        # a model without an eos anywhere: the chat template's end of turn
+        assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152)).eos_token_ids == (2,)
     # a model without a generation config eos: its config's; an explicit eos_token_ids still wins
     assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152, config_eos=[2, 0])).eos_token_ids == (2, 0)
     assert Vocabulary.from_hf(tokenizer, model=model, eos_token_ids=0).eos_token_ids == (0,)
-    with pytest.warns(UserWarning, match="start marker"):  # nothing in the model: the tokenizer's, warned
-        assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152)).eos_token_ids == (1,)
+
+
+@pytest.mark.slow
+def test_package_quick_start_builds_the_vocabulary_the_model_ends_with():
+    """The package docstring's quick start, run on SmolLM2's tokenizer: the model's width and EOS."""
+    import gramalign
+
+    line = next(line.strip() for line in gramalign.__doc__.splitlines() if line.strip().startswith("vocab = "))
+    namespace = {"ga": gramalign, "tokenizer": zoo.smollm2_hf(),
+                 "model": _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        exec(line, namespace)
+    assert namespace["vocab"].eos_token_ids == (zoo.SMOLLM2_IM_END_ID,)
+    assert namespace["vocab"].size == zoo.SMOLLM2_MODEL_VOCAB_SIZE
+
+
+class _ChatTokenizer:
+    """A slow byte-level tokenizer whose eos is "<|start|>" and whose chat template is given."""
+
+    encoder = {"a": 0, "b": 1}
+    byte_decoder = {"a": ord("a"), "b": ord("b")}
+    added_tokens_decoder = {2: "<|start|>", 3: "<|end|>", 4: "<|end|>x"}
+    all_special_ids = [2, 3, 4]
+    eos_token_id = 2
+
+    def __init__(self, template):
+        self.chat_template = template
+
+    def apply_chat_template(self, messages, tokenize):
+        return self.chat_template(messages)
+
+    def convert_ids_to_tokens(self, ids):
+        return [["a", "b", "<|start|>", "<|end|>", "<|end|>x"][i] for i in ids]
+
+    def encode(self, text, add_special_tokens=False):
+        return [self.encoder[char] for char in text]
+
+
+def _broken_template(messages):
+    raise ValueError("this template needs a system message")
+
+
+@pytest.mark.parametrize("template, eos", [
+    (lambda messages: "".join(f"<|start|>{m['content']} <|end|>x\n" for m in messages), 4),  # the longest
+    (lambda messages: "".join(f"<|start|>{m['content']}<|end|>" for m in messages), 3),
+])
+def test_a_start_marker_eos_gives_way_to_the_chat_templates_end_of_turn(template, eos):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert Vocabulary.from_hf(_ChatTokenizer(template)).eos_token_ids == (eos,)
+
+
+@pytest.mark.parametrize("template", [
+    lambda messages: "".join(f"<|start|>{m['content']}" for m in messages),  # no end token: the next start
+    lambda messages: "|".join(m["content"] for m in messages) + " done<|end|>",  # text, not a token, ends it
+    _broken_template,
+    None,
+])
+def test_a_start_marker_eos_without_a_turn_end_in_the_template_warns(template):
+    with pytest.warns(UserWarning, match="start marker"):
+        assert Vocabulary.from_hf(_ChatTokenizer(template)).eos_token_ids == (2,)
 
 
 def test_end_of_text_eos_that_is_also_bos_does_not_warn():

@@ -65,9 +65,9 @@ def load_smollm2(*, show_progress: bool = True):
     """(model, tokenizer) of SmolLM2-135M-Instruct on the CPU, in eval mode, loaded offline.
 
     The GGUF tokenizer names ``<|im_start|>`` as EOS; the chat turn really ends with
-    ``<|im_end|>``, which the model's generation config holds, so use
-    :func:`gramalign.vocabulary_for_model` (or ``Vocabulary.from_hf(tokenizer, model=model)``)
-    when building a Vocabulary; ``Vocabulary.from_hf(tokenizer)`` alone warns about it.
+    ``<|im_end|>``, which the model's generation config and the chat template hold, and which
+    ``Vocabulary.from_hf`` takes. Its tokenizer has 5 more tokens than the model's logits, so
+    build the Vocabulary with :func:`gramalign.vocabulary_for_model` (the model's width).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers

@@ -272,10 +272,12 @@ class Vocabulary:
         Pass the ``model`` the vocabulary is for (what :func:`gramalign.vocabulary_for_model`
         does): the size then defaults to its logits width and the EOS ids to its generation
         config's ``eos_token_id``, which is where chat models say what ends a turn. Without
-        it (and without ``eos_token_ids``) the EOS is ``tokenizer.eos_token_id``, with a
-        warning when that token looks like a start marker (``<|im_start|>``, ``<s>``,
-        ``<|begin_of_text|>``), as in SmolLM2's GGUF tokenizer: generation would then never
-        end where the grammar allows. ``vocab_size`` overrides the width.
+        it (and without ``eos_token_ids``) the EOS is ``tokenizer.eos_token_id``, unless that
+        token looks like a start marker (``<|im_start|>``, ``<s>``, ``<|begin_of_text|>``), as
+        in SmolLM2's GGUF tokenizer: then it is the special token the tokenizer's chat template
+        closes an assistant turn with (``<|im_end|>``), and a warning where there is none
+        (generation would never end where the grammar allows). ``vocab_size`` overrides the
+        width.
         """
         from .from_hf import vocabulary_from_hf
 
