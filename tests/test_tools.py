@@ -140,6 +140,40 @@ def test_a_turn_cut_short_keeps_its_text_and_token_count(tiny_model, budget):
     assert finished.content == finished.text and finished.num_tokens <= 4
 
 
+def test_temperature_means_what_it_means_for_generate(tiny_model, monkeypatch):
+    """temperature=0 is greedy and above 0 samples, as in ga.generate; model.generate gets
+    options transformers finds valid, so it warns about none (issue 40, item 4)."""
+    from transformers import GenerationConfig
+
+    from gramalign.integrations.tools import generate_with_tools
+
+    tokenizer = _chat_tokenizer()
+    seen = []
+    original = type(tiny_model).generate
+
+    def spy(self, *args, **kwargs):
+        seen.append({key: kwargs[key] for key in ("do_sample", "temperature") if key in kwargs})
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(tiny_model), "generate", spy)
+    turn = ([{"role": "user", "content": "Weather in Oslo?"}], TOOLS)
+    options = {"tool_choice": "required", "parallel_tool_calls": False, "max_new_tokens": 40}
+    greedy = generate_with_tools(tiny_model, tokenizer, *turn, **options)
+    at_zero = generate_with_tools(tiny_model, tokenizer, *turn, temperature=0, **options)
+    assert at_zero.text == greedy.text and seen[0] == seen[1] == {"do_sample": False}
+    torch.manual_seed(0)
+    generate_with_tools(tiny_model, tokenizer, *turn, temperature=0.7, **options)
+    assert seen[2] == {"do_sample": True, "temperature": 0.7}
+    for kwargs in seen:
+        GenerationConfig(**kwargs).validate(strict=True)  # what transformers would warn about raises here
+    for temperature, do_sample in ((0, True), (0.5, False)):
+        with pytest.raises(ValueError, match="contradicts"):
+            generate_with_tools(tiny_model, tokenizer, *turn, temperature=temperature, do_sample=do_sample, **options)
+    for temperature in (-1, float("nan"), "0"):
+        with pytest.raises(ValueError, match="temperature must be"):
+            generate_with_tools(tiny_model, tokenizer, *turn, temperature=temperature, **options)
+
+
 @pytest.mark.parametrize("max_calls", [1, 2, 3])
 def test_max_calls_bounds_the_number_of_calls(max_calls):
     grammar = tool_calling_grammar(TOOLS, tool_choice="required", max_calls=max_calls)

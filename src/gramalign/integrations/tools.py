@@ -253,7 +253,9 @@ def generate_with_tools(model, tokenizer, messages: Sequence[Mapping[str, Any]],
     :func:`tool_calling_grammar` (at most ``max_calls`` calls, default 4: small models repeat a
     call otherwise) and parsed with :func:`parse_tool_calls`; when ``max_new_tokens`` cuts a call
     short, the calls finished before it are returned with ``truncated=True``. The result keeps
-    the answer's ``text`` and ``num_tokens``, to see what a turn that ended badly wrote.
+    the answer's ``text`` and ``num_tokens``, to see what a turn that ended badly wrote. Greedy
+    unless ``temperature`` is above 0 (0 is greedy, as for :func:`gramalign.generate`); other
+    ``generate_options`` go to ``model.generate``.
     """
     from ..masking.compiler import compile as compile_grammar
     from .hf import generate_chat, vocabulary_for_model
