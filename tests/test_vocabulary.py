@@ -747,3 +747,68 @@ def test_start_marker_warning_points_at_the_caller_of_from_hf():
     assert vocab.token_bytes == (b"a", b"b", b"") and vocab.eos_token_ids == (2,)
     assert [entry.filename for entry in record] == [__file__]
 
+
+
+def _write_gguf(path, metadata: dict, tensors: dict) -> None:
+    """A GGUF v3 header (the part Vocabulary.from_gguf reads): strings, ints, bools and their lists."""
+    import struct
+
+    def string(text):
+        data = text.encode("utf-8")
+        return struct.pack("<Q", len(data)) + data
+
+    def value(item):
+        if isinstance(item, bool):
+            return struct.pack("<I?", 7, item)
+        if isinstance(item, int):
+            return struct.pack("<II", 4, item)
+        if isinstance(item, str):
+            return struct.pack("<I", 8) + string(item)
+        kind = 8 if isinstance(item[0], str) else 5
+        body = b"".join(string(x) if kind == 8 else struct.pack("<i", x) for x in item)
+        return struct.pack("<IIQ", 9, kind, len(item)) + body
+
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    out += b"".join(string(key) + value(item) for key, item in metadata.items())
+    for name, shape in tensors.items():
+        out += string(name) + struct.pack(f"<I{len(shape)}QIQ", len(shape), *shape, 0, 0)
+    path.write_bytes(out + b"\0" * 64)  # where the weights would start
+
+
+def test_gguf_vocabularies_read_only_the_header(tmp_path):
+    """Token types: text in GPT-2's byte alphabet, control tokens special, user-defined ones as
+    written; width from the output tensor; EOS the end of text and of turn (issue 40, item 2)."""
+    tokens = ["<|endoftext|>", "a", "Ġb", "Ċ", "<think>", "<|eot|>", "Ã©"]
+    path = tmp_path / "tiny.gguf"
+    metadata = {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens,
+                "tokenizer.ggml.token_type": [3, 1, 1, 1, 4, 3, 1], "tokenizer.ggml.eos_token_id": 0,
+                "tokenizer.ggml.eot_token_id": 5, "tokenizer.ggml.add_space_prefix": False}
+    _write_gguf(path, metadata, {"token_embd.weight": (8, 7), "output.weight": (8, 9)})
+    vocab = Vocabulary.from_gguf(path)
+    assert vocab.token_bytes == (b"", b"a", b" b", b"\n", b"<think>", b"", "é".encode())
+    assert vocab.size == 9 and vocab.eos_token_ids == (0, 5)
+    assert Vocabulary.from_gguf(str(path), vocab_size=7, eos_token_ids=5).eos_token_ids == (5,)
+    _write_gguf(path, {**metadata, "llama.vocab_size": 7}, {})  # no tensors: the declared size
+    assert Vocabulary.from_gguf(path).size == 7
+    _write_gguf(path, {**metadata, "tokenizer.ggml.model": "llama"}, {})
+    with pytest.raises(VocabularyError, match="'llama' tokenizer.*from_hf"):
+        Vocabulary.from_gguf(path)
+    path.write_bytes(b"GGUF" + bytes(10))
+    with pytest.raises(VocabularyError, match="not a readable GGUF file"):
+        Vocabulary.from_gguf(path)
+    path.write_bytes(b'{"model": {}}')
+    with pytest.raises(VocabularyError, match="not a GGUF file"):
+        Vocabulary.from_gguf(path)
+
+
+@pytest.mark.slow
+def test_smollm2_gguf_vocabulary_is_the_models():
+    """Read from the header, SmolLM2's vocabulary is the one vocabulary_for_model builds from the
+    tokenizer transformers converts and the model's width and generation config."""
+    from gramalign.integrations.smollm2 import GGUF_FILE, smollm2_directory
+
+    start = time.perf_counter()
+    vocab = Vocabulary.from_gguf(smollm2_directory() / GGUF_FILE)
+    assert time.perf_counter() - start < 5
+    model = _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID)
+    assert vocab.fingerprint == Vocabulary.from_hf(zoo.smollm2_hf(), model=model).fingerprint

@@ -284,6 +284,24 @@ class Vocabulary:
         return vocabulary_from_hf(tokenizer, vocab_size=vocab_size, eos_token_ids=eos_token_ids, model=model)
 
     @classmethod
+    def from_gguf(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        vocab_size: int | None = None,
+        eos_token_ids: int | Iterable[int] | None = None,
+    ) -> Vocabulary:
+        """From a llama.cpp GGUF model file's header, without its weights (milliseconds).
+
+        Byte-level BPE vocabularies (``tokenizer.ggml.model`` ``"gpt2"``) only. The size
+        defaults to the rows of the output tensor (the model's logits width) and the EOS
+        ids to the file's end-of-text and end-of-turn ids.
+        """
+        from .from_gguf import vocabulary_from_gguf
+
+        return vocabulary_from_gguf(path, vocab_size=vocab_size, eos_token_ids=eos_token_ids)
+
+    @classmethod
     def from_tiktoken(
         cls,
         encoding: tiktoken.Encoding,
