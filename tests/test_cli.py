@@ -98,3 +98,75 @@ def test_generate_with_a_local_model_folder(tmp_path, capsys, tiny_model):
                    "--max-new-tokens", "20", "--quiet"])
     out = capsys.readouterr().out.strip()
     assert status == 0 and re.fullmatch(r"[ab]{3}-[0-9]", out), out
+
+
+# llama.cpp's grammars/chess.gbnf
+CHESS = '''# Specifies chess moves as a list in algebraic notation, using PGN conventions
+
+# Force first move to "1. ", then any 1-2 digit number after, relying on model to follow the pattern
+root    ::= "1. " move " " move "\\n" ([1-9] [0-9]? ". " move " " move "\\n")+
+move    ::= (pawn | nonpawn | castle) [+#]?
+
+# piece type, optional file/rank, optional capture, dest file & rank
+nonpawn ::= [NBKQR] [a-h]? [1-8]? "x"? [a-h] [1-8]
+
+# optional file & capture, dest file & rank, optional promotion
+pawn    ::= ([a-h] "x")? [a-h] [1-8] ("=" [NBKQR])?
+
+castle  ::= "O-O" "-O"?
+'''
+
+
+def test_gbnf_files_and_kind(tmp_path, capsys):
+    """.gbnf files are read as GBNF, and --kind names the kind of any file (issue 40, item 2)."""
+    chess = tmp_path / "chess.gbnf"
+    chess.write_text(CHESS)
+    assert main(["compile", str(chess)]) == 0
+    assert json.loads(capsys.readouterr().out)["rules"] > 5
+    game = tmp_path / "game.pgn"
+    game.write_text("1. e4 e5\n2. Nf3 Nc6\n")
+    assert main(["check", str(chess), str(game)]) == 0
+    game.write_text("1. e4 e9\n")
+    assert main(["check", str(chess), str(game)]) == 1
+    assert "game.pgn:1:8: no match" in capsys.readouterr().out
+    for kind, text in (("gbnf", CHESS), ("lark", 'start: "x"+\n'), ("json", '{"type": "integer"}'),
+                       ("regex", "x+\n")):
+        unnamed = tmp_path / "grammar.g"
+        unnamed.write_text(text)
+        assert main(["compile", str(unnamed)]) == 2
+        assert "--kind" in capsys.readouterr().err
+        assert main(["compile", str(unnamed), "--kind", kind]) == 0, kind
+    assert main(["compile", str(chess), "--kind", "lark"]) == 2  # the kind wins over the suffix
+    broken = tmp_path / "broken.gbnf"
+    broken.write_text('root ::= "a" (\n')
+    assert main(["compile", str(broken)]) == 2
+    assert "line 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_compile_with_the_demo_tokenizer_loads_no_model(tmp_path, capsys, monkeypatch):
+    """The demo model's vocabulary comes from its GGUF file's header (issue 40, item 2): the same
+    as the model's (vocabulary_for_model), without loading the weights or even the tokenizer."""
+    import time
+
+    import transformers
+
+    from gramalign.integrations import smollm2
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CLI loaded a model or tokenizer to get a vocabulary")
+
+    monkeypatch.setattr(smollm2, "load_smollm2", refuse)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", refuse)
+    schema = tmp_path / "person.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"name": {"type": "string"},
+                                                                   "age": {"type": "integer"}}}))
+    start = time.perf_counter()
+    assert main(["compile", str(schema), "--tokenizer", "smollm2"]) == 0
+    seconds = time.perf_counter() - start
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["vocabulary_size"] == 49152
+    assert seconds < 20, seconds  # it was 51 s with the model; the header takes milliseconds
+    gguf = smollm2.smollm2_directory() / smollm2.GGUF_FILE
+    assert main(["compile", str(schema), "--tokenizer", str(gguf)]) == 0

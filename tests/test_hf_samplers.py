@@ -144,14 +144,14 @@ def test_generate_with_jump_forward_samples_only_unforced_tokens(demo):
 
 
 def test_vocabulary_takes_eos_and_width_from_the_demo_model(demo):
-    """The GGUF tokenizer says <|im_start|>; the model's generation config says <|im_end|>."""
+    """The GGUF tokenizer says <|im_start|>; the model's generation config and chat template say <|im_end|>."""
     model, tokenizer = demo
     vocab = ga.vocabulary_for_model(tokenizer, model)
     assert vocab.eos_token_ids == (tokenizer.convert_tokens_to_ids("<|im_end|>"),)
     assert vocab.size == model.get_output_embeddings().weight.shape[0] == 49152
     assert ga.Vocabulary.from_hf(tokenizer, model=model).eos_token_ids == vocab.eos_token_ids
-    with pytest.warns(UserWarning, match="looks like a start marker"):
-        assert ga.Vocabulary.from_hf(tokenizer).eos_token_ids == (tokenizer.convert_tokens_to_ids("<|im_start|>"),)
+    # without the model, the chat template's end of turn (issue 40, item 9)
+    assert ga.Vocabulary.from_hf(tokenizer).eos_token_ids == vocab.eos_token_ids
 
 
 @pytest.mark.parametrize("sampler", ["asap", "awrs", "smc"])

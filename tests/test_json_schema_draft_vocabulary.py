@@ -10,6 +10,7 @@ produces must be valid.
 from __future__ import annotations
 
 import json
+import warnings
 
 import jsonschema
 import pytest
@@ -206,6 +207,35 @@ def test_undeclared_schemas_read_draft_07_forms_with_their_draft_07_meaning(sche
             assert strict.accepts(text.encode()) == latest.is_valid(instance), (schema, instance)
     with pytest.raises(ValueError, match="default_draft"):
         ga.Grammar.from_json_schema(schema, default_draft=5)
+
+
+def test_unknown_formats_warn_naming_the_pointer():
+    """An unknown format is an annotation (any string passes, as jsonschema says), and the user is
+    told so, like a misspelled keyword (issue 40, item 6)."""
+    schema = {"type": "object", "properties": {"phone": {"type": "string", "format": "phone"},
+                                               "when": {"type": "string", "format": "date_time"},
+                                               "day": {"type": "string", "format": "date"},
+                                               "n": {"type": "integer", "format": "int64"}}}
+    with pytest.warns(ga.SchemaKeywordWarning) as caught:
+        grammar = ga.Grammar.from_json_schema(schema)
+    messages = sorted(str(w.message) for w in caught)
+    assert any("#/properties/phone" in m and "unknown format 'phone'" in m for m in messages), messages
+    assert any("#/properties/when" in m and "did you mean 'date-time'?" in m for m in messages), messages
+    assert any("#/properties/n" in m and "'int64'" in m for m in messages), messages
+    assert not any("'date'" in m for m in messages)
+    parser = IncrementalParser(build_parser_tables(grammar))
+    for text in ('{"phone":"call me"}', '{"when":"noon"}', '{"day":"noon"}'):
+        valid = jsonschema.Draft202012Validator(schema, format_checker=None).is_valid(json.loads(text))
+        assert parser.accepts(text.encode()) == (valid and "day" not in text), text
+
+
+def test_known_formats_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ga.SchemaKeywordWarning)
+        ga.Grammar.from_json_schema({"type": "string", "format": "uuid"})
+        ga.Grammar.from_json_schema({"anyOf": [{"format": "ipv4"}, {"type": "integer"}]})
+    with pytest.raises(ga.SchemaCompileError, match="not supported"):  # refused, not warned about
+        ga.Grammar.from_json_schema({"type": "string", "format": "idn-email"})
 
 
 def test_misspelled_keywords_warn_with_a_suggestion():

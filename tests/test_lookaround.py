@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import lark
+import numpy as np
 import pytest
 
 import gramalign as ga
@@ -102,6 +103,86 @@ def test_lookarounds_reading_outside_the_match_are_refused(pattern, construct, p
     with pytest.raises(LookaroundError, match=construct) as info:
         regex_to_dfa(pattern)
     assert isinstance(info.value, RegexError) and info.value.position == position
+
+
+# Boundaries at an end of a regex that stands alone read the start or the end of the text.
+BOUNDARIES_AT_THE_ENDS = [
+    r"\ba1\b",
+    r"\Ba1\B",  # "a" after the start of the text is a boundary: nothing matches
+    r"\b\w+\b",
+    r"\b",  # nothing: the empty text has no word character on either side
+    r"\B",  # only the empty text, but re's \B fails in the empty text before Python 3.14
+    r"-?\B",  # "-" only
+    r"\b-",  # nothing: "-" is no word character
+    r"-\B",
+    r"\B-+\B",
+    r"(?:\ba|-\B)é?",
+    r"\b(?:a|-)\b",
+    r"(?i)\bA\b",
+    r"(?a)\b\w+\b",  # ASCII word characters only: "é" and "٣" are not
+    r"a\b|\b-|\B",
+    r"^\b\w\b$",
+    r"(?a)\b\w+\b \b\w+\b",  # boundaries inside the match too (ASCII: Unicode \w takes 15 s)
+    r"(?=a)\w+\b",  # with a lookahead inside
+    r"(?:\b\w|-)-",
+    r"\b.*?\b",  # a lazy repeat: the same language under fullmatch
+]
+
+
+@pytest.mark.parametrize("pattern", BOUNDARIES_AT_THE_ENDS)
+def test_word_boundaries_at_the_ends_of_a_standalone_regex_read_the_start_and_end_of_the_text(pattern):
+    """``Grammar.from_regex`` is the whole text (issue 40, item 7): ``re.fullmatch`` on every
+    string of up to 5 characters over word and other characters is the oracle."""
+    dfa = ga.Grammar.from_regex(pattern).single_terminal().dfa
+    compiled = re.compile(pattern)
+    matched = 0
+    for n in range(6):
+        for letters in itertools.product(BOUNDARY_ALPHABET, repeat=n):
+            text = "".join(letters)
+            expected = compiled.fullmatch(text) is not None
+            assert dfa.matches(text.encode()) == expected, text
+            matched += expected
+    assert matched > 0 or pattern in (r"\Ba1\B", r"\b", r"\b-", r"\B")
+
+
+def test_a_standalone_regex_with_boundaries_at_its_ends_masks_tokens_as_re_says():
+    """GPT-2's tokens after a few prefixes: allowed exactly where the text so far still starts
+    a string ``re.fullmatch`` accepts (the automaton checked above against re)."""
+    from gramalign.masking.bitmask import unpack_bitmask_row
+
+    grammar = ga.Grammar.from_regex(r"(?a)\b\w+ \b\w+\b")
+    dfa = grammar.single_terminal().dfa
+    vocabulary = gpt2_vocabulary()
+    compiled = ga.compile(grammar, vocabulary)
+    for prefix in (b"", b"ca", b"cat ", b"cat sat"):
+        matcher = compiled.matcher()
+        matcher.accept_string(prefix)
+        mask = np.zeros((1, compiled.bitmask_width), dtype=np.int32)
+        matcher.fill_next_token_bitmask(mask, 0)
+        got = unpack_bitmask_row(mask[0], vocabulary.size)
+        for token in vocabulary.grammar_token_ids().tolist():
+            assert got[token] == dfa.is_prefix(prefix + vocabulary.token_bytes[token]), (prefix, token)
+        assert all(got[eos] == dfa.matches(prefix) for eos in vocabulary.eos_token_ids)
+
+
+@pytest.mark.parametrize("pattern, construct", [
+    (r"a(?!b)", "lookahead"),  # a lookahead past the end of the text: not read as the end of the text
+    (r"(?<=a)b", "lookbehind"),
+    (r"(?:\ba)+", "repeat"),
+    (r"(?:\b\w)?-", "repeat"),
+])
+def test_other_assertions_at_the_ends_of_a_standalone_regex_stay_refused(pattern, construct):
+    with pytest.raises(LookaroundError, match=construct):
+        ga.Grammar.from_regex(pattern)
+
+
+def test_lark_terminals_keep_reading_the_text_around_their_boundaries():
+    """The same pattern as a lexeme among others: a boundary at its end reads the next lexeme."""
+    grammar = ga.Grammar.from_lark('start: WORD+\nWORD: /cat\\b/ | /s/\n')
+    parser = IncrementalParser(build_parser_tables(grammar))
+    assert parser.accepts(b"cat") and parser.accepts(b"scat") and not parser.accepts(b"cats")
+    with pytest.raises(LookaroundError, match="word boundary"):
+        regex_to_dfa(r"cat\b")  # a lexeme's automaton, without the whole text around it
 
 
 def _sample(rng: random.Random, pieces: list[str], joiner: str = "") -> str:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import gramalign as ga
+from gramalign.integrations import tools as ga_tools
 from gramalign.integrations.tools import HERMES, ToolCallFormat, parse_tool_calls, tool_calling_grammar
 
 from support.grammar_walks import byte_vocabulary, random_texts
@@ -113,6 +114,66 @@ def test_generate_with_tools_in_a_real_generate_loop(tiny_model):
         jsonschema.validate(result.calls[0].arguments, WEATHER)
 
 
+def _chat_tokenizer():
+    tokenizer = gpt2_hf_fast()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    return tokenizer
+
+
+@pytest.mark.parametrize("budget", [3, 12, 30])
+def test_a_turn_cut_short_keeps_its_text_and_token_count(tiny_model, budget):
+    """A required call that the token budget cuts, inside its opening marker or its JSON, has no
+    content and no calls, and keeps what it wrote to be debugged (issue 40, item 3)."""
+    from gramalign.integrations.tools import generate_with_tools
+
+    tokenizer = _chat_tokenizer()
+    torch.manual_seed(budget)
+    result = generate_with_tools(tiny_model, tokenizer, [{"role": "user", "content": "Weather in Oslo?"}], TOOLS,
+                                 tool_choice="required", parallel_tool_calls=False, max_new_tokens=budget,
+                                 do_sample=True)
+    assert result.truncated and result.content == "" and result.calls == ()
+    assert result.num_tokens == budget  # the model's tokens, often not the tokenizer's spelling of the text
+    assert result.text.startswith("<tool_call>") or "<tool_call>".startswith(result.text), result.text
+    assert "text=" in repr(result) and "num_tokens=" in repr(result)
+    finished = generate_with_tools(tiny_model, tokenizer, [{"role": "user", "content": "Hi"}], TOOLS,
+                                   tool_choice="none", max_new_tokens=4)
+    assert finished.content == finished.text and finished.num_tokens <= 4
+
+
+def test_temperature_means_what_it_means_for_generate(tiny_model, monkeypatch):
+    """temperature=0 is greedy and above 0 samples, as in ga.generate; model.generate gets
+    options transformers finds valid, so it warns about none (issue 40, item 4)."""
+    from transformers import GenerationConfig
+
+    from gramalign.integrations.tools import generate_with_tools
+
+    tokenizer = _chat_tokenizer()
+    seen = []
+    original = type(tiny_model).generate
+
+    def spy(self, *args, **kwargs):
+        seen.append({key: kwargs[key] for key in ("do_sample", "temperature") if key in kwargs})
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(tiny_model), "generate", spy)
+    turn = ([{"role": "user", "content": "Weather in Oslo?"}], TOOLS)
+    options = {"tool_choice": "required", "parallel_tool_calls": False, "max_new_tokens": 40}
+    greedy = generate_with_tools(tiny_model, tokenizer, *turn, **options)
+    at_zero = generate_with_tools(tiny_model, tokenizer, *turn, temperature=0, **options)
+    assert at_zero.text == greedy.text and seen[0] == seen[1] == {"do_sample": False}
+    torch.manual_seed(0)
+    generate_with_tools(tiny_model, tokenizer, *turn, temperature=0.7, **options)
+    assert seen[2] == {"do_sample": True, "temperature": 0.7}
+    for kwargs in seen:
+        GenerationConfig(**kwargs).validate(strict=True)  # what transformers would warn about raises here
+    for temperature, do_sample in ((0, True), (0.5, False)):
+        with pytest.raises(ValueError, match="contradicts"):
+            generate_with_tools(tiny_model, tokenizer, *turn, temperature=temperature, do_sample=do_sample, **options)
+    for temperature in (-1, float("nan"), "0"):
+        with pytest.raises(ValueError, match="temperature must be"):
+            generate_with_tools(tiny_model, tokenizer, *turn, temperature=temperature, **options)
+
+
 @pytest.mark.parametrize("max_calls", [1, 2, 3])
 def test_max_calls_bounds_the_number_of_calls(max_calls):
     grammar = tool_calling_grammar(TOOLS, tool_choice="required", max_calls=max_calls)
@@ -142,3 +203,7 @@ def test_a_cut_answer_keeps_the_finished_calls():
         with pytest.raises(ValueError):
             parse_tool_calls(call + cut)
     assert not parse_tool_calls(call).truncated
+    assert parse_tool_calls(call + cut, partial=True).text == call + cut and parse_tool_calls(call).text == call
+    for cut in ["<", "<tool_ca"]:  # cut inside the opening marker: a call, not free text
+        assert parse_tool_calls(cut, partial=True) == ga_tools.ToolCallResult("", (), truncated=True)
+        assert parse_tool_calls(cut, partial=True).text == cut

@@ -632,25 +632,86 @@ class _FakeModel:
 
 
 @pytest.mark.slow
-def test_smollm2_eos_comes_from_the_model_and_a_start_marker_warns():
-    """SmolLM2's GGUF tokenizer names <|im_start|> (id 1) as eos; the model's generation config
-    names <|im_end|> (id 2), which is what ends a chat turn."""
+def test_smollm2_eos_is_the_end_of_a_chat_turn_not_its_start_marker():
+    """SmolLM2's GGUF tokenizer names <|im_start|> (id 1) as eos; its chat template closes a turn
+    with <|im_end|> (id 2), which its model's generation config also names (issue 40, item 9)."""
     tokenizer = zoo.smollm2_hf()
-    with pytest.warns(UserWarning, match=r"'<\|im_start\|>', which looks like a start marker.*vocabulary_for_model"):
-        plain = Vocabulary.from_hf(tokenizer)
-    assert plain.eos_token_ids == (1,) and plain.size == 49157
     model = _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID, config_eos=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
+        plain = Vocabulary.from_hf(tokenizer)
+        assert plain.eos_token_ids == (zoo.SMOLLM2_IM_END_ID,) and plain.size == 49157
         for_model = Vocabulary.from_hf(tokenizer, model=model)
         assert for_model.eos_token_ids == (2,) and for_model.size == 49152
         # an explicit choice is the caller's: no warning either
         assert Vocabulary.from_hf(tokenizer, vocab_size=49152, eos_token_ids=[1]).eos_token_ids == (1,)
+        # a model without an eos anywhere: the chat template's end of turn
+        assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152)).eos_token_ids == (2,)
     # a model without a generation config eos: its config's; an explicit eos_token_ids still wins
     assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152, config_eos=[2, 0])).eos_token_ids == (2, 0)
     assert Vocabulary.from_hf(tokenizer, model=model, eos_token_ids=0).eos_token_ids == (0,)
-    with pytest.warns(UserWarning, match="start marker"):  # nothing in the model: the tokenizer's, warned
-        assert Vocabulary.from_hf(tokenizer, model=_FakeModel(49152)).eos_token_ids == (1,)
+
+
+@pytest.mark.slow
+def test_package_quick_start_builds_the_vocabulary_the_model_ends_with():
+    """The package docstring's quick start, run on SmolLM2's tokenizer: the model's width and EOS."""
+    import gramalign
+
+    line = next(line.strip() for line in gramalign.__doc__.splitlines() if line.strip().startswith("vocab = "))
+    namespace = {"ga": gramalign, "tokenizer": zoo.smollm2_hf(),
+                 "model": _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        exec(line, namespace)
+    assert namespace["vocab"].eos_token_ids == (zoo.SMOLLM2_IM_END_ID,)
+    assert namespace["vocab"].size == zoo.SMOLLM2_MODEL_VOCAB_SIZE
+
+
+class _ChatTokenizer:
+    """A slow byte-level tokenizer whose eos is "<|start|>" and whose chat template is given."""
+
+    encoder = {"a": 0, "b": 1}
+    byte_decoder = {"a": ord("a"), "b": ord("b")}
+    added_tokens_decoder = {2: "<|start|>", 3: "<|end|>", 4: "<|end|>x"}
+    all_special_ids = [2, 3, 4]
+    eos_token_id = 2
+
+    def __init__(self, template):
+        self.chat_template = template
+
+    def apply_chat_template(self, messages, tokenize):
+        return self.chat_template(messages)
+
+    def convert_ids_to_tokens(self, ids):
+        return [["a", "b", "<|start|>", "<|end|>", "<|end|>x"][i] for i in ids]
+
+    def encode(self, text, add_special_tokens=False):
+        return [self.encoder[char] for char in text]
+
+
+def _broken_template(messages):
+    raise ValueError("this template needs a system message")
+
+
+@pytest.mark.parametrize("template, eos", [
+    (lambda messages: "".join(f"<|start|>{m['content']} <|end|>x\n" for m in messages), 4),  # the longest
+    (lambda messages: "".join(f"<|start|>{m['content']}<|end|>" for m in messages), 3),
+])
+def test_a_start_marker_eos_gives_way_to_the_chat_templates_end_of_turn(template, eos):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert Vocabulary.from_hf(_ChatTokenizer(template)).eos_token_ids == (eos,)
+
+
+@pytest.mark.parametrize("template", [
+    lambda messages: "".join(f"<|start|>{m['content']}" for m in messages),  # no end token: the next start
+    lambda messages: "|".join(m["content"] for m in messages) + " done<|end|>",  # text, not a token, ends it
+    _broken_template,
+    None,
+])
+def test_a_start_marker_eos_without_a_turn_end_in_the_template_warns(template):
+    with pytest.warns(UserWarning, match="start marker"):
+        assert Vocabulary.from_hf(_ChatTokenizer(template)).eos_token_ids == (2,)
 
 
 def test_end_of_text_eos_that_is_also_bos_does_not_warn():
@@ -686,3 +747,68 @@ def test_start_marker_warning_points_at_the_caller_of_from_hf():
     assert vocab.token_bytes == (b"a", b"b", b"") and vocab.eos_token_ids == (2,)
     assert [entry.filename for entry in record] == [__file__]
 
+
+
+def _write_gguf(path, metadata: dict, tensors: dict) -> None:
+    """A GGUF v3 header (the part Vocabulary.from_gguf reads): strings, ints, bools and their lists."""
+    import struct
+
+    def string(text):
+        data = text.encode("utf-8")
+        return struct.pack("<Q", len(data)) + data
+
+    def value(item):
+        if isinstance(item, bool):
+            return struct.pack("<I?", 7, item)
+        if isinstance(item, int):
+            return struct.pack("<II", 4, item)
+        if isinstance(item, str):
+            return struct.pack("<I", 8) + string(item)
+        kind = 8 if isinstance(item[0], str) else 5
+        body = b"".join(string(x) if kind == 8 else struct.pack("<i", x) for x in item)
+        return struct.pack("<IIQ", 9, kind, len(item)) + body
+
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    out += b"".join(string(key) + value(item) for key, item in metadata.items())
+    for name, shape in tensors.items():
+        out += string(name) + struct.pack(f"<I{len(shape)}QIQ", len(shape), *shape, 0, 0)
+    path.write_bytes(out + b"\0" * 64)  # where the weights would start
+
+
+def test_gguf_vocabularies_read_only_the_header(tmp_path):
+    """Token types: text in GPT-2's byte alphabet, control tokens special, user-defined ones as
+    written; width from the output tensor; EOS the end of text and of turn (issue 40, item 2)."""
+    tokens = ["<|endoftext|>", "a", "Ġb", "Ċ", "<think>", "<|eot|>", "Ã©"]
+    path = tmp_path / "tiny.gguf"
+    metadata = {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": tokens,
+                "tokenizer.ggml.token_type": [3, 1, 1, 1, 4, 3, 1], "tokenizer.ggml.eos_token_id": 0,
+                "tokenizer.ggml.eot_token_id": 5, "tokenizer.ggml.add_space_prefix": False}
+    _write_gguf(path, metadata, {"token_embd.weight": (8, 7), "output.weight": (8, 9)})
+    vocab = Vocabulary.from_gguf(path)
+    assert vocab.token_bytes == (b"", b"a", b" b", b"\n", b"<think>", b"", "é".encode())
+    assert vocab.size == 9 and vocab.eos_token_ids == (0, 5)
+    assert Vocabulary.from_gguf(str(path), vocab_size=7, eos_token_ids=5).eos_token_ids == (5,)
+    _write_gguf(path, {**metadata, "llama.vocab_size": 7}, {})  # no tensors: the declared size
+    assert Vocabulary.from_gguf(path).size == 7
+    _write_gguf(path, {**metadata, "tokenizer.ggml.model": "llama"}, {})
+    with pytest.raises(VocabularyError, match="'llama' tokenizer.*from_hf"):
+        Vocabulary.from_gguf(path)
+    path.write_bytes(b"GGUF" + bytes(10))
+    with pytest.raises(VocabularyError, match="not a readable GGUF file"):
+        Vocabulary.from_gguf(path)
+    path.write_bytes(b'{"model": {}}')
+    with pytest.raises(VocabularyError, match="not a GGUF file"):
+        Vocabulary.from_gguf(path)
+
+
+@pytest.mark.slow
+def test_smollm2_gguf_vocabulary_is_the_models():
+    """Read from the header, SmolLM2's vocabulary is the one vocabulary_for_model builds from the
+    tokenizer transformers converts and the model's width and generation config."""
+    from gramalign.integrations.smollm2 import GGUF_FILE, smollm2_directory
+
+    start = time.perf_counter()
+    vocab = Vocabulary.from_gguf(smollm2_directory() / GGUF_FILE)
+    assert time.perf_counter() - start < 5
+    model = _FakeModel(zoo.SMOLLM2_MODEL_VOCAB_SIZE, generation_eos=zoo.SMOLLM2_IM_END_ID)
+    assert vocab.fingerprint == Vocabulary.from_hf(zoo.smollm2_hf(), model=model).fingerprint

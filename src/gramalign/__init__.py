@@ -3,7 +3,7 @@
 Quick start::
 
     import gramalign as ga
-    vocab = ga.Vocabulary.from_hf(tokenizer)
+    vocab = ga.vocabulary_for_model(tokenizer, model)  # the model's logits width and EOS
     compiled = ga.compile(ga.Grammar.from_regex(r"\\d{4}-\\d{2}-\\d{2}"), vocab)
     processor = ga.GrammarLogitsProcessor(compiled)
     model.generate(input_ids, logits_processor=[processor])

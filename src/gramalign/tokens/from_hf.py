@@ -4,7 +4,8 @@ A fast tokenizer is read through its ``tokenizers`` backend; slow ones through t
 SentencePiece model, their byte-level ``encoder``/``byte_decoder``, or ByT5's byte offset;
 ``MistralCommonBackend`` through ``mistral_common``. Added and declared special tokens are
 special unless they are ordinary model pieces. Given the model, its logits width and its
-generation config's EOS win over the tokenizer's.
+generation config's EOS win over the tokenizer's; a tokenizer EOS named like a start marker
+gives way to the token its chat template ends a turn with.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from gramalign.errors import VocabularyError
 
 from .byte_conventions import KIND_BYTE_LEVEL, KIND_RAW, KIND_SENTENCEPIECE, _byt5_entries, _byte_level_entries
-from .eos import _conventional_eos_ids, _valid_ids, _warn_start_marker_eos
+from .eos import _chat_turn_end_ids, _conventional_eos_ids, _start_markers, _valid_ids, _warn_start_marker_eos
 from .from_mistral import vocabulary_from_mistral
 from .from_sentencepiece import _sentencepiece_entries
 from .from_tokenizers import _tokenizers_entries
@@ -78,8 +79,14 @@ def vocabulary_from_hf(
         default_eos = [eos]
     elif isinstance(eos, Iterable):
         default_eos = [int(i) for i in eos]
-    if eos_token_ids is None:
-        _warn_start_marker_eos(tokenizer, default_eos, source=_type_name(tokenizer))
+    starts = _start_markers(tokenizer, default_eos) if eos_token_ids is None else []
+    if starts:
+        # The model stops where its chat template closes a turn, not at a start marker.
+        turn_end = _chat_turn_end_ids(tokenizer)
+        if turn_end:
+            default_eos = turn_end
+        else:
+            _warn_start_marker_eos(starts[0], source=_type_name(tokenizer))
 
     def encode(text: str) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=False))

@@ -272,14 +272,34 @@ class Vocabulary:
         Pass the ``model`` the vocabulary is for (what :func:`gramalign.vocabulary_for_model`
         does): the size then defaults to its logits width and the EOS ids to its generation
         config's ``eos_token_id``, which is where chat models say what ends a turn. Without
-        it (and without ``eos_token_ids``) the EOS is ``tokenizer.eos_token_id``, with a
-        warning when that token looks like a start marker (``<|im_start|>``, ``<s>``,
-        ``<|begin_of_text|>``), as in SmolLM2's GGUF tokenizer: generation would then never
-        end where the grammar allows. ``vocab_size`` overrides the width.
+        it (and without ``eos_token_ids``) the EOS is ``tokenizer.eos_token_id``, unless that
+        token looks like a start marker (``<|im_start|>``, ``<s>``, ``<|begin_of_text|>``), as
+        in SmolLM2's GGUF tokenizer: then it is the special token the tokenizer's chat template
+        closes an assistant turn with (``<|im_end|>``), and a warning where there is none
+        (generation would never end where the grammar allows). ``vocab_size`` overrides the
+        width.
         """
         from .from_hf import vocabulary_from_hf
 
         return vocabulary_from_hf(tokenizer, vocab_size=vocab_size, eos_token_ids=eos_token_ids, model=model)
+
+    @classmethod
+    def from_gguf(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        vocab_size: int | None = None,
+        eos_token_ids: int | Iterable[int] | None = None,
+    ) -> Vocabulary:
+        """From a llama.cpp GGUF model file's header, without its weights (milliseconds).
+
+        Byte-level BPE vocabularies (``tokenizer.ggml.model`` ``"gpt2"``) only. The size
+        defaults to the rows of the output tensor (the model's logits width) and the EOS
+        ids to the file's end-of-text and end-of-turn ids.
+        """
+        from .from_gguf import vocabulary_from_gguf
+
+        return vocabulary_from_gguf(path, vocab_size=vocab_size, eos_token_ids=eos_token_ids)
 
     @classmethod
     def from_tiktoken(

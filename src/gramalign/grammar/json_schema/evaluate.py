@@ -22,7 +22,8 @@ from ..automata import MAX_STATES, difference, intersect, union
 from ..limits import check_size, check_time
 from ..dfa import StateLimitError
 from . import numbers as num
-from .keywords import check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords
+from .keywords import (check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords,
+                       warn_unknown_format)
 from .resolve import SchemaIndex, escape_pointer, json_text
 from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
                      ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
@@ -177,6 +178,7 @@ class Evaluator:
         if "$ref" in node and self.draft < 2019:
             return self.shape(frozenset([self.index.resolve(node["$ref"], pointer)]))
         warn_misspelled_keywords(node, pointer)
+        warn_unknown_format(node, pointer)
         node = draft_keywords(node, self.draft)  # what the declared draft does not define is an annotation
         check_keyword_values(node, pointer, self.draft)
         for keyword in ("enum", "const", "required", "dependentRequired", "properties", "dependentSchemas",

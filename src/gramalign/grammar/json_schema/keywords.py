@@ -25,7 +25,7 @@ from .resolve import UNDECLARED, escape_pointer, json_text
 from .unique import value_key
 
 __all__ = ["DRAFT_KEYWORDS", "check_keyword_values", "check_literal_strings", "draft_keywords",
-           "warn_misspelled_keywords"]
+           "warn_misspelled_keywords", "warn_unknown_format"]
 
 # What the evaluator reads, per draft (as ``jsonschema``'s validators of each draft define
 # them, plus the keywords that modify another: exclusiveMaximum/Minimum, then/else,
@@ -65,6 +65,23 @@ def warn_misspelled_keywords(node: dict, pointer: str) -> None:
         if close:
             warnings.warn(f"the schema at #{pointer} has the unknown keyword {key!r}, which JSON Schema ignores: "
                           f"did you mean {close[0]!r}?", SchemaKeywordWarning, stacklevel=2)
+
+
+def warn_unknown_format(node: dict, pointer: str) -> None:
+    """Warn (:class:`SchemaKeywordWarning`) about a ``format`` that gramalign does not know
+    (``"phone"``): JSON Schema makes it an annotation, so any string is allowed there, which
+    the author may not expect. Formats gramalign refuses (``idn-email``) are errors instead."""
+    name = node.get("format")
+    if not isinstance(name, str):
+        return
+    from .formats import FORMATS, UNSUPPORTED_FORMATS  # their automata load only where a schema has one
+
+    if name in FORMATS or name in UNSUPPORTED_FORMATS:
+        return
+    close = difflib.get_close_matches(name, sorted(FORMATS), n=1, cutoff=0.8)
+    hint = f": did you mean {close[0]!r}?" if close else " (a pattern would constrain it)"
+    warnings.warn(f"the schema at #{pointer} has the unknown format {name!r}, which JSON Schema ignores, so any "
+                  f"value is allowed there{hint}", SchemaKeywordWarning, stacklevel=2)
 
 
 _COUNTS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "minContains",
