@@ -14,7 +14,6 @@ bytes written into gaps. Grammars go through :mod:`.lexings` and :mod:`.bar_hill
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from ..errors import InfillError
 from .dfa import DEAD, ByteDFA
+from .limits import work_clock
 
 __all__ = ["GAP", "Budget", "BudgetExhausted", "PartialText", "partial_text", "regex_fillers", "DFAPaths"]
 
@@ -109,20 +109,22 @@ class BudgetExhausted(Exception):
 
 
 class Budget:
-    """A wall-clock deadline, checked inside the long loops."""
+    """A wall-clock deadline, checked inside the long loops; numba's compilation of the
+    kernels on their first use does not count (as for compile limits: a first check in a
+    fresh process would otherwise be ``undecided`` whatever its input)."""
 
     def __init__(self, seconds: "float | None"):
         self.seconds = seconds
-        self.started = time.perf_counter()
+        self.started = work_clock()
         self.deadline = float("inf") if seconds is None else self.started + seconds
 
     def check(self) -> None:
-        if time.perf_counter() > self.deadline:
+        if work_clock() > self.deadline:
             raise BudgetExhausted()
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.started
+        return work_clock() - self.started
 
 
 # Bytes tried first when a witness needs some byte of a transition: letters and digits read

@@ -99,8 +99,8 @@ DEFAULT_LIMITS = CompileLimits()
 @dataclass
 class _Budget:
     limits: CompileLimits
-    started: float  # _clock()
-    deadline: float  # _clock(); math.inf without a time limit
+    started: float  # work_clock()
+    deadline: float  # work_clock(); math.inf without a time limit
     seconds: "float | None"  # the setting the deadline came from (for the message)
     resident_at_start: int  # bytes, or -1 where unknown; numba's growth (_JIT.resident) left out
     next_memory_check: float = 0.0
@@ -184,7 +184,7 @@ def applied(limits: "CompileLimits | None"):
         limits = DEFAULT_LIMITS
     elif not isinstance(limits, CompileLimits):
         raise TypeError(f"limits must be a gramalign.CompileLimits, not {type(limits).__name__}")
-    now = _clock()
+    now = work_clock()
     seconds = limits.max_compile_seconds
     deadline = math.inf if seconds is None else now + seconds
     if outer is not None and outer.deadline <= deadline:
@@ -198,7 +198,7 @@ def applied(limits: "CompileLimits | None"):
         _ACTIVE.reset(token)
 
 
-def _clock() -> float:
+def work_clock() -> float:
     """time.monotonic() without the time numba spent compiling kernels."""
     return time.monotonic() - _JIT.seconds
 
@@ -209,7 +209,7 @@ def check_time(where: str = "") -> None:
     budget = _ACTIVE.get()
     if budget is None:
         return
-    now = _clock()
+    now = work_clock()
     if now > budget.deadline:
         raise LimitExceeded("max_compile_seconds", budget.seconds, f"{now - budget.started:.2f} s spent", where)
     if now >= budget.next_memory_check and budget.resident_at_start >= 0:
@@ -224,9 +224,9 @@ def check_estimate(seconds: float, where: str = "") -> None:
     """Raise LimitExceeded before a step that cannot be interrupted (a numba kernel) and is
     estimated to need ``seconds`` more than the running compile has left."""
     budget = _ACTIVE.get()
-    if budget is not None and _clock() + seconds > budget.deadline:
+    if budget is not None and work_clock() + seconds > budget.deadline:
         raise LimitExceeded("max_compile_seconds", budget.seconds,
-                            f"{_clock() - budget.started:.2f} s spent and about {seconds:.2f} s more needed", where)
+                            f"{work_clock() - budget.started:.2f} s spent and about {seconds:.2f} s more needed", where)
 
 
 def check_size(limit: str, reached: int, where: str = "", detail: str = "") -> None:
