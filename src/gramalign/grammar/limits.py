@@ -42,8 +42,9 @@ class CompileLimits:
     max_compile_seconds: "float | None" = 10.0
     """Wall time of one front-end call or one ``compile`` (seconds), not counting numba's
     compilation of gramalign's own kernels on their first use in a process (a fresh
-    environment's first compile waits for it, whatever the input). The slowest real schemas
-    compile in about a second; a server sets what one request may cost."""
+    environment's first compile waits for it, whatever the input). Real schemas compile within
+    2 s but for rare ones (one of MaskBench's 7,909 takes ~10 s, see docs/limits.md); a server
+    sets what one request may cost."""
     max_memory_bytes: int = 512 << 20
     """Growth of the process's resident memory while one front-end call or ``compile`` runs,
     sampled with the wall time (Linux; elsewhere unchecked), numba's compilation of its own
