@@ -150,6 +150,30 @@ def new_state(node_count: int, capacity: int = 1024):
             heads, counters)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child):
+    """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
+    over ``child`` (-1: predicted), listed at its node and in the item table under ``key``.
+    Returns the item arrays, grown where they were full."""
+    if n_items == items.shape[0]:
+        items = _grown_rows(items)
+    if 2 * n_items + 2 > item_keys.shape[0]:
+        item_keys, item_values = _grown_table(item_keys, item_values)
+    items[n_items, I_RULE] = rule
+    items[n_items, I_DOT] = dot
+    items[n_items, I_ORIGIN] = origin
+    items[n_items, I_NODE] = node
+    items[n_items, I_PREV] = prev
+    items[n_items, I_CHILD] = child
+    items[n_items, I_WNEXT] = -1
+    items[n_items, I_ANEXT] = heads[node, 0]
+    heads[node, 0] = n_items
+    items[n_items, I_NNEXT] = heads[node, 2]
+    heads[node, 2] = n_items
+    _insert(item_keys, item_values, key, n_items)
+    return items, item_keys, item_values
+
+
 @numba.njit(cache=True, nogil=True)
 def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_terminals, n_symbols, start_symbol,
                nonempty, edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
@@ -171,24 +195,9 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
             key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
             if _lookup(item_keys, item_values, key) != -1:
                 continue
-            if n_items == items.shape[0]:
-                items = _grown_rows(items)
-            if 2 * n_items + 2 > item_keys.shape[0]:
-                item_keys, item_values = _grown_table(item_keys, item_values)
-            i = n_items
+            items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items, key, r, 0, 0, 0,
+                                                      -1, -1)
             n_items += 1
-            items[i, I_RULE] = r
-            items[i, I_DOT] = 0
-            items[i, I_ORIGIN] = 0
-            items[i, I_NODE] = 0
-            items[i, I_PREV] = -1
-            items[i, I_CHILD] = -1
-            items[i, I_WNEXT] = -1
-            items[i, I_ANEXT] = heads[0, 0]
-            heads[0, 0] = i
-            items[i, I_NNEXT] = heads[0, 2]
-            heads[0, 2] = i
-            _insert(item_keys, item_values, key, i)
     # a pending advance: (item, child, target node); advances are done through this buffer
     adv_item = np.empty(64, dtype=np.int64)
     adv_child = np.empty(64, dtype=np.int64)
@@ -263,24 +272,9 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                                 key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
                                 if _lookup(item_keys, item_values, key2) != -1:
                                     continue
-                                if n_items == items.shape[0]:
-                                    items = _grown_rows(items)
-                                if 2 * n_items + 2 > item_keys.shape[0]:
-                                    item_keys, item_values = _grown_table(item_keys, item_values)
-                                j = n_items
+                                items, item_keys, item_values = _add_item(items, item_keys, item_values, heads,
+                                                                          n_items, key2, r2, 0, node, node, -1, -1)
                                 n_items += 1
-                                items[j, I_RULE] = r2
-                                items[j, I_DOT] = 0
-                                items[j, I_ORIGIN] = node
-                                items[j, I_NODE] = node
-                                items[j, I_PREV] = -1
-                                items[j, I_CHILD] = -1
-                                items[j, I_WNEXT] = -1
-                                items[j, I_ANEXT] = heads[node, 0]
-                                heads[node, 0] = j
-                                items[j, I_NNEXT] = heads[node, 2]
-                                heads[node, 2] = j
-                                _insert(item_keys, item_values, key2, j)
                         else:  # link i second in the list (the head stays in the table)
                             items[i, I_WNEXT] = items[head, I_WNEXT]
                             items[head, I_WNEXT] = i
@@ -307,24 +301,9 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                 key = ((target * n_rules + r) * 2 + 1) * node_count + origin
                 if _lookup(item_keys, item_values, key) != -1:
                     continue
-                if n_items == items.shape[0]:
-                    items = _grown_rows(items)
-                if 2 * n_items + 2 > item_keys.shape[0]:
-                    item_keys, item_values = _grown_table(item_keys, item_values)
-                j = n_items
+                items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items, key, r, 1,
+                                                          origin, target, i, child)
                 n_items += 1
-                items[j, I_RULE] = r
-                items[j, I_DOT] = 1
-                items[j, I_ORIGIN] = origin
-                items[j, I_NODE] = target
-                items[j, I_PREV] = i
-                items[j, I_CHILD] = child
-                items[j, I_WNEXT] = -1
-                items[j, I_ANEXT] = heads[target, 0]
-                heads[target, 0] = j
-                items[j, I_NNEXT] = heads[target, 2]
-                heads[target, 2] = j
-                _insert(item_keys, item_values, key, j)
             else:
                 a = rule_head[r]
                 key = (origin * n_symbols + a) * node_count + target
