@@ -385,6 +385,19 @@ def unfold_leaves(items, triples, goal, node_count):
     return out[:n_out][::-1].copy()
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _push_edge(edges, n_edges, reachable, source, target, terminal):
+    """Append the edge (source, target, terminal) and mark its target reachable; returns the
+    edge count, or -1 when ``edges`` is full."""
+    if n_edges == edges.shape[0]:
+        return -1
+    edges[n_edges, 0] = source
+    edges[n_edges, 1] = target
+    edges[n_edges, 2] = terminal
+    reachable[target] = True
+    return n_edges + 1
+
+
 @numba.njit(cache=True, nogil=True)
 def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start, starts, longest,
               edges, survivors):
@@ -419,21 +432,13 @@ def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start
                         if longest[j]:
                             last = position
                         else:
-                            if n_edges == edges.shape[0]:
+                            n_edges = _push_edge(edges, n_edges, reachable, a, node_base + position, j)
+                            if n_edges < 0:
                                 return -1, -1
-                            edges[n_edges, 0] = a
-                            edges[n_edges, 1] = node_base + position
-                            edges[n_edges, 2] = j
-                            n_edges += 1
-                            reachable[node_base + position] = True
                 if last >= 0:
-                    if n_edges == edges.shape[0]:
+                    n_edges = _push_edge(edges, n_edges, reachable, a, node_base + last, j)
+                    if n_edges < 0:
                         return -1, -1
-                    edges[n_edges, 0] = a
-                    edges[n_edges, 1] = node_base + last
-                    edges[n_edges, 2] = j
-                    n_edges += 1
-                    reachable[node_base + last] = True
                 if state >= 0:
                     if n_surv == survivors.shape[0]:
                         return -1, -1
