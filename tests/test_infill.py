@@ -68,18 +68,16 @@ def test_json_blanked_walks_are_never_impossible_and_witnesses_parse(json_gramma
     texts = random_texts(json_grammar, 80, seed=37, max_bytes=400)
     # longer texts too: arrays of walks with whitespace
     texts += [b"[" + b",\n ".join(rng.sample(texts, 12)) + b"]" for _ in range(6)]
-    statuses = []
-    for text in texts:
-        for spans in (1, 2, 3, 4):
-            segments = blank_spans(text, rng, spans)
-            result = checker.check(segments)
-            statuses.append(result.status)
-            assert result.status != "impossible", (text, segments)
-            if result.completable:
-                assert fits(segments, result.text), (segments, result.text)
-                json.loads(result.text)
-                assert gramalign_accepts(json_grammar, result.text)
-    assert statuses.count("undecided") <= len(statuses) // 100, statuses.count("undecided")
+    _check_blanked_spans(checker, texts, rng, lambda text: _is_json(text) and gramalign_accepts(json_grammar, text),
+                         min_completable=0.99)
+
+
+def _is_json(text: bytes) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def test_json_corrupted_texts_are_decided_against_the_oracle(json_grammar):
@@ -167,9 +165,10 @@ def test_lark_blanked_walks_are_never_impossible_and_witnesses_parse(name):
                          lambda text: lark_accepts(oracle, text.decode("utf-8")) and gramalign_accepts(grammar, text))
 
 
-def _check_blanked_spans(checker, samples, rng, accepts) -> None:
+def _check_blanked_spans(checker, samples, rng, accepts, min_completable: float = 0.9) -> None:
     """Blank 1 to 4 spans of each sample: never ``impossible``, every witness keeps the pieces
-    and is accepted by ``accepts`` (an independent oracle), and 90% at least are witnessed."""
+    and is accepted by ``accepts`` (an independent oracle), and ``min_completable`` of the
+    checks at least are witnessed (the rest undecided)."""
     statuses = []
     for sample in samples:
         for spans in (1, 2, 3, 4):
@@ -180,7 +179,7 @@ def _check_blanked_spans(checker, samples, rng, accepts) -> None:
             if result.completable:
                 assert fits(segments, result.text)
                 assert accepts(result.text), result.text
-    assert statuses.count("completable") >= 0.9 * len(statuses), statuses.count("undecided")
+    assert statuses.count("completable") >= min_completable * len(statuses), statuses.count("undecided")
 
 
 SCHEMAS = [

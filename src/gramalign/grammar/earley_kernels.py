@@ -151,6 +151,19 @@ def new_state(node_count: int, capacity: int = 1024):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _push_advance(adv_item, adv_child, adv_node, n_adv, item, child, node):
+    """Queue the advance of ``item`` over ``child`` to ``node``, doubling the buffers when full."""
+    if n_adv == adv_item.shape[0]:
+        adv_item = np.concatenate((adv_item, adv_item))
+        adv_child = np.concatenate((adv_child, adv_child))
+        adv_node = np.concatenate((adv_node, adv_node))
+    adv_item[n_adv] = item
+    adv_child[n_adv] = child
+    adv_node[n_adv] = node
+    return adv_item, adv_child, adv_node, n_adv + 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
     over ``child`` (-1: predicted), listed at its node and in the item table under ``key``.
@@ -219,14 +232,8 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                     key = triples[c, T_ORIGIN] * n_symbols + triples[c, T_HEAD]
                     j = _lookup(wait_keys, wait_values, key)
                     while j != -1:
-                        if n_adv == adv_item.shape[0]:
-                            adv_item = np.concatenate((adv_item, adv_item))
-                            adv_child = np.concatenate((adv_child, adv_child))
-                            adv_node = np.concatenate((adv_node, adv_node))
-                        adv_item[n_adv] = j
-                        adv_child[n_adv] = c
-                        adv_node[n_adv] = node
-                        n_adv += 1
+                        adv_item, adv_child, adv_node, n_adv = _push_advance(
+                            adv_item, adv_child, adv_node, n_adv, j, c, node)
                         j = items[j, I_WNEXT]
                 else:
                     i = heads[node, 0]
@@ -239,25 +246,14 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                     if x < n_terminals:  # scan x from every node the ε-edges reach
                         for c in range(clo_first[node], clo_last[node]):
                             source = clo_nodes[c]
+                            scanned = -2 - (x * node_count + source)  # the child: x read from source
                             for e in range(edge_start[source], edge_start[source + 1]):
                                 if edge_t[e] == x:
-                                    if n_adv == adv_item.shape[0]:
-                                        adv_item = np.concatenate((adv_item, adv_item))
-                                        adv_child = np.concatenate((adv_child, adv_child))
-                                        adv_node = np.concatenate((adv_node, adv_node))
-                                    adv_item[n_adv] = i
-                                    adv_child[n_adv] = -2 - (x * node_count + source)
-                                    adv_node[n_adv] = edge_to[e]
-                                    n_adv += 1
+                                    adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                        adv_item, adv_child, adv_node, n_adv, i, scanned, edge_to[e])
                             if is_gap[source] and nonempty[x]:  # a whole lexeme inside the gap
-                                if n_adv == adv_item.shape[0]:
-                                    adv_item = np.concatenate((adv_item, adv_item))
-                                    adv_child = np.concatenate((adv_child, adv_child))
-                                    adv_node = np.concatenate((adv_node, adv_node))
-                                adv_item[n_adv] = i
-                                adv_child[n_adv] = -2 - (x * node_count + source)
-                                adv_node[n_adv] = source
-                                n_adv += 1
+                                adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                    adv_item, adv_child, adv_node, n_adv, i, scanned, source)
                     else:
                         key = node * n_symbols + x
                         head = _lookup(wait_keys, wait_values, key)
@@ -281,14 +277,8 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                         if is_gap[node]:  # a self-span of x at this gap, found before i waited
                             t = _lookup(triple_keys, triple_values, (node * n_symbols + x) * node_count + node)
                             if t != -1:
-                                if n_adv == adv_item.shape[0]:
-                                    adv_item = np.concatenate((adv_item, adv_item))
-                                    adv_child = np.concatenate((adv_child, adv_child))
-                                    adv_node = np.concatenate((adv_node, adv_node))
-                                adv_item[n_adv] = i
-                                adv_child[n_adv] = t
-                                adv_node[n_adv] = node
-                                n_adv += 1
+                                adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                    adv_item, adv_child, adv_node, n_adv, i, t, node)
                 continue
             # one advance: item over its waited symbol to `target`
             n_adv -= 1
