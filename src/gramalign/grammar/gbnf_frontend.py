@@ -9,10 +9,12 @@ inside parentheses, as in llama.cpp's parser.
 There is no lexer in GBNF, so the IR gets one terminal per *atom*: the character sets the
 grammar uses (each literal character, class and ``.``) are split into disjoint pieces, and
 each set becomes the alternation of its atoms. Every terminal is one character wide and no
-two overlap, so lexing is exact and the language is the GBNF one, provided LALR(1) takes
-the character-level grammar: the grammar is strict (a shift/reduce conflict is an error,
-never settled silently), and a conflict is reported with the GBNF rules involved.
-Repetitions become left-recursive helper rules (LALR-friendly).
+two overlap, so lexing is exact and the language is the GBNF one. Repetitions become
+left-recursive helper rules (LALR-friendly). Where LALR(1) takes the character-level
+grammar (strict: a shift/reduce conflict is never settled silently), the parser is
+deterministic; where it does not, even after the regular rules are rewritten as automata,
+the grammar is :attr:`~.grammar.Grammar.generalized`: any context-free GBNF loads, ambiguous
+or not, and the generalized LR runtime follows every conflict.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from __future__ import annotations
 import bisect
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import GrammarError
 from .grammar import Grammar, Rule, Terminal
+from .lalr import build_parse_table
 from .limits import CompileLimits, applied, check_size
 
 MAX_CODE_POINT = 0x10FFFF
@@ -289,23 +292,25 @@ def _grammar_from_gbnf(text: str, start: str) -> Grammar:
     if start not in rules:
         raise GbnfError(f"no {start!r} rule: GBNF starts from {start!r}")
     grammar = _grammar(rules, start, text, frozenset())
-    try:
-        _check_table(grammar, rules)
+    if _is_lalr(grammar):
         return grammar
-    except GbnfError as as_written:
-        regular = _regular_rules(rules)
-        if not regular:
-            raise
-        # left-linear first (the stack stays one frame deep), then right-linear (one frame per
-        # character, but the choice between a rule and what shares its prefix waits until they part)
-        for linear in ("left", "right"):
-            try:
-                rewritten = _grammar(rules, start, text, regular, linear)
-                _check_table(rewritten, rules)
-                return rewritten
-            except (_TooManyStates, GbnfError, RecursionError):  # a long chain of rules inlined
-                continue
-        raise as_written from None
+    regular = _regular_rules(rules)
+    # left-linear first (the stack stays one frame deep), then right-linear (one frame per
+    # character, but the choice between a rule and what shares its prefix waits until they part)
+    general = grammar
+    for linear in ("left", "right") if regular else ():
+        try:
+            rewritten = _grammar(rules, start, text, regular, linear)
+        except (_TooManyStates, RecursionError):  # a long chain of rules inlined
+            continue
+        if general is grammar:
+            general = rewritten  # fewer forks: the regular rules are deterministic automata
+        if _is_lalr(rewritten):
+            return rewritten
+    # not LALR(1) in any form: the generalized LR parser reads it as it is, every conflict followed
+    general = replace(general, strict=False, generalized=True)
+    build_parse_table(general)
+    return general
 
 
 def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozenset,
@@ -598,18 +603,10 @@ def _class_range(low: int, high: int) -> str:
     return escape(low) if low == high else f"{escape(low)}-{escape(high)}"
 
 
-def _check_table(grammar: Grammar, rules: dict[str, tuple]) -> None:
-    """LALR(1) must take the character-level grammar as it is; say which GBNF rules do not fit."""
-    from .lalr import build_parse_table
-
+def _is_lalr(grammar: Grammar) -> bool:
+    """Does LALR(1) take the character-level grammar as it is (strict: no conflict settled)?"""
     try:
         build_parse_table(grammar)
-    except GrammarError as exc:
-        message = str(exc)
-        names = list(dict.fromkeys(re.findall(r"g:([A-Za-z0-9_-]+)", message)))
-        line = rules[names[0]][1] if names and names[0] in rules else None
-        involved = ", ".join(repr(n) for n in names) or "?"
-        raise GbnfError(f"the grammar is not LALR(1) at the character level (rules {involved}): gramalign reads "
-                        f"GBNF with an LALR(1) parser and never settles a conflict by guessing; rewrite the rule "
-                        f"so that one character of look-ahead decides (the grammar may also be ambiguous)\n"
-                        f"{message}", line) from None
+        return True
+    except GrammarError:
+        return False

@@ -144,6 +144,11 @@ class Grammar:
     strict: bool = False
     """Shift/reduce conflicts are errors rather than resolved as shift (grammars generated
     from JSON Schemas are strict: a conflict there would silently change the language)."""
+    generalized: bool = False
+    """A grammar that is not LALR(1) is still read exactly: the parser follows every action of
+    a conflicting table cell (generalized LR, see :mod:`gramalign.parsing.stacks`) instead of
+    settling it. GBNF grammars and Lark grammars read with ``parser="earley"`` are generalized;
+    an LALR(1) grammar gets the same table either way."""
 
     @classmethod
     def from_regex(cls, pattern: str, *, flags: int = 0, limits: "CompileLimits | None" = None) -> "Grammar":

@@ -14,6 +14,11 @@ a reduction on ``$END`` leads to its end state; the table marks that state's ``$
 action as ACCEPT, so one loop (reduce while negative, then shift or accept) runs the parser.
 States are numbered breadth first from ``initial_state`` (0), each state's successors in
 column order (terminals, then nonterminals).
+
+A :attr:`~gramalign.grammar.grammar.Grammar.generalized` grammar settles no conflict: a
+cell with several actions holds ``FORK + i`` (``FORK`` is ``1 << 30``, above every shift),
+where ``goto[i]`` counts its actions and the actions follow it, after the packed goto
+entries; the generalized LR runtime (:mod:`gramalign.parsing.stacks`) follows each.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import numpy as np
 from ..errors import GrammarError
 from .grammar import Grammar
 from .limits import active_limits, check_estimate, check_size, check_time
-from .lalr_kernels import ACCEPT, goto_of, lalr_table, lr0_automaton, pack_goto, productive, reduce_loop, rule_defects
+from .normalize import normalized
+from .lalr_kernels import ACCEPT, FORK, goto_of, lalr_table, lr0_automaton, pack_goto, productive, reduce_loop, rule_defects
 
 ERROR = 0
 END = "$END"
@@ -48,6 +54,7 @@ class ParseTable:
     rule_len: np.ndarray  # int32 [rules]: symbols on the right-hand side
     rule_names: tuple[str, ...]  # "lhs -> a b c", for messages
     initial_state: int
+    forks: int = 0  # cells that list several actions (a generalized grammar's conflicts)
 
     @property
     def num_states(self) -> int:
@@ -65,10 +72,10 @@ class ParseTable:
         """The goto table unpacked, int32 [states, nonterminals], -1 where undefined (for
         tests and small grammars: dense, it grows as states x rules)."""
         n_states = int(self.goto[0])
-        n = (self.goto.shape[0] - 2 - n_states) // 2
+        n = int(self.goto[1 + n_states])
         sources = np.repeat(np.arange(n_states), np.diff(self.goto[1:2 + n_states]))
         dense = np.full((n_states, len(self.nonterminals)), -1, dtype=np.int32)
-        dense[sources, self.goto[2 + n_states:2 + n_states + n]] = self.goto[2 + n_states + n:]
+        dense[sources, self.goto[2 + n_states:2 + n_states + n]] = self.goto[2 + n_states + n:2 + n_states + 2 * n]
         return dense
 
 
@@ -80,7 +87,31 @@ def pack_goto_table(dense: np.ndarray) -> np.ndarray:
 
 
 def build_parse_table(grammar: Grammar) -> ParseTable:
-    """The LALR(1) table of ``grammar`` (its ignored terminals are not parser symbols)."""
+    """The LALR(1) table of ``grammar`` (its ignored terminals are not parser symbols).
+
+    A :attr:`~Grammar.generalized` grammar whose table has conflicts (or an alternative
+    twice) is first rewritten without empty rules and unit cycles (:mod:`.normalize`, same
+    language), and each conflicting cell of the rewritten grammar's table then lists all its
+    actions (see the module docstring): nothing is settled."""
+    if not grammar.generalized:
+        return _table(grammar, _table_arrays(grammar), keep_conflicts=False)
+    try:
+        built = _table_arrays(grammar)
+        if not len(built[3]):
+            return _table(grammar, built, keep_conflicts=False)
+    except _Duplicated:
+        pass
+    generalized = normalized(grammar)
+    return _table(generalized, _table_arrays(generalized), keep_conflicts=True)
+
+
+class _Duplicated(GrammarError):
+    pass
+
+
+def _table_arrays(grammar: Grammar) -> tuple:
+    """(terminals, nonterminals, the kernel's (action, goto, conflicts, overflow), rule_lhs,
+    rule_offsets, productive nonterminals' builder) of ``grammar``'s LALR(1) table."""
     ignored = set(grammar.ignore)
     terminal_names = [t.name for t in grammar.terminals if t.name not in ignored]
     if grammar.indentation is not None:  # made by the lexer from line breaks, not matched
@@ -115,7 +146,7 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     rule_lhs[n_rules] = root
     duplicated, undefined = rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)
     if duplicated:
-        raise GrammarError("cannot build the LALR(1) table: Rules defined twice")
+        raise _Duplicated("cannot build the LALR(1) table: Rules defined twice")
     if undefined >= 0:  # a rule without alternatives, used (or the start)
         raise GrammarError("cannot build the LALR(1) table: Using an undefined rule: "
                            f"NonTerminal({nonterminals[undefined]!r})")
@@ -133,9 +164,19 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     if overflow:
         raise GrammarError(f"the grammar is not LALR(1): its table has more than {MAX_CONFLICTS:,} competing actions "
                            f"({int(automaton[0])} states x {n_terminals} terminals), too many to settle or list")
+    productive_of = lambda: productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)[:root]  # noqa: E731
+    return terminals, nonterminals, action, goto, conflicts, rule_lhs, rule_offsets, productive_of
+
+
+def _table(grammar: Grammar, built: tuple, keep_conflicts: bool) -> ParseTable:
+    terminals, nonterminals, action, goto, conflicts, rule_lhs, rule_offsets, productive_of = built
+    n_rules = rule_lhs.shape[0] - 1
     rule_names = tuple(f"{rule.name} -> {' '.join(alternative) or '<empty>'}"
                        for rule in grammar.rules for alternative in rule.alternatives)
-    if len(conflicts):
+    forks = 0
+    if len(conflicts) and keep_conflicts:
+        goto, forks = _with_forks(action, goto, conflicts)
+    elif len(conflicts):
         _judge_conflicts(conflicts, action, terminals, grammar, rule_names)
     table = ParseTable(
         terminals=terminals,
@@ -146,10 +187,35 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
         rule_len=np.diff(rule_offsets[:n_rules + 1]).astype(np.int32),
         rule_names=rule_names,
         initial_state=0,
+        forks=forks,
     )
-    if len(conflicts):  # only a settled conflict can make the parser reduce forever
-        _refuse_reduce_loop(table, productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)[:root])
+    if len(conflicts) and not keep_conflicts:  # only a settled conflict can make the parser reduce forever
+        _refuse_reduce_loop(table, productive_of())
     return table
+
+
+def _with_forks(action: np.ndarray, goto: np.ndarray, conflicts: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the packed goto table with the fork lists after it, how many cells fork): each
+    conflicting cell of ``action`` becomes ``FORK + i``, where ``goto[i]`` is the number of its
+    actions and they follow (a shift first, then the reductions by rule number). ``ACCEPT``
+    stays where it is: once the end of the text is accepted, nothing else is needed."""
+    rules_at: dict = {}
+    for state, terminal, rule in conflicts.tolist():
+        rules_at.setdefault((state, terminal), set()).add(rule)
+    lists: list[int] = []
+    forks = 0
+    base = goto.shape[0]
+    for (state, terminal), rules in sorted(rules_at.items()):
+        present = int(action[state, terminal])
+        if present == ACCEPT:
+            continue
+        actions = ([present] if present > 0 else []) + [-(r + 1) for r in sorted(rules)]
+        action[state, terminal] = FORK + base + len(lists)
+        lists += [len(actions)] + actions
+        forks += 1
+    if base + len(lists) >= FORK:
+        raise GrammarError(f"the generalized LR table is too large: {len(lists):,} fork entries")
+    return np.concatenate([goto, np.array(lists, dtype=np.int32)]), forks
 
 
 def _undefined_symbol(grammar: Grammar, symbol_ids: dict) -> GrammarError:
@@ -207,9 +273,9 @@ def _usable_gotos(table: ParseTable, derives_text: np.ndarray) -> np.ndarray:
     nonterminal that ``derives_text``? The table has gotos on rules that derive nothing, and
     states only they lead to, that no input ever takes."""
     n_states = int(table.goto[0])
-    n = (table.goto.shape[0] - 2 - n_states) // 2
+    n = int(table.goto[1 + n_states])
     offsets = table.goto[1:2 + n_states]
-    symbols, targets = table.goto[2 + n_states:2 + n_states + n], table.goto[2 + n_states + n:]
+    symbols, targets = table.goto[2 + n_states:2 + n_states + n], table.goto[2 + n_states + n:2 + n_states + 2 * n]
     reached = np.zeros(n_states, dtype=bool)
     reached[table.initial_state] = True
     queue = [table.initial_state]
@@ -249,21 +315,31 @@ def _refuse_reduce_loop(table: ParseTable, derives_text: np.ndarray) -> None:
 
 
 def parse_terminals(table: ParseTable, names: list[str]) -> bool:
-    """Does the parser accept this terminal sequence? (A plain-Python reference for tests.)"""
-    stack = [table.initial_state]
+    """Does the parser accept this terminal sequence? (A plain-Python reference for tests;
+    a generalized table's forks are followed breadth first, one set of stacks per terminal.)"""
+    stacks = [(table.initial_state,)]
     for name in list(names) + [END]:
         column = table.terminal_id(name)
-        while True:
-            a = int(table.action[stack[-1], column])
+        shifted, pending, seen = [], [(stack, None) for stack in stacks], set()
+        while pending:
+            stack, a = pending.pop()
+            a = int(table.action[stack[-1], column]) if a is None else a
             if a == ERROR:
-                return False
+                continue
             if a == ACCEPT:
                 return True
+            if a >= FORK:
+                at = a - FORK
+                pending += [(stack, int(b)) for b in table.goto[at + 1:at + 1 + int(table.goto[at])]]
+                continue
             if a > 0:
-                stack.append(a - 1)
-                break
+                shifted.append(stack + (a - 1,))
+                continue
             rule = -a - 1
-            if table.rule_len[rule]:
-                del stack[-int(table.rule_len[rule]):]
-            stack.append(table.goto_of(stack[-1], int(table.rule_lhs[rule])))
+            stack = stack[:len(stack) - int(table.rule_len[rule])]
+            stack += (table.goto_of(stack[-1], int(table.rule_lhs[rule])),)
+            if stack not in seen:
+                seen.add(stack)
+                pending.append((stack, None))
+        stacks = list(dict.fromkeys(shifted))
     return False

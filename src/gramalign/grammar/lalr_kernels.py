@@ -27,6 +27,7 @@ from ..bitsets import lowest_bit
 from .dfa_kernels import _added_members, _find_members, _hash_members
 
 ACCEPT = -(2**31)
+FORK = 1 << 30  # an action from here up lists several actions (a generalized grammar, see lalr.py)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 # the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
 __all__ = ["lalr_table", "lr0_automaton", "productive", "reduce_loop", "rule_defects"]
@@ -531,6 +532,7 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
 # first-fit packing tripled the table's build time on some schemas. One int32 array, so
 # kernels take it like the dense table they took before:
 #   [n_states, offsets[n_states + 1], symbols[entries], targets[entries]]
+# (a generalized grammar's fork lists follow, see lalr.py).
 
 
 @numba.njit(cache=True, nogil=True)
@@ -560,7 +562,7 @@ def pack_goto(sources, symbols, targets, n_states):
 def goto_of(goto, state, symbol):
     """The state after reducing to nonterminal ``symbol`` in ``state``, -1 if undefined."""
     n_states = goto[0]
-    n = (goto.shape[0] - 2 - n_states) >> 1
+    n = goto[1 + n_states]
     lo, hi = goto[1 + state], goto[2 + state]
     symbols = 2 + n_states
     while lo < hi:
@@ -630,7 +632,7 @@ def reduce_loop(action, goto, rule_lhs, rule_len, usable):
     conflicts has none (its parser stops on every input); conflicts settled by priority
     can make one."""
     n_states = goto[0]
-    n = (goto.shape[0] - 2 - n_states) >> 1
+    n = goto[1 + n_states]
     symbols = 2 + n_states
     # no stack state repeats above the base before a run is judged endless
     stack = np.empty(n_states + 2, dtype=np.int32)

@@ -165,6 +165,9 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
 
 def _build_parser_tables(grammar: Grammar) -> ParserTables:
     table = build_parse_table(grammar)
+    if table.forks and grammar.indentation is not None:
+        raise GrammarError("an indentation layout needs an LALR(1) grammar: this one has conflicts that only the "
+                           "generalized parser reads, and it does not read layouts")
     check_time("the parser tables")
     used = set(table.terminals[:-1]) | set(grammar.ignore)
     ranked = rank_terminals(tuple(t for t in grammar.terminals if t.name in used))

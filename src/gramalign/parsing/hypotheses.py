@@ -34,7 +34,7 @@ from ..bitsets import intersects, lowest_common_bit
 from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, INDENT_COLUMN, LOOKAHEAD_STATE,
                                      NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
 from .lexing import free_terminal, lexer_step, next_column, reachable_winners
-from .stacks import feed_terminal, node_parent, node_state, same_stack
+from .stacks import FORKED, feed_all, feed_any, feed_terminal, node_parent, node_state, same_stack
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
                     SCRATCH_FULL, SHADOWS_FULL, STACK, shadow_column, shadow_slots)
 
@@ -70,6 +70,10 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
                     top, _, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
                                                    scratch_state, scratch_parent, exposed, node, column, True,
                                                    scratch_alloc)
+                    if top == FORKED:
+                        top, _, status = feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                  scratch_state, scratch_parent, exposed, node, column, True,
+                                                  scratch_alloc)
                     if status != OK:
                         return False, status
                     ok = top != -1
@@ -229,12 +233,14 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
                        n_out, ended):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
-    Returns ``(n_out, alloc, status)``: at most two successors, "the lexeme goes on" and
-    "the lexeme ended just before this byte". ``HYPOTHESES_FULL``: ``out`` needs more rows;
+    Returns ``(n_out, alloc, status)``: "the lexeme goes on" and "the lexeme ended just
+    before this byte" (one successor per stack where a generalized parser forks). ``HYPOTHESES_FULL``: ``out`` needs more rows;
     ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`.state.widen`).
 
     ``ended`` (int32 [4]) remembers what ending this hypothesis's lexeme fed the parser
-    (node, brackets, blocks, then 1 once known; 0: not yet; -1: do not remember), which
+    (node, brackets, blocks, then 1 once known; 0: not yet; -1: do not remember; 2: the
+    parser forked, and the node heads a list of the stacks in the scratch pool, each
+    list node's state being a stack and its parent the next list node), which
     does not depend on ``byte``: a trie walk passes one per hypothesis and its children
     share it, the nodes staying allocated (a lexeme that closes a long chain of optional
     members reduces it once, not once per token that starts with its last byte).
@@ -281,6 +287,18 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             ahead = -1
     if ended[3] == 1:
         new_node, brackets, blocks = ended[0], ended[1], ended[2]
+    elif ended[3] == 2:  # the stacks of a fork, remembered as a list in the pool
+        brackets, blocks = ended[1], ended[2]
+        link = ended[0]
+        while link >= 0:
+            n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
+                                         pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead,
+                                         lookahead, node_state(pool_state, scratch_state, link), brackets, blocks,
+                                         out, n_out)
+            if status != OK:
+                return n_out, alloc, status
+            link = node_parent(pool_parent, scratch_parent, link)
+        return n_out, alloc, OK
     else:
         new_node, brackets, blocks, alloc, status = end_lexeme(
             action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
@@ -288,17 +306,51 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             to_scratch, alloc)
         if status != OK:
             return n_out, alloc, status
+        if new_node == FORKED:  # a generalized grammar (no layout): one successor per stack
+            tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                  scratch_state, scratch_parent, exposed, node, term_column[winner],
+                                                  to_scratch, alloc)
+            if status != OK:
+                return n_out, alloc, status
+            if ended[3] == 0 and to_scratch and alloc + count <= scratch_state.shape[0]:
+                link = -1
+                for k in range(count):
+                    scratch_state[alloc] = tops[k]
+                    scratch_parent[alloc] = link
+                    link = SCRATCH_BASE + alloc
+                    alloc += 1
+                ended[0], ended[1], ended[2], ended[3] = link, brackets, blocks, 2
+            for k in range(count):
+                n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column,
+                                             layout, pool_state, scratch_state, hyp, byte, winner, state, shadow,
+                                             ahead, lookahead, tops[k], brackets, blocks, out, n_out)
+                if status != OK:
+                    return n_out, alloc, status
+            return n_out, alloc, OK
         if ended[3] == 0:
             ended[0], ended[1], ended[2], ended[3] = new_node, brackets, blocks, 1
     if new_node < 0:
         return n_out, alloc, OK
+    n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
+                                 pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead,
+                                 new_node, brackets, blocks, out, n_out)
+    return n_out, alloc, status
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout, pool_state,
+                 scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead, new_node, brackets, blocks, out,
+                 n_out):
+    """Write to ``out[n_out]`` the successor of ``hyp`` whose lexeme (won by ``winner``) ended
+    before ``byte`` with the stack ``new_node``, unless ``byte`` cannot start the next
+    lexeme there. Returns ``(n_out, status)``."""
     new_state = node_state(pool_state, scratch_state, new_node)
     # The next lexeme starts at the new state's start, after a word character or not.
     first = lx_trans[cand_id[new_state + (cand_id.shape[0] >> 1) * end_effects[winner, ENDS_IN_WORD]], byte]
     if first < 0 or not intersects(lx_alive[first], cand_bits[new_state]):
-        return n_out, alloc, OK
+        return n_out, OK
     if n_out >= out.shape[0]:
-        return n_out, alloc, HYPOTHESES_FULL
+        return n_out, HYPOTHESES_FULL
     row = out[n_out]
     row[STACK] = new_node
     row[LEXEME] = first
@@ -311,8 +363,8 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     if used >= 0 and ahead >= 0:
         used = _add_shadow(row, used, ahead, lookahead, cand_id)
     if used < 0:
-        return n_out, alloc, SHADOWS_FULL
-    return n_out + 1, alloc, OK
+        return n_out, SHADOWS_FULL
+    return n_out + 1, OK
 
 
 @numba.njit(cache=True, nogil=True)
@@ -431,6 +483,9 @@ def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_pa
         blocks = node_parent(pool_parent, scratch_parent, blocks)
     top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
                                        scratch_parent, exposed, node, end_column, True, alloc)
+    if top == FORKED:
+        top, alloc, status = feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                                      scratch_parent, exposed, node, end_column, True, alloc)
     return top == -2, alloc, status
 
 
@@ -464,9 +519,26 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
                                                     layout[NEWLINE_COLUMN], True, alloc)
                 ends_with_newline = True
             else:
+                below = node
                 node, brackets, blocks, alloc, status = end_lexeme(
                     action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
                     scratch_state, scratch_parent, exposed, node, winner, brackets, 0, blocks, True, alloc)
+                if node == FORKED:  # a generalized grammar (no layout): does one of the stacks end?
+                    tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                          scratch_state, scratch_parent, exposed, below,
+                                                          term_column[winner], True, alloc)
+                    if status != OK:
+                        return False, status
+                    for k in range(count):
+                        accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout,
+                                                                 pool_state, pool_parent, scratch_state,
+                                                                 scratch_parent, exposed, tops[k], -1, end_column,
+                                                                 alloc)
+                        if status != OK:
+                            return False, status
+                        if accepted:
+                            return True, OK
+                    continue
             if status != OK:
                 return False, status
             if node < 0:

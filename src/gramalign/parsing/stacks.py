@@ -5,6 +5,15 @@ parents, and nothing is ever overwritten, so a stack is just a node id and forki
 copies nothing but its pool. Kernels that only look ahead allocate their temporary nodes in
 a separate *scratch* pool (ids from ``SCRATCH_BASE`` up). Block stacks of an indentation
 layout live in the same pool, with a block's column as its state.
+
+Generalized LR: where the table lists several actions for a terminal (a generalized
+grammar's conflict, see ``grammar/lalr.py``), :func:`feed_terminal` stops and says so
+(``FORKED``), and :func:`feed_all` follows every action, returning each distinct stack
+that shifts the terminal. The stacks share their common part (the pool is a tree of
+nodes), and each becomes a hypothesis of its own; equal stacks are merged by content. The
+grammar has no empty rules and no unit cycles (``grammar/normalize.py``), so every
+reduction pops a symbol or climbs a finite chain of unit rules, and a terminal is fed in
+bounded work; ``MAX_FORK_STEPS`` bounds it further.
 """
 
 from __future__ import annotations
@@ -12,9 +21,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..errors import GrammarError
 from ..grammar.lalr import ACCEPT
-from ..grammar.lalr_kernels import goto_of
-from .state import OK, POOL_FULL, SCRATCH_BASE, SCRATCH_FULL
+from ..grammar.lalr_kernels import FORK, goto_of
+from .state import FORK_LIMIT, OK, POOL_FULL, SCRATCH_BASE, SCRATCH_FULL
+
+FORKED = -3
+"""The top :func:`feed_terminal` returns where the table forks: :func:`feed_all` follows it."""
+MAX_FORK_STEPS = 1_000_000
+"""Reductions and shifts one terminal may cost across all of a generalized parser's forks."""
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -39,8 +54,10 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
     New nodes go to the scratch pool when ``to_scratch`` (look-ahead only) or else to the
     committed pool, from index ``alloc``. Returns ``(new top node, alloc, status)``; the
     node is -1 when the terminal is a syntax error here, -2 when it completes the
-    sentence (ACCEPT, only for ``$END``). ``exposed[0]`` is lowered to the lowest
-    committed node that a reduction uncovered (see :class:`StackPool`).
+    sentence (ACCEPT, only for ``$END``), ``FORKED`` when the table lists several actions
+    on the way (then nodes may have been allocated for nothing: call :func:`feed_all`).
+    ``exposed[0]`` is lowered to the lowest committed node that a reduction uncovered (see
+    :class:`StackPool`).
     """
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     base = SCRATCH_BASE if to_scratch else 0
@@ -54,6 +71,8 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
         if alloc >= capacity:
             return -1, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
         if a > 0:
+            if a >= FORK:
+                return FORKED, alloc, OK
             target = a - 1
         else:
             rule = -a - 1
@@ -72,6 +91,148 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
         alloc += 1
         if a > 0:
             return node, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True)
+def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent, exposed,
+             node, column, to_scratch, alloc):
+    """Every stack that the stack ``node`` becomes on terminal ``column``, following each
+    action of a forking cell. Returns ``(tops, count, alloc, status)``: ``tops[:count]`` are
+    distinct stacks (by content) that shifted the terminal, or -2 for the end accepted;
+    ``FORK_LIMIT`` when the forks took more than ``MAX_FORK_STEPS``. Allocation as in
+    :func:`feed_terminal`."""
+    capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
+    base = SCRATCH_BASE if to_scratch else 0
+    tops = np.empty(4, np.int32)
+    count = 0
+    pending_node = np.empty(16, np.int32)
+    pending_action = np.empty(16, np.int32)
+    pending_node[0], pending_action[0] = node, 0  # 0: read the table
+    n_pending = 1
+    steps = 0
+    seen = np.full(64, -1, np.int64)  # open addressing: (node below << 32 | state) of reduced stacks
+    seen_count = 0
+    while n_pending:
+        n_pending -= 1
+        node = pending_node[n_pending]
+        a = pending_action[n_pending]
+        while True:
+            if a == 0:
+                a = action[node_state(pool_state, scratch_state, node), column]
+                if a == 0:
+                    break
+            if a == ACCEPT or a >= FORK:
+                if a == ACCEPT:
+                    top = -2
+                else:  # each listed action goes on from this same stack
+                    at = a - FORK
+                    n = goto[at]
+                    if n_pending + n > pending_node.shape[0]:
+                        size = 2 * (n_pending + n)
+                        grown_node = np.empty(size, np.int32)
+                        grown_action = np.empty(size, np.int32)
+                        grown_node[:n_pending] = pending_node[:n_pending]
+                        grown_action[:n_pending] = pending_action[:n_pending]
+                        pending_node, pending_action = grown_node, grown_action
+                    for k in range(n):
+                        pending_node[n_pending] = node
+                        pending_action[n_pending] = goto[at + 1 + k]
+                        n_pending += 1
+                    break
+            else:
+                steps += 1
+                if steps > MAX_FORK_STEPS:
+                    return tops, count, alloc, FORK_LIMIT
+                if alloc >= capacity:
+                    return tops, count, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
+                if a > 0:
+                    target = a - 1
+                else:
+                    rule = -a - 1
+                    for _ in range(rule_len[rule]):
+                        node = node_parent(pool_parent, scratch_parent, node)
+                    if node < exposed[0]:
+                        exposed[0] = node
+                    target = goto_of(goto, node_state(pool_state, scratch_state, node), rule_lhs[rule])
+                if to_scratch:
+                    scratch_state[alloc] = target
+                    scratch_parent[alloc] = node
+                else:
+                    pool_state[alloc] = target
+                    pool_parent[alloc] = node
+                node = base + alloc
+                alloc += 1
+                if a < 0:
+                    # a stack reached before by another way (same node below, same state) is done
+                    key = (np.int64(node_parent(pool_parent, scratch_parent, node)) << 32) | np.int64(target)
+                    if seen_count * 2 >= seen.shape[0]:
+                        seen = _rehashed(seen)
+                    if not _insert(seen, key):
+                        break
+                    seen_count += 1
+                    a = 0
+                    continue
+                top = node
+            # a shifted stack (or the accepted end): keep it unless an equal one is kept
+            fresh = True
+            for k in range(count):
+                if tops[k] == top or (top >= 0 and tops[k] >= 0 and same_stack(
+                        pool_state, pool_parent, scratch_state, scratch_parent, tops[k], top)):
+                    fresh = False
+                    break
+            if fresh:
+                if count == tops.shape[0]:
+                    grown = np.empty(2 * count, np.int32)
+                    grown[:count] = tops
+                    tops = grown
+                tops[count] = top
+                count += 1
+            break
+    return tops, count, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _insert(table, key):
+    """Add ``key`` (>= 0) to the open-addressing set ``table``; False if it was there."""
+    mask = table.shape[0] - 1
+    i = (key * np.int64(0x9E3779B97F4A7C15)) >> np.int64(7)
+    while True:
+        i &= mask
+        if table[i] == key:
+            return False
+        if table[i] < 0:
+            table[i] = key
+            return True
+        i += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _rehashed(table):
+    grown = np.full(2 * table.shape[0], -1, np.int64)
+    for k in range(table.shape[0]):
+        if table[k] >= 0:
+            _insert(grown, table[k])
+    return grown
+
+
+@numba.njit(cache=True, nogil=True)
+def feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent, exposed,
+             node, column, to_scratch, alloc):
+    """Like :func:`feed_terminal` where only success matters: ``(a top, alloc, status)``,
+    the top being some stack that shifted the terminal (-2: the end accepted) or -1, the
+    forks followed where the table has them."""
+    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                                       scratch_parent, exposed, node, column, to_scratch, alloc)
+    if top != FORKED:
+        return top, alloc, status
+    tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                                          scratch_parent, exposed, node, column, to_scratch, alloc)
+    if status != OK or count == 0:
+        return -1, alloc, status
+    for k in range(count):
+        if tops[k] == -2:
+            return -2, alloc, OK
+    return tops[0], alloc, OK
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -149,6 +310,10 @@ class StackPool:
         elif status == SCRATCH_FULL:
             self.scratch_state = np.empty(2 * self.scratch_state.shape[0], dtype=np.int32)
             self.scratch_parent = np.empty(2 * self.scratch_parent.shape[0], dtype=np.int32)
+        elif status == FORK_LIMIT:
+            raise GrammarError(f"the grammar is too ambiguous here: its parses of one terminal took more than "
+                               f"{MAX_FORK_STEPS:,} steps (a generalized grammar; make the ambiguous rules "
+                               "unambiguous, or shorten the text)")
         else:
             raise ValueError(f"not a pool status: {status}")
 
@@ -161,7 +326,7 @@ class StackPool:
         while True:
             result = call(self.arrays())
             status = result[-1] if isinstance(result, tuple) else result
-            if status != POOL_FULL and status != SCRATCH_FULL:
+            if status != POOL_FULL and status != SCRATCH_FULL and status != FORK_LIMIT:
                 return result
             self.grow(status)
 

@@ -25,6 +25,7 @@ POOL_FULL = 1  # the committed pool needs to grow: grow it and call again
 SCRATCH_FULL = 2  # the scratch pool needs to grow
 SHADOWS_FULL = 3  # a hypothesis needs more shadow slots: widen the rows and call again
 HYPOTHESES_FULL = 4  # more live hypotheses than the output rows hold: more rows and call again
+FORK_LIMIT = 5  # a generalized parser's forks took too much work on one terminal: an error
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

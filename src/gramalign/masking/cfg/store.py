@@ -21,6 +21,7 @@ from ...bitsets import lowest_common_bit
 from ...grammar.parser_tables import ENDS_IN_WORD, LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
 from ...parsing import IncrementalParser
 from ...parsing.hypotheses import end_lexeme
+from ...parsing.stacks import FORKED, feed_all
 from ...parsing.state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
                               LEXEME, OK, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, SHADOWS_FULL, STACK,
                               widen)
@@ -196,20 +197,24 @@ class GrammarMaskStore:
                 pool.memo_top = max(pool.memo_top, node)
         else:
             ended = self._lexeme_ended(parser, hyp[0], state, tables.candidate_bits[state])
-            if ended is not None:
-                allowed = self._lengths.allowed(ended[0]) if self._lengths is not None and ended.shape[0] else None
+            if ended is None:
+                self.walk(parser, hyp, row)
+            elif ended.shape[0] > 1:  # a generalized parser forked: one hypothesis per stack
+                for k in range(ended.shape[0]):
+                    self._fill_hypothesis(parser, ended[k:k + 1], row)
+            elif ended.shape[0]:
+                allowed = self._lengths.allowed(ended[0]) if self._lengths is not None else None
                 if allowed is not None:  # the next lexeme may be a counted string
                     part = np.empty_like(row)
                     self._fill_hypothesis(parser, ended, part, overwrite=True)
                     row |= part & allowed
-                elif ended.shape[0]:
+                else:
                     self._fill_hypothesis(parser, ended, row)
-            else:
-                self.walk(parser, hyp, row)
 
     def _lexeme_ended(self, parser: IncrementalParser, hyp: np.ndarray, state: int, cand: np.ndarray):
-        """The hypothesis "the current lexeme ends before the next byte", as a 1-row array;
-        an empty array if the parser rejects it; None if it needs more than two shadows."""
+        """The hypothesis "the current lexeme ends before the next byte", as a 1-row array
+        (a row per stack where a generalized parser forks); an empty array if the parser
+        rejects it; None if it needs more than two shadows."""
         tables = self.tables
         lexer = tables.lexer
         q = int(hyp[LEXEME])
@@ -221,7 +226,15 @@ class GrammarMaskStore:
         node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
             *tables.lr_arrays, tables.layout, tables.end_effects, *arrays, int(hyp[STACK]), winner,
             int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
-        if node < 0:
+        nodes = [node]
+        if node == FORKED:
+            action, goto, rule_lhs, rule_len, term_column = tables.lr_arrays
+            tops, count, alloc, _ = pool.until_it_fits(lambda arrays: feed_all(
+                action, goto, rule_lhs, rule_len, *arrays, int(hyp[STACK]), int(term_column[winner]), False,
+                pool.used))
+            nodes = tops[:count].tolist()
+        nodes = [n for n in nodes if n >= 0]
+        if not nodes:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool.used = int(alloc)
         shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
@@ -233,14 +246,15 @@ class GrammarMaskStore:
         shadows = [s for s in shadows if s[0] >= 0]
         if len(shadows) > 2:
             return None
-        ended = np.full((1, hyp.shape[0]), -1, dtype=np.int32)
-        ended[0, STACK] = node
+        ended = np.full((len(nodes), hyp.shape[0]), -1, dtype=np.int32)
         after_word = int(tables.end_effects[winner, ENDS_IN_WORD])  # the start of its candidate set:
-        ended[0, LEXEME] = self.contexts.candidate_id[int(pool.state[node]) + self.contexts.half * after_word]
-        ended[0, BRACKETS] = brackets
-        ended[0, COLUMN] = 0
-        ended[0, BLOCKS] = blocks
-        for k, (s, p) in enumerate(shadows):
-            ended[0, SHADOW1 + 2 * k] = s
-            ended[0, SHADOW1_PARSER + 2 * k] = p
+        for row, node in zip(ended, nodes):
+            row[STACK] = node
+            row[LEXEME] = self.contexts.candidate_id[int(pool.state[node]) + self.contexts.half * after_word]
+            row[BRACKETS] = brackets
+            row[COLUMN] = 0
+            row[BLOCKS] = blocks
+            for k, (s, p) in enumerate(shadows):
+                row[SHADOW1 + 2 * k] = s
+                row[SHADOW1_PARSER + 2 * k] = p
         return ended

@@ -122,7 +122,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 continue
             first_new = n_out
             memo = ended[above, h]
-            was_known = memo[3] == 1
+            was_known = memo[3] >= 1
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
@@ -130,7 +130,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 memo)
             if status != OK:
                 return status
-            if memo[3] == 1 and not was_known:
+            if memo[3] >= 1 and not was_known:
                 level_alloc[above] = alloc  # the remembered nodes stay allocated for the siblings
             kept = first_new
             for k in range(first_new, n_out):
