@@ -35,7 +35,7 @@ from gramalign.parsing import IncrementalParser
 
 from oracles.brute_force_masks import assert_mask_equals_brute_force
 from oracles.gbnf import Earley, earley_accepts, earley_prefix_verdicts, earley_prefix_viable, earley_verdicts, \
-    random_sentence
+    random_sentence, sentences_up_to
 from oracles.random_cfg import CHARS, MOTIFS, random_cfg
 
 # -- sizes (the whole file is meant to take well under three minutes on one core) -------------
@@ -46,6 +46,7 @@ DAMAGED = 2
 SENTENCE_DEPTH = 8  # random_sentence's depth bound for the small grammars
 MAX_SENTENCE_CHARS = 40  # longer random sentences of the small grammars are skipped
 EXHAUSTIVE_STRINGS = 1500  # every string over the alphabet up to the longest length this many strings allow
+ENUMERATED_STRINGS = 1500  # the same for the bottom-up enumeration that checks the Earley oracle
 MASK_WALKS = 3  # oracle-driven random walks per grammar, masks checked at every step
 MASK_WALK_STEPS = 8
 MASK_SENTENCE_PREFIXES = 6  # and at cuts of random sentences
@@ -54,10 +55,13 @@ MATCHER_WALK_STEPS = 12
 
 LLAMA_SENTENCES = 400  # random sentences per llama.cpp grammar, each with LLAMA_DAMAGED damaged copies
 LLAMA_DAMAGED = 1
+LLAMA_SENTENCE_DEPTH = 10  # random_sentence's depth bound (12 makes C programs of thousands of characters)
+LLAMA_MAX_SENTENCE_CHARS = 600  # longer ones are skipped
 LLAMA_MASK_PREFIXES = 20
 
 AMBIGUOUS_LENGTH = 200
 AMBIGUOUS_DAMAGED = 3
+AMBIGUOUS_MUTATIONS = "ab+1x"
 AMBIGUOUS_MASK_PREFIXES = (0, 1, 2, 57, 100, 199)
 
 LLAMA_DIR = Path(__file__).parent / "data" / "gbnf_llama_cpp"
@@ -103,9 +107,9 @@ def case(name: str) -> tuple[str, str]:
     return text, alphabet_of(parse_gbnf(text)) or "a"
 
 
-def exhaustive_length(alphabet: str) -> int:
+def exhaustive_length(alphabet: str, budget: int = EXHAUSTIVE_STRINGS) -> int:
     length, count = 0, 1
-    while count + len(alphabet) ** (length + 1) <= EXHAUSTIVE_STRINGS and length < 12:
+    while count + len(alphabet) ** (length + 1) <= budget and length < 12:
         length += 1
         count += len(alphabet) ** length
     return length
@@ -224,6 +228,17 @@ def test_random_grammars_are_well_formed_and_cover_every_shape():
     assert seen == set(MOTIFS)
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_the_oracle_agrees_with_a_bottom_up_enumeration(name):
+    """Earley's sentences up to a length are the ones a fixed point of every rule's strings
+    finds: the oracle is right on the grammars that today's runtime cannot load."""
+    text, alphabet = case(name)
+    rules = parse_gbnf(text)
+    length = max(exhaustive_length(alphabet, ENUMERATED_STRINGS), 2)
+    verdicts = earley_verdicts(rules, alphabet, length)
+    assert {t for t, (_, accepted) in verdicts.items() if accepted} == sentences_up_to(rules, alphabet, length), text
+
+
 # -- random and hand-written grammars ----------------------------------------------------------
 
 
@@ -334,13 +349,26 @@ def test_the_eight_llama_cpp_grammars_are_there():
 
 
 @pytest.mark.parametrize("name", LLAMA_GRAMMARS)
+def test_llama_cpp_grammar_loads(name):
+    text = llama(name)
+    grammar = ga.Grammar.from_gbnf(text)
+    build_parser_tables(grammar)
+    rng = random.Random(name)
+    sample = next(sentences(parse_gbnf(text), rng, 1, LLAMA_SENTENCE_DEPTH))
+    matcher = ga.compile(grammar, vocabulary(set(sample), rng), cache=False).matcher()
+    assert matcher.allowed_token_ids().size > 0
+    matcher.accept_string(sample)
+    assert matcher.can_terminate()
+
+
+@pytest.mark.parametrize("name", LLAMA_GRAMMARS)
 def test_llama_cpp_grammar_means_what_the_oracle_says(name):
     text = llama(name)
     rules = parse_gbnf(text)
     reader = parser(text)
     rng = random.Random(name)
     verdicts, checked = set(), 0
-    for sentence in sentences(rules, rng, LLAMA_SENTENCES):
+    for sentence in sentences(rules, rng, LLAMA_SENTENCES, LLAMA_SENTENCE_DEPTH, LLAMA_MAX_SENTENCE_CHARS):
         assert reader.accepts(sentence.encode()), (name, sentence)
         for _ in range(LLAMA_DAMAGED):
             sample = damaged(sentence, rng, LLAMA_MUTATIONS)
@@ -384,20 +412,28 @@ def test_llama_cpp_masks_equal_brute_force(name):
 # -- highly ambiguous grammars on long texts ---------------------------------------------------
 
 AMBIGUOUS = {
+    # name: (grammar, a valid text, damaged texts besides random ones, the vocabulary's pieces)
     # Catalan-many trees: s ::= s s
-    "concatenation": ('root ::= s\ns ::= s s | "a"\n', "a" * AMBIGUOUS_LENGTH, ["a", "aa", "aaa", "aaaaaaa", "b", "ab"]),
+    "concatenation": ('root ::= s\ns ::= s s | "a"\n', "a" * AMBIGUOUS_LENGTH,
+                      ["a" * 100 + "b" + "a" * 99, "a" * AMBIGUOUS_LENGTH + "b", "b" + "a" * AMBIGUOUS_LENGTH],
+                      ["a", "aa", "aaa", "aaaaaaa", "b", "ab"]),
     # infinitely many trees: s ::= s s | ""
     "concatenation-with-empty": ('root ::= s\ns ::= s s | "" | "a"\n', "a" * AMBIGUOUS_LENGTH,
-                                 ["a", "aa", "aaaaa", "b", "ba"]),
+                                 ["a" * 150 + "ba" + "a" * 48], ["a", "aa", "aaaaa", "b", "ba"]),
     "sum": ('root ::= e\ne ::= e "+" e | [0-9]\n',
             "+".join(str(i % 10) for i in range(AMBIGUOUS_LENGTH // 2 + 1)),
+            ["+".join(str(i % 10) for i in range(AMBIGUOUS_LENGTH // 2 + 1)) + "+",
+             "+".join(str(i % 10) for i in range(60)) + "++" + "+".join("7" * 40),
+             "+".join(str(i % 10) for i in range(60)) + "12" + "+".join("7" * 40)],
             list("0123456789+") + ["1+", "+2", "3+4", "+5+", "++", "12", "x"]),
 }
 
 
-def feed_tokens(matcher: ga.GrammarMatcher, vocab: ga.Vocabulary, text: str, rng: random.Random) -> tuple[bool, int]:
+def feed_tokens(matcher: ga.GrammarMatcher, vocab: ga.Vocabulary, text: str, rng: random.Random,
+                verdicts: list) -> tuple[bool, int]:
     """Feed ``text`` as random tokens of ``vocab`` (any token that fits next, single characters
-    always do): (all accepted, characters fed before the first rejected token or the end)."""
+    always do), checking ``can_terminate`` against the oracle's verdicts after each one:
+    (all accepted, characters fed before the first rejected token or the end)."""
     by_bytes = {vocab.token_bytes[t]: t for t in vocab.grammar_token_ids().tolist()}
     at = 0
     while at < len(text):
@@ -406,29 +442,35 @@ def feed_tokens(matcher: ga.GrammarMatcher, vocab: ga.Vocabulary, text: str, rng
         if not matcher.try_accept_token(by_bytes[piece]):
             return False, at
         at += len(piece.decode())
+        assert matcher.can_terminate() == verdicts[at][1], (text, at)
     return True, at
 
 
 @pytest.mark.parametrize("name", sorted(AMBIGUOUS))
 def test_highly_ambiguous_grammars_on_long_texts(name):
-    text, valid, pieces = AMBIGUOUS[name]
+    """A matcher reads the valid text token by token to the end and accepts it; a damaged text
+    is rejected by the token that reaches the first dead prefix the oracle finds, or, when
+    every prefix lives, at the end exactly when the oracle rejects it."""
+    text, valid, broken, pieces = AMBIGUOUS[name]
     rules = parse_gbnf(text)
     rng = random.Random(name)
+    pieces = pieces + list(AMBIGUOUS_MUTATIONS)  # every character of a damaged text is a token
     compiled = ga.compile(ga.Grammar.from_gbnf(text), vocabulary(pieces, rng), cache=False)
     eos = compiled.vocabulary.size - 1
-    samples = [valid] + [damaged(valid, rng, "ab+1x") for _ in range(AMBIGUOUS_DAMAGED)]
+    samples = [valid] + broken + [damaged(valid, rng, AMBIGUOUS_MUTATIONS) for _ in range(AMBIGUOUS_DAMAGED)]
+    outcomes = []
     for sample in samples:
         verdicts = earley_prefix_verdicts(rules, sample)  # (viable, accepted) after each prefix
         matcher = compiled.matcher()
-        fed, at = feed_tokens(matcher, compiled.vocabulary, sample, rng)
+        fed, at = feed_tokens(matcher, compiled.vocabulary, sample, rng, verdicts)
         if fed:
             assert all(viable for viable, _ in verdicts), sample
-            assert matcher.can_terminate() == verdicts[-1][1], sample
-            assert matcher.try_accept_token(eos) == verdicts[-1][1]
-        else:  # rejected by a token: it is where the oracle finds the first dead prefix
+            assert matcher.try_accept_token(eos) == verdicts[-1][1], sample
+            assert matcher.is_terminated() == verdicts[-1][1]
+        else:  # rejected by a token: the one that reaches the oracle's first dead prefix
             first_dead = next(i for i, (viable, _) in enumerate(verdicts) if not viable)
             assert at < first_dead <= at + max(len(p) for p in pieces), (sample, at, first_dead)
-            assert all(viable for viable, _ in verdicts[:at + 1])
-    assert earley_accepts(rules, valid)
+        outcomes.append(fed and verdicts[-1][1])
+    assert outcomes[0] and not any(outcomes[1:1 + len(broken)])
     for cut in AMBIGUOUS_MASK_PREFIXES:
         assert mask_equals_brute_force(compiled, valid[:cut].encode())
