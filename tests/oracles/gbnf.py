@@ -57,7 +57,8 @@ def _nullable(bnf: dict) -> set[str]:
     while changed:
         changed = False
         for name, alternatives in bnf.items():
-            if name not in nullable and any(all(s[0] == "nt" and s[1] in nullable for s in alt) for alt in alternatives):
+            if name not in nullable and any(all(s[0] == "nt" and s[1] in nullable for s in alt)
+                                            for alt in alternatives):
                 nullable.add(name)
                 changed = True
     return nullable

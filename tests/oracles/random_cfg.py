@@ -97,7 +97,8 @@ class _Builder:
         if roll < 0.8:
             return self.ref() + (self.postfix() if self.rng.random() < 0.15 else "")
         if depth > 0:
-            return "(" + self.alternatives(depth - 1, most=2) + ")" + (self.postfix() if self.rng.random() < 0.7 else "")
+            group = "(" + self.alternatives(depth - 1, most=2) + ")"
+            return group + (self.postfix() if self.rng.random() < 0.7 else "")
         return self.atom()
 
     def sequence(self, depth: int) -> str:
