@@ -357,7 +357,7 @@ def test_llama_cpp_grammar_loads(name):
     grammar = ga.Grammar.from_gbnf(text)
     build_parser_tables(grammar)
     rng = random.Random(name)
-    sample = next(sentences(parse_gbnf(text), rng, 1, LLAMA_SENTENCE_DEPTH))
+    sample = next(sentences(parse_gbnf(text), rng, 100, LLAMA_SENTENCE_DEPTH, LLAMA_MAX_SENTENCE_CHARS))
     matcher = ga.compile(grammar, vocabulary(set(sample)), cache=False).matcher()
     assert matcher.allowed_token_ids().size > 0
     matcher.accept_string(sample)
