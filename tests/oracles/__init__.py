@@ -9,7 +9,11 @@ compare the two answers:
   gramalign's documented layout rules, for the shipped Python grammar; plus the
   standard-library files it accepts and random programs of the grammar.
 - ``gbnf``: an Earley recognizer written from the GBNF definition, run on the rules' syntax
-  trees with none of gramalign's IR, lexer or LALR table; plus random sentences.
+  trees with none of gramalign's IR, lexer or LALR table (sentences and viable prefixes, one
+  character at a time); a bottom-up enumeration of short sentences to check it; plus random
+  sentences.
+- ``random_cfg``: random context-free grammars as GBNF text (seeded), each with shapes LALR(1)
+  cannot read (ambiguity, nullable and hidden left recursion, unit and empty cycles, ...).
 - ``brute_force_masks``: a mask computed the slow way, feeding every token's bytes to the
   incremental parser one at a time (no trie, no mask store).
 - ``bar_hillel_worklist``: the infilling check's emptiness test as it was before the Earley

@@ -1,7 +1,9 @@
 """A reference recognizer for GBNF, written from the GBNF definition: the rules' syntax
 trees (``gbnf_frontend.parse_gbnf``) read as a context-free grammar over characters and
-run by an Earley recognizer, with none of gramalign's IR, lexer or LALR table. Also a
-random sentence generator for the same trees."""
+run by an Earley recognizer, with none of gramalign's IR, lexer or LALR table: whether a
+text is a sentence (:func:`earley_accepts`), whether it is the beginning of one
+(:func:`earley_prefix_viable`), both for every prefix or every short string at once. Also
+a random sentence generator for the same trees."""
 
 from __future__ import annotations
 
@@ -49,57 +51,184 @@ def _bnf(rules: dict) -> tuple[dict, str]:
     return bnf, "root"
 
 
-def _contains(intervals, char: str) -> bool:
-    code = ord(char)
-    return any(low <= code <= high for low, high in intervals)
-
-
-def earley_accepts(rules: dict, text: str, start: str = "root") -> bool:
-    bnf, _ = _bnf(rules)
+def _nullable(bnf: dict) -> set[str]:
     nullable: set[str] = set()
     changed = True
     while changed:
         changed = False
         for name, alternatives in bnf.items():
-            if name not in nullable and any(all(s[0] == "nt" and s[1] in nullable for s in alt) for alt in alternatives):
+            if name not in nullable and any(all(s[0] == "nt" and s[1] in nullable for s in alt)
+                                            for alt in alternatives):
                 nullable.add(name)
                 changed = True
-    chart = [dict() for _ in range(len(text) + 1)]  # item -> None (ordered set)
-    for k in range(len(bnf[start])):
-        chart[0][(start, k, 0, 0)] = None
-    for i in range(len(text) + 1):
-        agenda = list(chart[i])
-        seen = set(agenda)
+    return nullable
 
-        def add(item, position):
-            if position == i:
-                if item not in seen:
-                    seen.add(item)
-                    chart[i][item] = None
-                    agenda.append(item)
-            else:
-                chart[position][item] = None
 
+def _productive_part(bnf: dict) -> dict:
+    """``bnf`` without the alternatives that use a rule deriving no string of characters
+    (such a rule keeps no alternative). The language is the same; what changes is that every
+    Earley item left can be completed, so a non-empty chart means a viable prefix."""
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, alternatives in bnf.items():
+            if name not in productive and any(all(s[0] == "chars" or s[1] in productive for s in alt)
+                                              for alt in alternatives):
+                productive.add(name)
+                changed = True
+    return {name: [alt for alt in alternatives if all(s[0] == "chars" or s[1] in productive for s in alt)]
+            for name, alternatives in bnf.items()}
+
+
+class _Chart:
+    """The Earley items of one position: ``items`` (a set), and by symbol after the dot the
+    items waiting for a rule (``waiting``) or a character (``scans``)."""
+
+    __slots__ = ("items", "waiting", "scans", "complete")
+
+    def __init__(self):
+        self.items: set = set()
+        self.waiting: dict[str, list] = {}
+        self.scans: list = []  # (intervals, the item with its dot past them)
+        self.complete: set = set()  # (name, origin) of the items with the dot at the end
+
+
+class Earley:
+    """An Earley recognizer of the rules, read one character at a time: charts are tuples
+    of closed :class:`_Chart` objects, never changed once made, so that strings sharing a
+    prefix share its charts (:func:`earley_verdicts` walks every string that way).
+
+    Nullable rules are handled as Aycock and Horspool do (predicting a nullable rule also
+    moves the dot past it), so completions never need to revisit a chart. With
+    ``productive_only`` the rules that derive no string are dropped first: then a chart is
+    non-empty exactly when the text read so far is a prefix of a sentence."""
+
+    def __init__(self, rules: dict, start: str = "root", *, productive_only: bool = False):
+        bnf, _ = _bnf(rules)
+        self.bnf = _productive_part(bnf) if productive_only else bnf
+        self.nullable = _nullable(self.bnf)
+        self.start = start
+
+    def initial(self) -> tuple:
+        return (self._close(0, [(self.start, k, 0, 0) for k in range(len(self.bnf[self.start]))], ()),)
+
+    def advance(self, charts: tuple, char: str) -> tuple:
+        """``charts`` with the chart after one more character (empty when nothing scans it)."""
+        code = ord(char)
+        kernel = [item for intervals, item in charts[-1].scans
+                  if any(low <= code <= high for low, high in intervals)]
+        return charts + (self._close(len(charts), kernel, charts),)
+
+    def run(self, text: str) -> tuple:
+        charts = self.initial()
+        for char in text:
+            if not charts[-1].items:
+                return charts + tuple(_Chart() for _ in range(len(text) + 1 - len(charts)))
+            charts = self.advance(charts, char)
+        return charts
+
+    def accepts(self, charts: tuple) -> bool:
+        return (self.start, 0) in charts[-1].complete
+
+    def _close(self, i: int, kernel: list, before: tuple) -> _Chart:
+        bnf, nullable = self.bnf, self.nullable
+        chart = _Chart()
+        items, waiting, complete = chart.items, chart.waiting, chart.complete
+        agenda = []
+        for item in kernel:
+            if item not in items:
+                items.add(item)
+                agenda.append(item)
         while agenda:
-            name, k, dot, origin = agenda.pop()
+            name, k, dot, origin = item = agenda.pop()
             alternative = bnf[name][k]
             if dot < len(alternative):
-                symbol = alternative[dot]
-                if symbol[0] == "nt":
-                    for j in range(len(bnf[symbol[1]])):
-                        add((symbol[1], j, 0, i), i)
-                    if symbol[1] in nullable:
-                        add((name, k, dot + 1, origin), i)
-                elif i < len(text) and _contains(symbol[1], text[i]):
-                    add((name, k, dot + 1, origin), i + 1)
+                kind, what = alternative[dot]
+                following = (name, k, dot + 1, origin)
+                if kind == "chars":
+                    chart.scans.append((what, following))
+                    continue
+                waiting.setdefault(what, []).append(item)
+                new = [(what, j, 0, i) for j in range(len(bnf[what]))]
+                if what in nullable:
+                    new.append(following)
             else:
-                for waiting in list(chart[origin]):
-                    w_name, w_k, w_dot, w_origin = waiting
-                    w_alt = bnf[w_name][w_k]
-                    if w_dot < len(w_alt) and w_alt[w_dot] == ("nt", name):
-                        add((w_name, w_k, w_dot + 1, w_origin), i)
-    return any(name == start and dot == len(bnf[name][k]) and origin == 0
-               for name, k, dot, origin in chart[len(text)])
+                complete.add((name, origin))
+                parents = waiting.get(name, ()) if origin == i else before[origin].waiting.get(name, ())
+                new = [(w_name, w_k, w_dot + 1, w_origin) for w_name, w_k, w_dot, w_origin in list(parents)]
+            for item in new:
+                if item not in items:
+                    items.add(item)
+                    agenda.append(item)
+        return chart
+
+
+def earley_accepts(rules: dict, text: str, start: str = "root") -> bool:
+    earley = Earley(rules, start, productive_only=True)
+    return earley.accepts(earley.run(text))
+
+
+def earley_prefix_viable(rules: dict, text: str, start: str = "root") -> bool:
+    """Is ``text`` the beginning of some sentence (``text`` itself included)? An Earley
+    chart after ``text`` that is not empty, once the rules that derive no string are gone."""
+    earley = Earley(rules, start, productive_only=True)
+    return bool(earley.run(text)[-1].items)
+
+
+def earley_prefix_verdicts(rules: dict, text: str, start: str = "root") -> list[tuple[bool, bool]]:
+    """``(viable, accepted)`` for every prefix ``text[:i]``, i = 0 .. len(text), in one pass."""
+    earley = Earley(rules, start, productive_only=True)
+    charts = earley.run(text)
+    return [(bool(chart.items), (start, 0) in chart.complete) for chart in charts]
+
+
+def earley_verdicts(rules: dict, alphabet: str, max_length: int, start: str = "root") -> dict[str, tuple[bool, bool]]:
+    """``(viable, accepted)`` for every string over ``alphabet`` of at most ``max_length``
+    characters, the strings sharing a prefix sharing its charts (no Earley work past a dead prefix)."""
+    earley = Earley(rules, start, productive_only=True)
+    verdicts: dict[str, tuple[bool, bool]] = {}
+    dead = (False, False)
+
+    def walk(text: str, charts) -> None:
+        if charts is None:
+            verdicts[text] = dead
+        else:
+            verdicts[text] = (bool(charts[-1].items), earley.accepts(charts))
+            if not charts[-1].items:
+                charts = None
+        if len(text) < max_length:
+            for char in alphabet:
+                walk(text + char, None if charts is None else earley.advance(charts, char))
+
+    walk("", earley.initial())
+    return verdicts
+
+
+def sentences_up_to(rules: dict, alphabet: str, max_length: int, start: str = "root") -> set[str]:
+    """Every sentence over ``alphabet`` of at most ``max_length`` characters, found bottom-up
+    (each rule's strings grown to a fixed point, no chart, no parsing): a second opinion on
+    :func:`earley_verdicts` for ambiguous, cyclic and nullable grammars."""
+    bnf, _ = _bnf(rules)
+    derived: dict[str, set[str]] = {name: set() for name in bnf}
+    changed = True
+    while changed:
+        changed = False
+        for name, alternatives in bnf.items():
+            for alternative in alternatives:
+                strings = {""}
+                for kind, what in alternative:
+                    if kind == "chars":
+                        options = {c for c in alphabet if any(low <= ord(c) <= high for low, high in what)}
+                    else:
+                        options = derived[what]
+                    strings = {s + t for s in strings for t in options if len(s) + len(t) <= max_length}
+                    if not strings:
+                        break
+                if not strings <= derived[name]:
+                    derived[name] |= strings
+                    changed = True
+    return derived[start]
 
 
 def random_sentence(rules: dict, rng: random.Random, start: str = "root", depth: int = 12) -> str | None:
