@@ -37,7 +37,8 @@ engine sits the grammar out.
 
 3. Highly ambiguous grammars: ``root ::= s`` / ``s ::= s s | "a"`` on ``a`` * N and
    ``root ::= e`` / ``e ::= e "+" e | [0-9]`` on seeded random ``d+d+...+d`` (N characters,
-   N - 1 when N is even: the language has odd lengths), N = ``--ambiguous-chars`` (200).
+   N - 1 when N is even: the language has odd lengths), N = ``--ambiguous-chars`` (200; give
+   several, e.g. ``100 200 400``, to see how the cost grows with the text).
    Per engine: load + first mask, mask p99 and max, total wall time (load to the end check)
    and peak resident-set growth over the resident set before the load (VmHWM, reset first).
 
@@ -270,15 +271,17 @@ def timed_fill(engine: Engine, matcher, masks: list, preempted: list) -> None:
         preempted.append(len(masks) - 1)
 
 
-def walk(engine: Engine, compiled, ids: list[int], deadline: float, masks: list, preempted: list) -> dict:
-    """Fill before every token and after the last; stops at a refused token or the deadline.
-    Returns the outcome: ``accepted`` (every token taken and the end allowed), or where and
-    why it stopped."""
-    matcher = engine.matcher(compiled)
+def walk(engine: Engine, matcher, ids: list[int], deadline: float, masks: list, preempted: list,
+         filled: bool = False) -> dict:
+    """Fill before every token (but the first when ``filled``: the matcher's first mask is in
+    the bitmask already) and after the last; stops at a refused token or, between masks, at the
+    deadline. Returns the outcome: ``accepted`` (every token taken and the end allowed), or
+    where and why it stopped."""
     for position, token in enumerate(ids):
-        if time.perf_counter() > deadline:
-            return {"outcome": "partial", "position": position}
-        timed_fill(engine, matcher, masks, preempted)
+        if not (filled and position == 0):
+            if time.perf_counter() > deadline:
+                return {"outcome": "partial", "position": position}
+            timed_fill(engine, matcher, masks, preempted)
         if not engine.allowed(token):
             return {"outcome": "refused", "position": position, "token": token, "how": "not in its mask"}
         if not engine.accept(matcher, token):
@@ -318,16 +321,18 @@ def measure_loads(engines: list[Engine], grammars: dict[str, str]) -> list[dict]
     return rows
 
 
-def sample_texts(text: str, name: str, tokenizer, count: int, max_tokens: int, seed: int) -> list[tuple[str, list[int]]]:
+def sample_texts(text: str, name: str, tokenizer, count: int, max_tokens: int, seed: int) -> tuple[list, int]:
     """The ``count`` longest distinct random sentences of 2..max_tokens tokens among
-    ``20 * count`` draws (ties in draw order)."""
-    from oracles.gbnf import random_sentence
+    ``20 * count`` draws (ties in draw order), each checked by the reference Earley recognizer
+    and by decoding its tokens back; returns them with the number dropped by those checks
+    (0 unless the sampler or the recognizer is wrong)."""
+    from oracles.gbnf import earley_accepts, random_sentence
 
     from gramalign.grammar.gbnf_frontend import parse_gbnf
 
     rules = parse_gbnf(text)
     rng = random.Random(f"{seed}:{name}")
-    seen, kept = set(), []
+    seen, candidates = set(), []
     for _ in range(20 * count):
         sentence = random_sentence(rules, rng)
         if sentence is None or sentence in seen:
@@ -338,9 +343,17 @@ def sample_texts(text: str, name: str, tokenizer, count: int, max_tokens: int, s
         except Exception:  # noqa: BLE001 - a sentence the tokenizer cannot take (lone surrogate)
             continue
         if 2 <= len(ids) <= max_tokens:
-            kept.append((len(kept), sentence, ids))
-    kept.sort(key=lambda item: (-len(item[2]), item[0]))
-    return [(sentence, ids) for _, sentence, ids in kept[:count]]
+            candidates.append((len(candidates), sentence, ids))
+    candidates.sort(key=lambda item: (-len(item[2]), item[0]))
+    kept, dropped = [], 0
+    for _, sentence, ids in candidates:
+        if len(kept) == count:
+            break
+        if tokenizer.decode(ids, skip_special_tokens=False) == sentence and earley_accepts(rules, sentence):
+            kept.append((sentence, ids))
+        else:
+            dropped += 1
+    return kept, dropped
 
 
 def measure_masks(engines: list[Engine], name: str, text: str, sequences, repeats: int, budget: float) -> dict:
@@ -359,7 +372,10 @@ def measure_masks(engines: list[Engine], name: str, text: str, sequences, repeat
         deadline = time.perf_counter() + budget
         for _, ids in sequences:
             before = len(masks)
-            outcomes.append(walk(engine, compiled, ids, deadline, masks, preempted))
+            try:
+                outcomes.append(walk(engine, engine.matcher(compiled), ids, deadline, masks, preempted))
+            except Exception as exc:  # noqa: BLE001 - an engine failing mid-walk is reported, not fatal
+                outcomes.append({"outcome": "exception", "position": None, "how": first_line(exc)})
             per_sequence.append(masks[before:])
             if outcomes[-1]["outcome"] == "partial":
                 break
@@ -386,26 +402,15 @@ def measure_ambiguous(engines: list[Engine], grammar: str, text: str, ids: list[
             results[engine.name] = {"error": first_line(exc)}
             continue
         first = time.perf_counter() - started
-        deadline = started + budget
-        outcome = {"outcome": "accepted", "position": len(ids)}
-        for position, token in enumerate(ids):
-            if position and time.perf_counter() > deadline:
-                outcome = {"outcome": "partial", "position": position}
-                break
-            if position:
-                timed_fill(engine, matcher, masks, preempted)
-            if not engine.allowed(token) or not engine.accept(matcher, token):
-                outcome = {"outcome": "refused", "position": position, "token": token, "how": engine.why(matcher)}
-                break
-        else:
-            timed_fill(engine, matcher, masks, preempted)
-            if not engine.can_end(matcher):
-                outcome = {"outcome": "not final", "position": len(ids)}
+        try:
+            outcome = walk(engine, matcher, ids, started + budget, masks, preempted, filled=True)
+        except Exception as exc:  # noqa: BLE001 - an engine failing mid-walk is reported, not fatal
+            outcome = {"outcome": "exception", "position": None, "how": first_line(exc)}
         wall = time.perf_counter() - started
         results[engine.name] = {"first_mask_s": first, "masks_us": masks, "wall_s": wall, "preempted": len(preempted),
                                 "peak_growth_bytes": max(0, _peak_rss_bytes() - before), **outcome}
         del compiled, matcher
-        print(f"{grammar}: {engine.name} done ({len(masks)} masks, {wall:.1f} s)", file=sys.stderr, flush=True)
+        print(f"{grammar}: {engine.name} done ({len(masks)} masks, {wall:.2f} s)", file=sys.stderr, flush=True)
     return results
 
 
@@ -432,7 +437,8 @@ def print_loads(rows: list[dict], engines: list[Engine]) -> None:
 
 def _outcome_counts(outcomes: list[dict]) -> tuple[int, int, int, int]:
     kinds = [o["outcome"] for o in outcomes]
-    return kinds.count("accepted"), kinds.count("refused"), kinds.count("not final"), kinds.count("partial")
+    return (kinds.count("accepted"), kinds.count("refused") + kinds.count("exception"), kinds.count("not final"),
+            kinds.count("partial"))
 
 
 MASK_COLUMNS = ["sequences walked", "accepted", "refused a token", "end refused", "partial", "masks",
@@ -458,7 +464,8 @@ def print_masks(report: dict, engines: list[Engine]) -> None:
     for name, entry in report.items():
         lengths = [len(ids) for ids in entry["ids"]]
         print(f"### {_short(name)}: {len(lengths)} texts, {sum(lengths)} tokens (median "
-              f"{statistics.median(lengths) if lengths else 0:.0f}, max {max(lengths, default=0)})\n")
+              f"{statistics.median(lengths) if lengths else 0:.0f}, max {max(lengths, default=0)}); "
+              f"{entry['dropped']} draws dropped by the Earley / round-trip check\n")
         rows, summaries = [], {}
         for engine in engines:
             result = entry["engines"].get(engine.name)
@@ -478,23 +485,25 @@ def print_masks(report: dict, engines: list[Engine]) -> None:
             print_table(["other"], RATIO_COLUMNS, [([other], [_ratio(ours[key], s[key]) for _, key in pairs])
                                                    for other, s in summaries.items() if other != "gramalign"])
         refusals = [(engine, index, o) for engine, result in entry["engines"].items() if "outcomes" in result
-                    for index, o in enumerate(result["outcomes"]) if o["outcome"] in ("refused", "not final")]
+                    for index, o in enumerate(result["outcomes"]) if o["outcome"] not in ("accepted", "partial")]
         if refusals:
-            print(f"Disagreements ({len(refusals)}; the texts are in the language, so each is an engine's "
-                  "refusal; first 10):\n")
+            print(f"Disagreements ({len(refusals)}: an engine refusing a text the reference Earley recognizer "
+                  "accepts; first 10):\n")
             for engine, index, o in refusals[:10]:
                 text, ids = entry["texts"][index], entry["ids"][index]
                 if o["outcome"] == "refused":
-                    piece = entry["decode"](ids[:o["position"] + 1])
+                    before = entry["decode"](ids[:o["position"]])
                     print(f"- {engine}, text {index}, token {o['position']} {entry['decode']([o['token']])!r} "
-                          f"({o['how'].strip()}) after {piece[-60:]!r}")
+                          f"({o['how'].strip()}) after {before[-60:]!r}")
+                elif o["outcome"] == "exception":
+                    print(f"- {engine}, text {index}: raised {o['how']}")
                 else:
                     print(f"- {engine}, text {index}: every token taken, the end refused: {text[-60:]!r}")
             print()
 
 
 AMBIGUOUS_COLUMNS = ["chars", "tokens", "outcome", "load + first mask (ms)", "mask p99 (µs)", "mask max (µs)",
-                     "wall (s)", "peak RSS growth (MiB)", "preempted"]
+                     "wall (ms)", "peak RSS growth (MiB)", "preempted"]
 
 
 def print_ambiguous(report: dict, engines: list[Engine]) -> None:
@@ -505,14 +514,14 @@ def print_ambiguous(report: dict, engines: list[Engine]) -> None:
             r = entry["engines"].get(engine.name)
             if r is None:
                 continue
-            label = [_short(grammar), engine.name]
+            label = [_short(entry["grammar"]), engine.name]
             if "error" in r:
                 rows.append((label, [len(entry["text"]), len(entry["ids"]), _short(r["error"], 90)]
                              + ["-"] * (len(AMBIGUOUS_COLUMNS) - 3)))
                 continue
             outcome = r["outcome"] if r["outcome"] == "accepted" else f"{r['outcome']} at token {r['position']}"
             rows.append((label, [len(entry["text"]), len(entry["ids"]), outcome, r["first_mask_s"] * 1000,
-                                 percentile(r["masks_us"], 99), max(r["masks_us"]), r["wall_s"],
+                                 percentile(r["masks_us"], 99), max(r["masks_us"]), r["wall_s"] * 1000,
                                  r["peak_growth_bytes"] / 2**20, r["preempted"]]))
     print_table(["grammar", "engine"], AMBIGUOUS_COLUMNS, rows)
 
@@ -524,7 +533,8 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=50, help="random texts per grammar (section 2)")
     parser.add_argument("--max-tokens", type=int, default=200, help="longest text kept, in tokens")
     parser.add_argument("--repeats", type=int, default=5, help="time-to-first-mask measurements per engine")
-    parser.add_argument("--ambiguous-chars", type=int, default=200, help="text length in section 3")
+    parser.add_argument("--ambiguous-chars", type=int, nargs="+", default=[200],
+                        help="text lengths in section 3 (several: one row each, to see the growth)")
     parser.add_argument("--budget", type=float, default=300.0,
                         help="seconds per grammar and engine for the walks (checked between masks)")
     parser.add_argument("--grammar", action="append", default=[], metavar="FILE",
@@ -532,14 +542,16 @@ def main() -> None:
     parser.add_argument("--no-default-grammars", action="store_true",
                         help="section 2 walks only the --grammar files (not arithmetic, c, ambiguous JSON)")
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated, from " + ", ".join(ENGINES))
-    parser.add_argument("--sections", default="loads,masks,ambiguous", help="comma-separated, from loads,masks,ambiguous")
+    parser.add_argument("--sections", default="loads,masks,ambiguous",
+                        help="comma-separated, from loads,masks,ambiguous")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="OUT", help="write every raw number here")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke run: --texts 5 --repeats 2 --ambiguous-chars 60 --budget 10")
+                        help="smoke run: defaults --texts 5 --repeats 2 --ambiguous-chars 60 --budget 10")
     args = parser.parse_args()
-    if args.quick:
-        args.texts, args.repeats, args.ambiguous_chars, args.budget = 5, 2, 60, 10.0
+    if args.quick:  # new defaults; flags given explicitly still win
+        parser.set_defaults(texts=5, repeats=2, ambiguous_chars=[60], budget=10.0)
+        args = parser.parse_args()
     sections = {s.strip() for s in args.sections.split(",") if s.strip()}
     unknown = sections - {"loads", "masks", "ambiguous"}
     names = [n.strip().lower() for n in args.engines.split(",") if n.strip()]
@@ -580,12 +592,12 @@ def main() -> None:
         report = {}
         for name, text in walked.items():
             try:
-                sequences = sample_texts(text, name, tokenizer, args.texts, args.max_tokens, args.seed)
+                sequences, dropped = sample_texts(text, name, tokenizer, args.texts, args.max_tokens, args.seed)
             except Exception as exc:  # noqa: BLE001 - e.g. a GBNF text the reference reader refuses
                 print(f"{name}: no texts ({first_line(exc)})", file=sys.stderr)
                 continue
             report[name] = {"texts": [s for s, _ in sequences], "ids": [ids for _, ids in sequences],
-                            "decode": decode,
+                            "dropped": dropped, "decode": decode,
                             "engines": measure_masks(engines, name, text, sequences, args.repeats, args.budget)}
         print_masks(report, engines)
         dump["masks"] = {name: {k: v for k, v in entry.items() if k != "decode"} for name, entry in report.items()}
@@ -593,10 +605,12 @@ def main() -> None:
     if "ambiguous" in sections:
         report = {}
         for grammar, text in AMBIGUOUS.items():
-            sentence = ambiguous_text(grammar, args.ambiguous_chars, args.seed)
-            ids = tokenizer.encode(sentence, add_special_tokens=False).ids
-            report[grammar] = {"grammar_text": text, "text": sentence, "ids": ids,
-                               "engines": measure_ambiguous(engines, grammar, text, ids, args.budget)}
+            for chars in args.ambiguous_chars:
+                sentence = ambiguous_text(grammar, chars, args.seed)
+                ids = tokenizer.encode(sentence, add_special_tokens=False).ids
+                report[f"{grammar}, {len(sentence)} chars"] = {
+                    "grammar": grammar, "grammar_text": text, "text": sentence, "ids": ids,
+                    "engines": measure_ambiguous(engines, grammar, text, ids, args.budget)}
         print_ambiguous(report, engines)
         dump["ambiguous"] = report
 
