@@ -73,7 +73,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from grammar_masks import LLAMA_EOS as EOS  # noqa: E402
 from grammar_masks import llama_tokenizer, percentile  # noqa: E402
-from maskbench import _peak_rss_bytes, _ratio, _reset_peak_rss, _rss_bytes, header_lines, print_table  # noqa: E402
+from maskbench import _peak_rss_bytes, _reset_peak_rss, _rss_bytes, header_lines, print_table  # noqa: E402
 
 GBNF_DIR = ROOT / "tests" / "data" / "gbnf_llama_cpp"
 _JSON_NUMBER = re.compile(r"^number ::=.*$", re.M)
@@ -416,6 +416,14 @@ def measure_ambiguous(engines: list[Engine], grammar: str, text: str, ids: list[
 
 # -- reports ---------------------------------------------------------------------------------
 
+def _ratio(ours, theirs) -> str:
+    """ours / theirs, two decimals (two significant digits below 0.1); '-' for 0 or NaN."""
+    if not theirs or theirs != theirs or ours != ours:
+        return "-"
+    ratio = ours / theirs
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+
+
 def _short(message: str, width: int = 110) -> str:
     message = message.replace("|", "\\|")
     return message if len(message) <= width else message[:width - 1] + "…"
@@ -570,12 +578,16 @@ def main() -> None:
             continue
         print(f"{ENGINES[name].name} ready in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
 
-    extra = {Path(f).name: Path(f).read_text() for f in args.grammar}
+    shipped = {p.name: p.read_text() for p in sorted(GBNF_DIR.glob("*.gbnf"))}
+    extra = {}
+    for file in args.grammar:
+        text = Path(file).read_text()
+        name = Path(file).name
+        extra[name if shipped.get(name, text) == text and name not in extra else file] = text
     walked = {} if args.no_default_grammars else {
         "arithmetic.gbnf": (GBNF_DIR / "arithmetic.gbnf").read_text(), "c.gbnf": (GBNF_DIR / "c.gbnf").read_text(),
         "json, ambiguous number": ambiguous_json()}
     walked.update(extra)
-    shipped = {p.name: p.read_text() for p in sorted(GBNF_DIR.glob("*.gbnf"))}
     loads_set = {**shipped, "json, ambiguous number": ambiguous_json(), **AMBIGUOUS, **extra}
 
     header = header_lines(tokenizer, sys.argv)
