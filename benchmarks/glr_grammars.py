@@ -24,9 +24,10 @@ engine sits the grammar out.
    ``random_sentence`` of tests/oracles/gbnf.py (a random derivation of the GBNF rules,
    independent of every engine, so it works before gramalign loads the grammar), tokenized
    by Llama-3.2; of ``20 * --texts`` draws, the ``--texts`` longest distinct ones of 2 to
-   ``--max-tokens`` tokens are kept. Every engine, in turn, walks the same token
-   sequences: before each token and once after the last it fills a full-vocabulary bitmask
-   (timed, Python's cyclic collector paused, as in maskbench.py); the token must be set in
+   ``--max-tokens`` tokens that the reference Earley recognizer of the same file accepts and
+   that decode back to themselves are kept (the number dropped is printed: 0 expected).
+   Every engine, in turn, walks the same token sequences: before each token and once after
+   the last it fills a full-vocabulary bitmask (timed, Python's cyclic collector paused, as in maskbench.py); the token must be set in
    that mask and accepted, and the engine must allow the end after the last token. A token
    an engine refuses ends that sequence for it and is counted and listed: the engines
    disagree (the texts are in the language). Time to first mask (TTFM) = load + compile +
@@ -527,7 +528,8 @@ def print_ambiguous(report: dict, engines: list[Engine]) -> None:
                 rows.append((label, [len(entry["text"]), len(entry["ids"]), _short(r["error"], 90)]
                              + ["-"] * (len(AMBIGUOUS_COLUMNS) - 3)))
                 continue
-            outcome = r["outcome"] if r["outcome"] == "accepted" else f"{r['outcome']} at token {r['position']}"
+            outcome = r["outcome"] if r["position"] is None or r["outcome"] == "accepted" else \
+                f"{r['outcome']} at token {r['position']}"
             rows.append((label, [len(entry["text"]), len(entry["ids"]), outcome, r["first_mask_s"] * 1000,
                                  percentile(r["masks_us"], 99), max(r["masks_us"]), r["wall_s"] * 1000,
                                  r["peak_growth_bytes"] / 2**20, r["preempted"]]))
