@@ -27,10 +27,10 @@ engine sits the grammar out.
    ``--max-tokens`` tokens that the reference Earley recognizer of the same file accepts and
    that decode back to themselves are kept (the number dropped is printed: 0 expected).
    Every engine, in turn, walks the same token sequences: before each token and once after
-   the last it fills a full-vocabulary bitmask (timed, Python's cyclic collector paused, as in maskbench.py); the token must be set in
-   that mask and accepted, and the engine must allow the end after the last token. A token
-   an engine refuses ends that sequence for it and is counted and listed: the engines
-   disagree (the texts are in the language). Time to first mask (TTFM) = load + compile +
+   the last it fills a full-vocabulary bitmask (timed, Python's cyclic collector paused, as
+   in maskbench.py); the token must be set in that mask and accepted, and the engine must
+   allow the end after the last token. A token an engine refuses ends that sequence for it
+   and is counted and listed: the engines disagree (the texts are in the language). Time to first mask (TTFM) = load + compile +
    matcher + first fill from the text, a fresh grammar object each time, ``--repeats``
    times per engine (first, p50, max). Time between masks (TBM): every fill of the walks
    (p50, p99, max, µs); gramalign builds masks lazily, so its first encounters of a
