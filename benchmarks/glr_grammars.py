@@ -30,11 +30,12 @@ engine sits the grammar out.
    the last it fills a full-vocabulary bitmask (timed, Python's cyclic collector paused, as
    in maskbench.py); the token must be set in that mask and accepted, and the engine must
    allow the end after the last token. A token an engine refuses ends that sequence for it
-   and is counted and listed: the engines disagree (the texts are in the language). Time to first mask (TTFM) = load + compile +
-   matcher + first fill from the text, a fresh grammar object each time, ``--repeats``
-   times per engine (first, p50, max). Time between masks (TBM): every fill of the walks
-   (p50, p99, max, µs); gramalign builds masks lazily, so its first encounters of a
-   context are inside these figures. Ratios gramalign / other below 1: gramalign faster.
+   and is counted and listed: the engines disagree (the texts are in the language). Time
+   to first mask (TTFM) = load + compile + matcher + first fill from the text, a fresh
+   grammar object each time, ``--repeats`` times per engine (first, p50, max). Time between
+   masks (TBM): every fill of the walks (p50, p99, max, µs); gramalign builds masks lazily,
+   so its first encounters of a context are inside these figures. Ratios gramalign / other
+   below 1: gramalign faster.
 
 3. Highly ambiguous grammars: ``root ::= s`` / ``s ::= s s | "a"`` on ``a`` * N and
    ``root ::= e`` / ``e ::= e "+" e | [0-9]`` on seeded random ``d+d+...+d`` (N characters,
