@@ -15,6 +15,8 @@ change the trees freely: it keeps the set of strings the start symbol derives.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import GrammarError
 from .grammar import Grammar, Rule
 from .limits import check_size
@@ -40,6 +42,16 @@ def normalized(grammar: Grammar) -> Grammar:
     return Grammar(terminals=grammar.terminals, rules=tuple(Rule(name, tuple(alts)) for name, alts in rules.items()),
                    start=start, ignore=grammar.ignore, source=grammar.source, indentation=grammar.indentation,
                    always_lexed=grammar.always_lexed, strict=grammar.strict, generalized=True)
+
+
+def without_useless_rules(grammar: Grammar) -> Grammar:
+    """``grammar`` without the rules and alternatives that derive no text or that the start
+    never reaches (same language). Raises :class:`GrammarError` when the start derives none."""
+    terminals = {t.name for t in grammar.terminals} - set(grammar.ignore)
+    rules = {rule.name: list(rule.alternatives) for rule in grammar.rules}
+    priority = {rule.name: rule.priority for rule in grammar.rules}
+    kept = _useful(rules, terminals, grammar.start)
+    return replace(grammar, rules=tuple(Rule(name, tuple(alts), priority[name]) for name, alts in kept.items()))
 
 
 def _useful(rules: dict, terminals: set, start: str) -> dict:

@@ -34,7 +34,8 @@ from ..bitsets import intersects, lowest_common_bit
 from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, INDENT_COLUMN, LOOKAHEAD_STATE,
                                      NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
 from .lexing import free_terminal, lexer_step, next_column, reachable_winners
-from .stacks import FORKED, feed_all, feed_any, feed_terminal, node_parent, node_state, same_stack
+from .stacks import (FORKED, feed_all, feed_any, feed_terminal, has_forks, merge_stacks, node_parent, node_state,
+                     same_stack)
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
                     SCRATCH_FULL, SHADOWS_FULL, STACK, shadow_column, shadow_slots)
 
@@ -371,6 +372,14 @@ def _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_col
 def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` mean the same: equal stacks, lexeme, layout
     and set of shadows (each shadow judged by its lexer state and candidate set)?"""
+    return (same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y)
+            and same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[STACK], y[STACK]))
+
+
+@numba.njit(cache=True, nogil=True)
+def same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
+    """Do the hypothesis rows ``x`` and ``y`` agree on all but their parser stacks: lexeme,
+    layout and set of shadows?"""
     if x[LEXEME] != y[LEXEME] or x[BRACKETS] != y[BRACKETS] or x[COLUMN] != y[COLUMN]:
         return False
     n_x = 0
@@ -393,8 +402,34 @@ def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand
             n_y += 1
     if n_x != n_y:  # shadows within a row are distinct, so equal counts make the sets equal
         return False
-    return (same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[STACK], y[STACK])
-            and same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[BLOCKS], y[BLOCKS]))
+    return same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[BLOCKS], y[BLOCKS])
+
+
+@numba.njit(cache=True, nogil=True)
+def merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n, alloc):
+    """Merge rows of ``rows[:n]`` that differ only below the tops of their stacks (same top
+    state) into one whose stack node stands for both (:func:`.stacks.merge_stacks`, in the
+    committed pool from ``alloc``), in place, order kept. Returns ``(rows left, alloc,
+    status)``. Only a generalized grammar needs it: there, stacks that a deterministic parser
+    would never tell apart multiply with every ambiguous choice."""
+    kept = 1 if n else 0
+    for h in range(1, n):
+        merged = False
+        for k in range(kept):
+            a, b = rows[k, STACK], rows[h, STACK]
+            if pool_state[a] == pool_state[b] and same_lexing(pool_state, pool_parent, scratch_state,
+                                                               scratch_parent, cand_id, rows[k], rows[h]):
+                node, alloc, status = merge_stacks(pool_state, pool_parent, a, b, alloc)
+                if status != OK:
+                    return n, alloc, status
+                rows[k, STACK] = node
+                merged = True
+                break
+        if not merged:
+            if kept != h:
+                rows[kept] = rows[h]
+            kept += 1
+    return kept, alloc, OK
 
 
 @numba.njit(cache=True, nogil=True)
@@ -437,6 +472,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
     following = np.empty((out.shape[0], hyps.shape[1]), np.int32)
     alloc = pool_used
     unremembered = np.full(4, -1, np.int32)
+    forks = has_forks(goto)
     for offset in range(data.shape[0]):
         n_next = 0
         for h in range(n_current):
@@ -452,6 +488,11 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
         if n_next > 1:
             n_next = distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id,
                                          following, n_next)
+        if n_next > 1 and forks:
+            n_next, alloc, status = merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent,
+                                                      cand_id, following, n_next, alloc)
+            if status != OK:
+                return 0, pool_used, status, offset
         current[:n_next] = following[:n_next]
         n_current = n_next
     n_out = 0

@@ -94,7 +94,7 @@ class StackParts:
                     whole |= entry.group_masks[g]
         part = (groups, nonzero, bits, whole)
         depth = pool.depth_of(node, int(pool.exposed[0]))
-        if self._cached < STACK_CACHE_ENTRIES:
+        if depth >= 0 and self._cached < STACK_CACHE_ENTRIES:  # (-1: read across a merged node)
             with self._lock:
                 by_depth = entry.by_stack.setdefault(layout_key, {})
                 by_depth.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
