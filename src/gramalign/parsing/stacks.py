@@ -234,7 +234,8 @@ def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _insert(table, key):
-    """Add ``key`` (>= 0) to the open-addressing set ``table``; False if it was there."""
+    """Add ``key`` (>= 0) to the open-addressing set ``table`` (its size a power of two, less
+    than half full); False if it was there."""
     mask = table.shape[0] - 1
     i = (key * np.int64(-7046029254386353131)) >> np.int64(17)
     while True:
@@ -323,7 +324,10 @@ def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, d
             out, n = nxt, m
             continue
         nxt = np.empty(max(4, 2 * n), np.int32)
-        seen = np.full(max(16, 4 * n), -1, np.int64)
+        size = 16
+        while size < 4 * n:
+            size *= 2  # a power of two: _insert masks with it
+        seen = np.full(size, -1, np.int64)
         m = 0
         for i in range(n):
             p = node_parent(pool_parent, scratch_parent, out[i])
