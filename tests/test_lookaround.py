@@ -98,7 +98,7 @@ def _fullmatches_on_short_strings(dfa, pattern: str) -> int:
     (r"(?<=a)b", "lookbehind", 0),  # reads the character before it
     (r'"(?!"").*"', "lookahead", 1),  # reads past the end when the lexeme is ""
     (r"x(?=ab)[ab]?", "lookahead", 1),
-    (r"(?:a(?=b))+b", "repeat", 4),
+    (r"(?:a(?=bb))+b", "repeat", 4),  # the last lookahead reads past the match
     (r"a(?=b+)b+", "unbounded", 1),
     (r"\bab", "word boundary reads the character before", 0),  # the start of the match
     (r"a+\B", "word boundary needs a word character after", 2),  # a positive lookahead past it
