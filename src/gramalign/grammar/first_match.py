@@ -50,8 +50,13 @@ with a byte the rest starts with), and of the alternatives at most one can match
 so ``re``'s backtracking into them finds nothing but that one route's first match, and the
 argument applies to it.
 
-Any other pattern with a lazy quantifier is refused (:class:`LazyQuantifierError`), never
-read greedily.
+Any other pattern with a lazy quantifier goes to :func:`ordered_first_match_dfa`, which
+runs ``re``'s backtracking order as an automaton (the ordered subset construction) and
+reads any pattern without lookaheads, anchors or back-references, where no repeat's body
+can match the empty string (lookbehinds only where the character before them settles
+them: SynCode's python.lark ``_NL``, lazy repeats inside a repeat; sql.lark's
+``"(?:[^"\\]|\\.)*?"``). What neither reads is refused (:class:`LazyQuantifierError`),
+never read greedily.
 """
 
 from __future__ import annotations

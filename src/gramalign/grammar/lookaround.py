@@ -26,13 +26,19 @@ Before Python 3.14, ``re``'s ``\\B`` never matches in the empty text, which is f
 
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
-multiplied out; an assertion inside a repeat is refused). Each assertion k becomes a
-marker byte ``0xF8 + k`` (never part of UTF-8 text), so every word of the sequence
-contains each marker exactly once, where its position is. The assertion is then a
-condition on the text before or after its marker: for ``(?=B)``, what follows the marker
-(markers aside) starts with a word of B; for ``(?<!B)``, what precedes it does not end
-with one; and so on. The words meeting every condition, with the markers erased, are the
-language.
+multiplied out). Each assertion k becomes a marker byte ``0xF8 + k`` (never part of UTF-8
+text), so every word of the sequence contains each marker exactly once, where its
+position is. The assertion is then a condition on the text before or after its marker:
+for ``(?=B)``, what follows the marker (markers aside) starts with a word of B; for
+``(?<!B)``, what precedes it does not end with one; and so on. The words meeting every
+condition, with the markers erased, are the language.
+
+An assertion inside a repeat (``/\\*(\\*(?!/)|[^*])*\\*/``, verilog's comments) keeps its
+marker in the repeat's body, so a word holds it once per pass through it; the condition
+must then hold at every occurrence (the words with an occurrence that fails it are taken
+out), and every occurrence must have the room to read inside the match: no word of the
+sequence may have fewer than W characters after (before) one, which the automaton of the
+words says exactly. Otherwise it is refused, and so is a word boundary inside a repeat.
 """
 
 from __future__ import annotations
