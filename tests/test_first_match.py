@@ -3,7 +3,10 @@
 ``first_match_dfa`` claims that for its shapes the first match is the shortest prefix the
 pattern fully matches, and builds the DFA of those prefixes. Random patterns of the shapes
 it accepts are held to ``re.match`` on random texts; shapes it refuses include ones where
-first and shortest differ.
+first and shortest differ. Every other lazy pattern goes to ``ordered_first_match_dfa``
+(the ordered subset construction): random patterns of nested groups, alternations and
+greedy and lazy repeats are held to ``re.match`` too, and on the shapes the two
+constructions must give the same language.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import re
 
 import pytest
 
-from gramalign.grammar.first_match import LazyQuantifierError, first_match_dfa
+from gramalign.grammar.automata import difference
+from gramalign.grammar.first_match import LazyQuantifierError, first_match_dfa, ordered_first_match_dfa
 
 ONE_WIDE = ["a", "b", "c", "[ab]", "[^a]", ".", "(?:a|c)", "(.|\\n)"]
 FIXED = ONE_WIDE + ["ab", "(?:ab|ca)", "c{2}", "(?:[ab]c)", "[bc][bc]", "[abc]{2}"]
@@ -65,6 +69,7 @@ def test_first_match_of_accepted_shapes_is_res(seed):
 
 
 @pytest.mark.parametrize("pattern", [
+    # no shape of the module docstring: read by the ordered subset construction
     r"a.*?([bc][bc])*?c",  # on 'abcc', re.match takes 'abcc', the shortest is 'abc'
     r"a(?:ab|a)*?b",  # a body without a fixed width
     r"a.*?b+",  # a greedy repeat after the lazy one
@@ -72,9 +77,18 @@ def test_first_match_of_accepted_shapes_is_res(seed):
     r"x*(?:x.*?a)",  # a prefix of variable width that can go on with the byte the rest starts with
     r"[xy]*(?:.*?a)",  # ... the rest can start with any byte
     r"x?(?:a*?)",  # ... the rest can match nothing
+    r'"(?:[^"\\]|\\.)*?"',  # SynCode's sql.lark ESCAPED_STRING
+])
+def test_other_lazy_shapes_mean_what_re_match_reads(pattern):
+    lexemes_agree(pattern, random.Random(pattern), 'abcdxy"\\', texts=3000)
+
+
+@pytest.mark.parametrize("pattern", [
     r"a.*?(?<!b)([bc][bc])*?c",  # a lookbehind that leaves out a character of the wider repeat's body
     r"a.*?(?<=b)(bb)*?c",  # a positive lookbehind is no guard
     r"a.*?\b",  # an anchor reads past the match
+    r"a(?:bb(?=c)|c)*?d",  # a lookahead, in a pattern of no shape of the module docstring
+    r"a(?:b*)*?c",  # a lazy repeat of a body that can match nothing
 ])
 def test_other_lazy_shapes_are_refused(pattern):
     with pytest.raises(LazyQuantifierError):
@@ -177,3 +191,66 @@ def test_python_string_terminals_mean_what_re_match_reads(name, pattern):
 def test_patterns_without_lazy_quantifiers_are_left_alone():
     for pattern in [r'"[^"]*"', r"a{3}?", r"(ab)+", r"x*"]:
         assert first_match_dfa(pattern) is None
+
+
+def same_language(a, b) -> bool:
+    return difference(a, b).num_states == 0 and difference(b, a).num_states == 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_ordered_construction_agrees_with_the_shapes(seed):
+    rng = random.Random(seed)
+    for _ in range(5):
+        pattern = random_shape(rng)
+        assert same_language(ordered_first_match_dfa(pattern), first_match_dfa(pattern)), pattern
+
+
+ATOMS = ["a", "b", "c", "[ab]", "[^a]", ".", "(?s:.)", "(?i:A)", "\\n", "é"]
+QUANTIFIERS = ["*", "+", "?", "{1,2}", "{2}", "{0,2}", "{2,}"]
+
+
+def random_pattern(rng: random.Random, depth: int = 0) -> str:
+    """A pattern of atoms, groups and alternations under greedy and lazy repeats (bodies never
+    match the empty string, which ordered_first_match_dfa refuses)."""
+    parts = []
+    for _ in range(rng.randint(1, 3)):
+        if depth < 2 and rng.random() < 0.35:
+            alternatives = [random_pattern(rng, depth + 1) for _ in range(rng.randint(1, 3))]
+            item = "(?:" + "|".join(alternatives) + ")"
+            nullable = any(re.fullmatch(alternative, "") for alternative in alternatives)
+        else:
+            item, nullable = rng.choice(ATOMS), False
+        if not nullable and rng.random() < 0.6:
+            item += rng.choice(QUANTIFIERS) + ("?" if rng.random() < 0.5 else "")
+        parts.append(item)
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_ordered_first_matches_are_res(seed):
+    """The longest prefix of a text that ordered_first_match_dfa accepts is re.match's match
+    (the empty one included), for any pattern of the construction's kind, lazy or not."""
+    rng = random.Random(seed)
+    pattern = random_pattern(rng)
+    try:
+        dfa = ordered_first_match_dfa(pattern, max_states=2_000)
+    except LazyQuantifierError as exc:  # the ordered lists of states can be exponentially many
+        assert "automaton states" in str(exc)
+        pytest.skip(f"too large: {pattern}")
+    compiled = re.compile(pattern)
+    for _ in range(200):
+        text = "".join(rng.choice("abcA\né") for _ in range(rng.randint(0, 12)))
+        found = compiled.match(text)
+        assert longest_lexeme(dfa, text) == (found.group() if found else None), (pattern, text)
+
+
+def test_the_ordered_construction_settles_lookbehinds_by_the_character_before():
+    """SynCode's python.lark _NL: lazy repeats inside a repeat, and a lookbehind after three
+    quotes that always passes; a lookbehind the character before does not settle is refused."""
+    pattern = (r"(?:(?:(?:(?i:(?s:[ubf]?r?(\"\"\"(?<!\\).*?\"\"\"|'''(?<!\\).*?''')))"
+               r"|#.*(\n[\t ]*)+)|(\r?\n[\t ]*)+))+")
+    lexemes_agree(pattern, random.Random(5), "\"'\\\n\r #xuR\t", texts=4000)
+    assert longest_lexeme(ordered_first_match_dfa(r"a(?<=a)b*?c"), "abbc") == "abbc"
+    assert ordered_first_match_dfa(r"a(?<!a)b*?c").num_states == 0
+    with pytest.raises(LazyQuantifierError, match="lookbehind"):
+        ordered_first_match_dfa(r"[ab](?<!a)b*?c")

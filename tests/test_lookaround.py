@@ -98,7 +98,7 @@ def _fullmatches_on_short_strings(dfa, pattern: str) -> int:
     (r"(?<=a)b", "lookbehind", 0),  # reads the character before it
     (r'"(?!"").*"', "lookahead", 1),  # reads past the end when the lexeme is ""
     (r"x(?=ab)[ab]?", "lookahead", 1),
-    (r"(?:a(?=b))+b", "repeat", 4),
+    (r"(?:a(?=bb))+b", "repeat", 4),  # the last lookahead reads past the match
     (r"a(?=b+)b+", "unbounded", 1),
     (r"\bab", "word boundary reads the character before", 0),  # the start of the match
     (r"a+\B", "word boundary needs a word character after", 2),  # a positive lookahead past it
@@ -429,3 +429,46 @@ def test_random_grammars_with_leading_boundaries_agree_with_lark(seed):
     assert walked, text
     for sentence in walked:
         assert lark_accepts(oracle, sentence.decode()), (text, sentence)
+
+
+INSIDE_REPEATS = [
+    r"\/\*(\*(?!\/)|[^*])*\*\/",  # lark's examples/grammars/verilog.lark MULTILINE_COMMENT
+    r"(?:a(?=b))+b",  # only the last pass can meet its lookahead: "ab"
+    r"(?:[ab](?<=a)|c)+",
+    r"x(?:(?<!a)[ab])*y",
+    r"(?:ab(?!c)|c)*c",
+    r"(?:x(?:a(?!b))*b)+",  # nested repeats
+    r"(?:(?=[ab]c)[a-c]|c)+c",
+    r"b(?:a(?<!ba)|b)+a",
+    r"(?i:(?:A(?!B)|b)+)c",
+]
+
+
+@pytest.mark.parametrize("pattern", INSIDE_REPEATS)
+def test_lookarounds_inside_repeats_mean_what_re_fullmatch_says(pattern):
+    """Every string over the patterns' letters up to length 5, and random longer ones."""
+    dfa = regex_to_dfa(pattern)
+    compiled = re.compile(pattern)
+    alphabet = "abcxy*/AB"
+    matched = 0
+    texts = ["".join(t) for n in range(6) for t in itertools.product("abcxy*/", repeat=n)]
+    rng = random.Random(pattern)
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(6, 14))) for _ in range(3000)]
+    texts += ["/*" + "".join(rng.choice("*/ a") for _ in range(rng.randint(0, 8))) + "*/" for _ in range(500)]
+    for text in texts:
+        expected = compiled.fullmatch(text) is not None
+        assert dfa.matches(text.encode()) == expected, text
+        matched += expected
+    assert matched > 0
+
+
+@pytest.mark.parametrize("pattern, position", [
+    (r"(?:a(?!b)|b)*", 4),  # the last pass's lookahead reads the character after the match
+    (r"(?:a(?=bc?)|[bc])*c", 4),  # room for one character, the lookahead reads two
+    (r"(?:(?<=ab)c|a)+", 3),  # in the first pass the lookbehind reads before the match
+    (r"(?:a(?=b+))*b", 4),  # unbounded width
+])
+def test_lookarounds_inside_repeats_that_read_outside_the_match_are_refused(pattern, position):
+    with pytest.raises(LookaroundError) as info:
+        regex_to_dfa(pattern)
+    assert info.value.position == position

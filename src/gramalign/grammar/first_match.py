@@ -50,8 +50,13 @@ with a byte the rest starts with), and of the alternatives at most one can match
 so ``re``'s backtracking into them finds nothing but that one route's first match, and the
 argument applies to it.
 
-Any other pattern with a lazy quantifier is refused (:class:`LazyQuantifierError`), never
-read greedily.
+Any other pattern with a lazy quantifier goes to :func:`ordered_first_match_dfa`, which
+runs ``re``'s backtracking order as an automaton (the ordered subset construction) and
+reads any pattern without lookaheads, anchors or back-references, where no repeat's body
+can match the empty string (lookbehinds only where the character before them settles
+them: SynCode's python.lark ``_NL``, lazy repeats inside a repeat; sql.lark's
+``"(?:[^"\\]|\\.)*?"``). What neither reads is refused (:class:`LazyQuantifierError`),
+never read greedily.
 """
 
 from __future__ import annotations
@@ -60,7 +65,9 @@ import numpy as np
 
 from ..errors import GrammarError
 from .automata import concatenate
-from .dfa import ByteDFA, dfa_from_table, subtract_intervals
+from .dfa import (NFA, ByteDFA, StateLimitError, _symbol_classes, dfa_from_table, intersect_intervals,
+                  nfa_to_utf8_dfa, subtract_intervals)
+from .limits import check_time
 from .regex import combine_flags, item_symbols, parsed_to_dfa, pieces_dfa, regex_to_dfa
 
 try:  # Python >= 3.11
@@ -100,7 +107,13 @@ def first_match_dfa(pattern: str, flags: int = 0) -> ByteDFA | None:
         return None
     items = list(parsed.data)
     tail = len(items) - 1 if items and _is_greedy_tail(items[-1]) else len(items)
-    _check(list(_flattened(items[:tail], parsed.state.flags)), parsed.state, 0)
+    try:
+        _check(list(_flattened(items[:tail], parsed.state.flags)), parsed.state, 0)
+    except LazyQuantifierError as exc:
+        try:  # the general construction, which reads fewer lookarounds
+            return ordered_first_match_dfa(pattern, flags)
+        except LazyQuantifierError as other:
+            raise LazyQuantifierError(f"{exc}, and {other}") from None
     greedy = regex_to_dfa(pattern, flags=flags)  # checks the whole pattern, with its error positions
     if tail < len(items):
         greedy = parsed_to_dfa(pattern, _sre_parse.SubPattern(parsed.state, items[:tail]))
@@ -294,3 +307,187 @@ def has_lazy(items) -> bool:
 
 def _uses(op, av, ops) -> bool:
     return op in ops or any(_uses(o, a, ops) for child in _children(op, av) for o, a in child)
+
+
+# --------------------------------------------------------------------------- any lazy pattern
+
+
+MAX_ORDERED_STATES = 20_000
+"""Most states of the ordered subset construction (:func:`ordered_first_match_dfa`)."""
+
+_SPLIT, _CHAR, _MATCH = 0, 1, 2
+
+
+class _PriorityNFA:
+    """A Thompson NFA whose ε-choices are ordered as ``re``'s backtracking tries them: a
+    greedy repeat tries another pass before leaving, a lazy one leaves first, an alternation
+    tries its alternatives from the left. States: (``_SPLIT``, [targets in order]),
+    (``_CHAR``, (code points, target)), (``_MATCH``, None)."""
+
+    def __init__(self, state):
+        self.parse_state = state
+        self.kind: list[int] = []
+        self.data: list = []
+
+    def add(self, kind: int, data) -> int:
+        if len(self.kind) >= 100_000:
+            raise LazyQuantifierError("a pattern too large to read its first matches")
+        self.kind.append(kind)
+        self.data.append(data)
+        return len(self.kind) - 1
+
+    def sequence(self, items: list, after: int, flags: int) -> int:
+        """The entry of ``items`` followed by state ``after``."""
+        items = list(items)
+        for k in range(len(items) - 1, -1, -1):
+            after = self.item(items[k], items[k - 1] if k else None, after, flags)
+        return after
+
+    def item(self, node, previous, after: int, flags: int) -> int:
+        op, av = node
+        symbols = item_symbols(op, av, flags)
+        if symbols is not None:
+            return self.add(_CHAR, (symbols, after))
+        if op is _SUBPATTERN:
+            return self.sequence(av[3], after, combine_flags(flags, av[1], av[2]))
+        if op is _BRANCH:
+            return self.add(_SPLIT, [self.sequence(alternative, after, flags) for alternative in av[1]])
+        if op in (_MIN_REPEAT, _sre_parse.MAX_REPEAT):
+            low, high, body = av
+            if _sre_parse.SubPattern(self.parse_state, list(body)).getwidth()[0] == 0:
+                raise LazyQuantifierError("a repeat whose body can match the empty string")
+            lazy = op is _MIN_REPEAT
+            if high == _sre_parse.MAXREPEAT:
+                loop = self.add(_SPLIT, [])
+                enter = self.sequence(body, loop, flags)
+                self.data[loop] = [after, enter] if lazy else [enter, after]
+                tail = loop
+            else:
+                tail = after
+                for _ in range(high - low):
+                    enter = self.sequence(body, tail, flags)
+                    tail = self.add(_SPLIT, [after, enter] if lazy else [enter, after])
+            for _ in range(low):
+                tail = self.sequence(body, tail, flags)
+            return tail
+        if op in _ASSERTS and av[0] == -1:
+            verdict = _settled_lookbehind(op, av, previous, flags)
+            if verdict is True:
+                return after
+            if verdict is False:
+                return self.add(_SPLIT, [])  # never passes
+            raise LazyQuantifierError("a lookbehind that the character before it does not settle")
+        if op in _ASSERTS:
+            raise LazyQuantifierError("a lookahead")
+        raise LazyQuantifierError("an anchor, word boundary or back-reference")
+
+
+def _settled_lookbehind(op, av, previous, flags: int):
+    """True or False where a lookbehind of one character class always passes or always fails
+    because the item before it (one character) decides it (three quotes, then ``(?<!\\\\)``), else None."""
+    if previous is None or item_symbols(*previous, flags) is None:
+        return None
+    behind = list(_flattened(av[1], flags))
+    if len(behind) != 1 or (inside := item_symbols(*behind[0])) is None:
+        return None
+    before = item_symbols(*previous, flags)
+    if not subtract_intervals(before, inside):
+        holds = True  # every character before is in the lookbehind's class
+    elif not intersect_intervals(before, inside):
+        holds = False  # none is
+    else:
+        return None
+    return holds if op is _sre_parse.ASSERT else not holds
+
+
+def ordered_first_match_dfa(pattern: str, flags: int = 0, max_states: int = MAX_ORDERED_STATES) -> ByteDFA:
+    """The lexemes of ``re.match(pattern, ...)`` for any pattern without lookaheads, anchors,
+    word boundaries or back-references (lookbehinds only where the character before them
+    settles them), and no repeat of a body that can match the empty string: the texts ``w``
+    such that ``re.match(pattern, w)`` matches all of ``w``, of which the longest prefix of
+    any text is ``re.match``'s match in it.
+
+    ``re`` backtracks through the pattern's choices in a fixed order and returns the first
+    route that reaches the end. The same route is found by running every route at once, in
+    that order, one character at a time (as RE2 does for Perl's semantics): a route that
+    reaches a state an earlier one already holds is dropped (the earlier one has the same
+    future and comes first), and when a route reaches the end, every route after it is
+    dropped (the first match can only come from the earlier ones, which may still match
+    later, and then it is theirs). The ordered list of live states after a text is a
+    function of the text, so the lists form a DFA (the ordered subset construction), and a
+    text is a lexeme exactly where its list holds the end: ``re.match`` returns the last
+    such point it passes. Refused repeats of nullable bodies are where ``re``'s rule for
+    empty passes and this construction could differ.
+
+    >>> dfa = ordered_first_match_dfa(r'"(?:[^"\\\\]|\\\\.)*?"')
+    >>> dfa.matches(b'"a\\\\"b"'), dfa.matches(b'"a"b"')
+    (True, False)
+    """
+    parsed = _sre_parse.parse(pattern, flags)
+    nfa = _PriorityNFA(parsed.state)
+    match = nfa.add(_MATCH, None)
+    start = nfa.sequence(list(parsed.data), match, parsed.state.flags)
+    kind, data = nfa.kind, nfa.data
+
+    def closure(states) -> tuple[int, ...]:
+        seen: set[int] = set()
+        found: list[int] = []
+        stack = list(reversed(states))
+        while stack:
+            state = stack.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            if kind[state] == _SPLIT:
+                stack.extend(reversed(data[state]))
+                continue
+            found.append(state)
+            if kind[state] == _MATCH:
+                break  # routes after the first to match are never taken
+        return tuple(found)
+
+    chars = [s for s in range(len(kind)) if kind[s] == _CHAR]
+    classes, label_classes = _symbol_classes([data[s][0] for s in chars])
+    class_members: list[list[int]] = [[] for _ in classes]  # class -> the char states taking it
+    for state, members in zip(chars, label_classes):
+        for c in members:
+            class_members[c].append(state)
+    taking = [set(members) for members in class_members]
+    initial = closure([start])
+    index = {initial: 0}
+    order = [initial]
+    rows = []
+    k = 0
+    while k < len(order):
+        if k % 256 == 0:
+            check_time("the first matches of a lazy pattern")
+        current = order[k]
+        row = {}
+        for c in range(len(classes)):
+            moved = [data[s][1] for s in current if s in taking[c]]
+            if not moved:
+                continue
+            target = closure(moved)
+            if not target:
+                continue
+            if target not in index:
+                if len(order) >= max_states:
+                    raise LazyQuantifierError(f"first matches that need more than {max_states} automaton states")
+                index[target] = len(order)
+                order.append(target)
+            row[c] = index[target]
+        rows.append(row)
+        k += 1
+    out = NFA()
+    ids = [out.initial] + [out.add_state() for _ in range(len(order) - 1)]
+    for source, row in enumerate(rows):
+        by_target: dict[int, list] = {}
+        for c, target in row.items():
+            by_target.setdefault(target, []).extend(classes[c])
+        for target, intervals in by_target.items():
+            out.add_edge(ids[source], intervals, ids[target])
+    out.accepting.update(ids[s] for s, states in enumerate(order) if match in states)
+    try:
+        return nfa_to_utf8_dfa(out, max_states=50_000)
+    except StateLimitError as exc:
+        raise LazyQuantifierError(f"first matches whose automaton is too large ({exc})") from None

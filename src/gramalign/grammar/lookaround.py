@@ -26,13 +26,19 @@ Before Python 3.14, ``re``'s ``\\B`` never matches in the empty text, which is f
 
 Construction, over byte DFAs. The pattern is split into alternatives that are flat
 sequences of pieces and assertions (groups and alternations around an assertion are
-multiplied out; an assertion inside a repeat is refused). Each assertion k becomes a
-marker byte ``0xF8 + k`` (never part of UTF-8 text), so every word of the sequence
-contains each marker exactly once, where its position is. The assertion is then a
-condition on the text before or after its marker: for ``(?=B)``, what follows the marker
-(markers aside) starts with a word of B; for ``(?<!B)``, what precedes it does not end
-with one; and so on. The words meeting every condition, with the markers erased, are the
-language.
+multiplied out). Each assertion k becomes a marker byte ``0xF8 + k`` (never part of UTF-8
+text), so every word of the sequence contains each marker exactly once, where its
+position is. The assertion is then a condition on the text before or after its marker:
+for ``(?=B)``, what follows the marker (markers aside) starts with a word of B; for
+``(?<!B)``, what precedes it does not end with one; and so on. The words meeting every
+condition, with the markers erased, are the language.
+
+An assertion inside a repeat (``/\\*(\\*(?!/)|[^*])*\\*/``, verilog's comments) keeps its
+marker in the repeat's body, so a word holds it once per pass through it; the condition
+must then hold at every occurrence (the words with an occurrence that fails it are taken
+out), and every occurrence must have the room to read inside the match: no word of the
+sequence may have fewer than W characters after (before) one, which the automaton of the
+words says exactly. Otherwise it is refused, and so is a word boundary inside a repeat.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import sys
 import numpy as np
 
 from ..errors import RegexError
-from .automata import concatenate, difference, intersect, union
+from .automata import concatenate, difference, intersect, repeat, union
 from .dfa import DEAD, NFA, ByteDFA, dfa_from_table, nfa_to_byte_dfa
 from .limits import check_time
 
@@ -311,8 +317,11 @@ def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list
         elif op is _BRANCH:
             options = [sequence for alternative in av[1]
                        for sequence in _flat(list(alternative), flags, pattern, numbers)]
+        elif op in (_sre_parse.MIN_REPEAT, _sre_parse.MAX_REPEAT) and not _has_boundary(list(av[2])):
+            low, high, body = av
+            options = [[("loop", (low, high, _flat(list(body), flags, pattern, numbers)), flags)]]
         else:
-            raise LookaroundError("a lookahead, lookbehind or word boundary inside a repeat is not supported "
+            raise LookaroundError("a word boundary inside a repeat is not supported "
                                   "(write the repeated part without it)", pattern,
                                   index=_first_inside([(op, av)], numbers))
         sequences = [s + o for s in sequences for o in options]
@@ -324,6 +333,66 @@ def _flat(items, flags: int, pattern: str, numbers: dict[int, int]) -> list[list
 
 def _width(state, items) -> tuple[int, int]:
     return _sre_parse.SubPattern(state, items).getwidth()
+
+
+def _has_boundary(items) -> bool:
+    return any(_is_boundary(op, av) or any(_has_boundary(child) for child in _children(op, av)) for op, av in items)
+
+
+def _assertions(sequence) -> list[tuple]:
+    """The assertion items of a flat sequence, those inside its repeats included, in order."""
+    found = []
+    for kind, item, _ in sequence:
+        if kind == "assert":
+            found.append(item)
+        elif kind == "loop":
+            for inner in item[2]:
+                found.extend(_assertions(inner))
+    return found
+
+
+def _minimum_width(state, entry) -> int:
+    """The fewest characters an entry of a flat sequence matches."""
+    kind, item, _ = entry
+    if kind == "piece":
+        return _width(state, [item])[0]
+    if kind == "loop":
+        low, _, alternatives = item
+        return low * min(sum(_minimum_width(state, inner) for inner in sequence) for sequence in alternatives)
+    return 0
+
+
+def _loop_words(item, flags: int, state, build, pattern: str, max_states: int, markers: list[int],
+                repeated: list[tuple]) -> ByteDFA:
+    """The words of a repeat whose body holds assertions, with a marker byte wherever an
+    iteration passes one (a new marker per assertion, in ``markers``); each assertion's
+    ``(marker, direction, positive, body DFA, width, number)`` goes to ``repeated``."""
+    low, high, alternatives = item
+    body = None
+    for sequence in alternatives:
+        parts = []
+        for kind, inner, inner_flags in sequence:
+            if kind == "piece":
+                parts.append(build([inner], inner_flags, False, False))
+                continue
+            if kind == "loop":
+                parts.append(_loop_words(inner, inner_flags, state, build, pattern, max_states, markers, repeated))
+                continue
+            op, direction, assertion_body, number, _ = inner
+            if has_lookaround(assertion_body):
+                raise LookaroundError("a lookaround inside a lookaround is not supported", pattern, index=number)
+            width = _width(state, assertion_body)[1]
+            if width >= _MAXREPEAT:
+                raise LookaroundError(f"a {'lookahead' if direction > 0 else 'lookbehind'} of unbounded width "
+                                      "inside a repeat is not supported", pattern, index=number)
+            marker = FIRST_MARKER + len(markers)
+            markers.append(marker)
+            repeated.append((marker, direction, op is _sre_parse.ASSERT,
+                             build(assertion_body, inner_flags, False, False), width, number))
+            parts.append(_single_byte(marker))
+        words = concatenate(parts, max_states=max_states)
+        body = words if body is None else union(body, words, max_states=max_states)
+    return repeat(body, low, None if high >= _MAXREPEAT else high, max_states=max_states)
 
 
 def _sequence_dfa(sequence, state, build, pattern: str, max_states: int, before: str | None,
@@ -347,13 +416,13 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         sequence = [("piece", (_sre_parse.LITERAL, ord(before)), 0)] + list(sequence)
     if after is not None:
         sequence = list(sequence) + [("piece", (_sre_parse.LITERAL, ord(after)), 0)]
-    asserts = [k for k, entry in enumerate(sequence) if entry[0] == "assert"]
+    asserts = _assertions(sequence)
     if len(asserts) > MAX_ASSERTIONS:
         raise LookaroundError(f"more than {MAX_ASSERTIONS} lookarounds in one alternative", pattern,
-                              index=sequence[asserts[MAX_ASSERTIONS]][1][3])
+                              index=asserts[MAX_ASSERTIONS][3])
     minimum = [0] * (len(sequence) + 1)  # characters the pieces before position k take at least
-    for k, (kind, item, _) in enumerate(sequence):
-        minimum[k + 1] = minimum[k] + (_width(state, [item])[0] if kind == "piece" else 0)
+    for k, entry in enumerate(sequence):
+        minimum[k + 1] = minimum[k] + _minimum_width(state, entry)
     total = minimum[-1]
     parts = []
     conditions = []
@@ -362,9 +431,13 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
     # Half of a word boundary that reads outside the match is refused only where its
     # alternative has words: in \w+\b, "a word character before" is the whole story.
     outside = None
+    repeated: list[tuple] = []  # (marker, direction, positive, body DFA, width) of assertions inside repeats
     for k, (kind, item, flags) in enumerate(sequence):
         if kind == "piece":
             parts.append(build([item], flags, k == prefix, k == len(sequence) - 1 - suffix))
+            continue
+        if kind == "loop":
+            parts.append(_loop_words(item, flags, state, build, pattern, max_states, markers, repeated))
             continue
         op, direction, body, number, boundary = item
         if has_lookaround(body):
@@ -404,6 +477,30 @@ def _marked_words(sequence, state, build, pattern: str, max_states: int, trailin
         return _before(_after(words, before), after), markers, trailing
     anything = build([(_sre_parse.MAX_REPEAT, (0, _MAXREPEAT, [(_sre_parse.ANY, None)]))], re.DOTALL, False, False)
     loose_anything = _ignoring(anything, markers)
+    # An assertion inside a repeat has a marker wherever an iteration passes it (any number
+    # of times): each of them must have the room to read inside the match, which the
+    # automaton of the words says exactly, and each must meet the condition.
+    for marker, direction, positive, body, width, number in repeated:
+        if width + (suffix if direction > 0 else prefix) == 0:
+            continue  # an empty lookaround reads nothing
+        short = _ignoring(build([(_sre_parse.MAX_REPEAT, (0, width - 1 + (suffix if direction > 0 else prefix),
+                                                            [(_sre_parse.ANY, None)]))],
+                                re.DOTALL, False, False), markers)
+        around = [loose_anything, _single_byte(marker), short] if direction > 0 else [short, _single_byte(marker),
+                                                                                       loose_anything]
+        if intersect(words, concatenate(around, max_states=max_states), max_states=max_states).initial != DEAD:
+            where = ("the characters after the match" if direction > 0 else "the characters before the match")
+            raise LookaroundError(f"this {'lookahead' if direction > 0 else 'lookbehind'} inside a repeat can read "
+                                  f"{where}, which is context beyond the lexeme", pattern, index=number)
+    for marker, direction, positive, body, _, _ in repeated:
+        shape = [body, anything] if direction > 0 else [anything, body]
+        met = _ignoring(concatenate(shape, max_states=max_states), markers)
+        failed = difference(loose_anything, met, max_states=max_states) if positive else met
+        around = [loose_anything, _single_byte(marker), failed] if direction > 0 else [failed, _single_byte(marker),
+                                                                                         loose_anything]
+        words = difference(words, concatenate(around, max_states=max_states), max_states=max_states)
+        if words.initial == DEAD:
+            break
     for marker, direction, positive, body in conditions:
         shape = [body, anything] if direction > 0 else [anything, body]
         met = _ignoring(concatenate(shape, max_states=max_states), markers)

@@ -113,7 +113,7 @@ def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000, whol
     Raises :class:`~gramalign.errors.RegexError` with the 0-based position of the offending
     construct for invalid patterns and for non-regular or unsupported constructs:
     back-references, conditionals, lookarounds and word boundaries that can read outside the
-    match or sit in a repeat (:class:`~.lookaround.LookaroundError`), atomic groups,
+    match, word boundaries in a repeat (:class:`~.lookaround.LookaroundError`), atomic groups,
     possessive repeats (position of the quantifier) and anchors anywhere else. Size limits raise
     RegexError without a position: an NFA above :data:`MAX_NFA_STATES` states, or more than
     ``max_states`` DFA states (checked during determinisation over code points and while

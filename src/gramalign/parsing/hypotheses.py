@@ -33,7 +33,7 @@ import numpy as np
 from ..bitsets import intersects, lowest_common_bit
 from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, INDENT_COLUMN, LOOKAHEAD_STATE,
                                      NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
-from .lexing import free_terminal, lexer_step, next_column, reachable_winners
+from .lexing import free_terminal, lexer_step, newline_column, next_column, reachable_winners
 from .stacks import (FORKED, feed_all, feed_any, feed_terminal, has_forks, merge_stacks, node_parent, node_state,
                      same_stack)
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
@@ -123,8 +123,7 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effect
     if winner == layout[NEWLINE_TERMINAL]:
         if brackets > 0:
             return node, brackets, blocks, alloc, OK
-        if column < 0:
-            return -1, brackets, blocks, alloc, OK
+        column = newline_column(column)
         node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
                                             scratch_state, scratch_parent, exposed, node,
                                             layout[NEWLINE_COLUMN], to_scratch, alloc)

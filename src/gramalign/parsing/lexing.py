@@ -124,8 +124,9 @@ def free_terminal(layout, brackets):
 @numba.njit(cache=True, nogil=True, inline="always")
 def next_column(tracks_column, layout, lexeme, column, byte):
     """The column of a newline lexeme once ``byte`` took it to lexer state ``lexeme`` (0 in
-    other lexemes): spaces and tabs after the last line break, up to a comment (-1 after
-    one; a comment always runs to a line break, except at the end of the text)."""
+    other lexemes): the spaces and tabs right after the last line break. Any other
+    character (a comment's ``#``, the quote of a docstring that a newline terminal takes)
+    ends them: the column is then kept as ``-column - 2`` (see :func:`newline_column`)."""
     if tracks_column[lexeme] != NEWLINE or byte == 10:
         return 0
     if column < 0:
@@ -135,9 +136,13 @@ def next_column(tracks_column, layout, lexeme, column, byte):
     if byte == 9:
         tab = layout[TAB_SIZE]
         return (column // tab + 1) * tab
-    if byte == 35:
-        return -1
-    return column
+    return -column - 2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def newline_column(column):
+    """The column a newline lexeme's :func:`next_column` field stands for."""
+    return column if column >= 0 else -column - 2
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
