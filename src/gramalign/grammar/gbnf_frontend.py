@@ -28,6 +28,7 @@ from ..errors import GrammarError
 from .grammar import Grammar, Rule, Terminal
 from .lalr import build_parse_table
 from .limits import CompileLimits, applied, check_size
+from .normalize import without_useless_rules
 
 MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
@@ -317,8 +318,10 @@ def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozen
              linear: str = "left") -> Grammar:
     builder = _Builder(rules, as_automata, linear)
     builder.build()
-    return Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules), start=_rule_name(start),
-                   source=text, strict=True)
+    # a rule that derives no text (u ::= "c" u) would let the parser shift into a dead end:
+    # it goes, with the alternatives that use it (same language)
+    return without_useless_rules(Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules),
+                                         start=_rule_name(start), source=text, strict=True))
 
 
 def _regular_rules(rules: dict[str, tuple]) -> frozenset:

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import GrammarError
 from .grammar import Grammar
 from .limits import active_limits, check_estimate, check_size, check_time
-from .normalize import normalized, without_useless_rules
+from .normalize import normalized
 from .lalr_kernels import ACCEPT, FORK, goto_of, lalr_table, lr0_automaton, pack_goto, productive, reduce_loop, rule_defects
 
 ERROR = 0
@@ -94,13 +94,7 @@ def build_parse_table(grammar: Grammar) -> ParseTable:
     language), and each conflicting cell of the rewritten grammar's table then lists all its
     actions (see the module docstring): nothing is settled."""
     if not grammar.generalized:
-        built = _table_arrays(grammar)
-        if grammar.strict and not built[-1]().all():
-            # a rule that derives no text would let the parser shift into a dead end; a strict
-            # grammar's language is its rules' (nothing settled), so they can go
-            grammar = without_useless_rules(grammar)
-            built = _table_arrays(grammar)
-        return _table(grammar, built, keep_conflicts=False)
+        return _table(grammar, _table_arrays(grammar), keep_conflicts=False)
     try:
         built = _table_arrays(grammar)
         if not len(built[3]):
