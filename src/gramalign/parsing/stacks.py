@@ -1,8 +1,9 @@
 """Parser stacks as persistent linked lists in a node pool, and the LR step on them.
 
 A pool is two int32 arrays (state, parent): pushing allocates a node, popping follows
-parents, and nothing is ever overwritten, so a stack is just a node id and forking a matcher
-copies nothing but its pool. Kernels that only look ahead allocate their temporary nodes in
+parents, and nothing is overwritten once the step that made it has returned (only
+:func:`feed_all` adds parents to the nodes it is making), so a stack is just a node id and
+forking a matcher copies nothing but its pool. Kernels that only look ahead allocate their temporary nodes in
 a separate *scratch* pool (ids from ``SCRATCH_BASE`` up). Block stacks of an indentation
 layout live in the same pool, with a block's column as its state.
 
