@@ -186,8 +186,6 @@ def sentences(rules: dict, rng: random.Random, count: int, depth: int = 12, long
 
 
 def mask_equals_brute_force(compiled: ga.CompiledGrammar, prefix: bytes) -> bool:
-    if compiled.index is not None:  # the grammar is one terminal: a regex index, no parser to scan with
-        return False
     return assert_mask_equals_brute_force(compiled, prefix)
 
 

@@ -59,3 +59,25 @@ def one_bit(bits):
                 return False
             found = True
     return found
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def several_common_bits(a, b):
+    """Do the bitsets ``a`` and ``b`` share more than one bit?"""
+    seen = False
+    for w in range(a.shape[0]):
+        x = a[w] & b[w]
+        if x:
+            if seen or x & (x - np.uint64(1)):
+                return True
+            seen = True
+    return False
+
+
+def bit_indexes(bits: np.ndarray) -> list[int]:
+    """The indexes of the bits set in the bitset ``bits``, lowest first (plain Python).
+
+    >>> bit_indexes(np.array([5, 1], np.uint64))
+    [0, 2, 64]
+    """
+    return [w * 64 + k for w, word in enumerate(bits.tolist()) for k in range(64) if word >> k & 1]

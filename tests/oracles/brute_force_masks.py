@@ -12,6 +12,8 @@ from gramalign.parsing import IncrementalParser
 
 
 def brute_force_allowed(compiled: ga.CompiledGrammar, prefix: bytes) -> np.ndarray:
+    if compiled.index is not None:  # one terminal, masked by a regex index: its automaton decides
+        return _dfa_allowed(compiled, prefix)
     parser = IncrementalParser(compiled.store.tables)
     state, _ = parser.feed(parser.initial_state(), prefix)
     assert state is not None, prefix
@@ -23,6 +25,18 @@ def brute_force_allowed(compiled: ga.CompiledGrammar, prefix: bytes) -> np.ndarr
         allowed[token] = following is not None
         parser.truncate(mark)
     if parser.can_end(state):
+        allowed[list(vocab.eos_token_ids)] = True
+    return allowed
+
+
+def _dfa_allowed(compiled: ga.CompiledGrammar, prefix: bytes) -> np.ndarray:
+    dfa = compiled.grammar.single_terminal().dfa
+    assert dfa.is_prefix(prefix), prefix
+    vocab = compiled.vocabulary
+    allowed = np.zeros(vocab.size, dtype=bool)
+    for token in vocab.grammar_token_ids().tolist():
+        allowed[token] = dfa.is_prefix(prefix + vocab.token_bytes[token])
+    if dfa.matches(prefix):
         allowed[list(vocab.eos_token_ids)] = True
     return allowed
 

@@ -6,15 +6,20 @@ character, grouping, ``* + ?`` and ``{m}``, ``{m,}``, ``{m,n}``, ``{,n}``, ``#``
 ``root`` is the start. A newline ends a rule except right after ``::=`` or ``|`` and
 inside parentheses, as in llama.cpp's parser.
 
-There is no lexer in GBNF, so the IR gets one terminal per *atom*: the character sets the
-grammar uses (each literal character, class and ``.``) are split into disjoint pieces, and
-each set becomes the alternation of its atoms. Every terminal is one character wide and no
-two overlap, so lexing is exact and the language is the GBNF one. Repetitions become
-left-recursive helper rules (LALR-friendly). Where LALR(1) takes the character-level
-grammar (strict: a shift/reduce conflict is never settled silently), the parser is
-deterministic; where it does not, even after the regular rules are rewritten as automata,
-the grammar is :attr:`~.grammar.Grammar.generalized`: any context-free GBNF loads, ambiguous
-or not, and the generalized LR runtime follows every conflict.
+There is no lexer in GBNF, so the IR makes its own terminals. A rule from which no rule
+can reach itself again is a regular language: where a recursive rule (or the start) uses
+it, it is one terminal, its automaton (``ws``, ``identifier``, a whole JSON ``string``),
+so its text is lexed, not parsed character by character, and the masks of its lexemes come
+from the lexer's precomputed classes. The characters the recursive rules spell themselves
+are split into disjoint *atoms* (each literal character, class and ``.`` becomes the
+alternation of its atoms, one character wide). Terminals may overlap (``while`` is also an
+identifier), so the grammar is lexed every way the text splits into them
+(:attr:`~.grammar.Grammar.every_split`) and the parser keeps the readings it can take: the
+language is exactly the GBNF one. Repetitions become left-recursive helper rules. Where
+LALR(1) takes the rules over those terminals (strict: a shift/reduce conflict is never
+settled silently), the parser is deterministic; where it does not, the grammar is
+:attr:`~.grammar.Grammar.generalized`: any context-free GBNF loads, ambiguous or not, and
+the generalized LR runtime follows every conflict.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..errors import GrammarError
+from .dfa import NFA, ByteDFA, StateLimitError, dfa_from_table, nfa_to_utf8_dfa
 from .grammar import Grammar, Rule, Terminal
 from .lalr import build_parse_table
 from .limits import CompileLimits, applied, check_size
@@ -273,11 +281,12 @@ def grammar_from_gbnf(text: str, *, start: str = "root", limits: "CompileLimits 
     """The :class:`Grammar` of GBNF ``text`` (start rule ``start``, ``root`` by default);
     ``limits`` bounds the work (the text's length: ``max_grammar_chars``).
 
-    Rules are first taken as written. Where LALR(1) cannot read them, the rules that refer to
-    no recursive rule (``number ::= [0-9] | [1-9] [0-9]{0,15}``: regular languages) are
-    rewritten from their deterministic automaton, one rule per state (left-linear, else
-    right-linear), which no longer hides an ambiguity inside the rule; what still conflicts
-    is reported as the rules as written do."""
+    A rule from which no rule can reach itself again (``number ::= "-"? [0-9]+``: a regular
+    language) becomes one terminal, its automaton, wherever a recursive rule (or the start)
+    uses it; the characters the recursive rules spell themselves are terminals of their own
+    (see the module docstring). The grammar is lexed every way the text splits into those
+    terminals (:attr:`~.grammar.Grammar.every_split`), so the language is exactly GBNF's;
+    where LALR(1) cannot read the rules over those terminals, the grammar is generalized."""
     try:
         with applied(limits):
             if isinstance(text, str):
@@ -292,45 +301,25 @@ def _grammar_from_gbnf(text: str, start: str) -> Grammar:
     rules = parse_gbnf(text)
     if start not in rules:
         raise GbnfError(f"no {start!r} rule: GBNF starts from {start!r}")
-    grammar = _grammar(rules, start, text, frozenset())
-    if _is_lalr(grammar):
-        return grammar
-    regular = _regular_rules(rules)
-    # left-linear first (the stack stays one frame deep), then right-linear (one frame per
-    # character, but the choice between a rule and what shares its prefix waits until they part)
-    general = grammar
-    for linear in ("left", "right") if regular else ():
-        try:
-            rewritten = _grammar(rules, start, text, regular, linear)
-        except (_TooManyStates, RecursionError):  # a long chain of rules inlined
-            continue
-        if general is grammar:
-            general = rewritten  # fewer forks: the regular rules are deterministic automata
-        if _is_lalr(rewritten):
-            return rewritten
-    # not LALR(1) in any form: the generalized LR parser reads it as it is, every conflict followed
-    general = replace(general, strict=False, generalized=True)
-    build_parse_table(general)
-    return general
-
-
-def _grammar(rules: dict[str, tuple], start: str, text: str, as_automata: frozenset,
-             linear: str = "left") -> Grammar:
-    builder = _Builder(rules, as_automata, linear)
+    builder = _Builder(rules, start)
     builder.build()
     # a rule that derives no text (u ::= "c" u) would let the parser shift into a dead end:
     # it goes, with the alternatives that use it (same language)
-    return without_useless_rules(Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules),
-                                         start=_rule_name(start), source=text, strict=True))
+    grammar = without_useless_rules(Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules),
+                                            start=_rule_name(start), source=text, strict=True, every_split=True))
+    if _is_lalr(grammar):
+        return grammar
+    # not LALR(1): the generalized LR parser reads it as it is, every conflict followed
+    general = replace(grammar, strict=False, generalized=True)
+    build_parse_table(general)
+    return general
 
 
 def _regular_rules(rules: dict[str, tuple]) -> frozenset:
     """The rules from which no rule can reach itself again: each is a regular language.
     (Rules are peeled off from those that refer to no rule left; what a cycle or an
     undefined name keeps stays.)"""
-    refs = {name: set() for name in rules}
-    for name, (body, _, _) in rules.items():
-        _collect_refs(body, refs[name])
+    refs = {name: _refs(body) for name, (body, _, _) in rules.items()}
     referrers: dict[str, list[str]] = {name: [] for name in rules}
     left = {}
     for name, names in refs.items():
@@ -350,111 +339,105 @@ def _regular_rules(rules: dict[str, tuple]) -> frozenset:
     return frozenset(regular)
 
 
-def _collect_refs(node: tuple, out: set) -> None:
+def _refs(node: tuple, out: "set | None" = None) -> set:
+    """The names ``node`` refers to."""
+    out = set() if out is None else out
     kind = node[0]
     if kind == "ref":
         out.add(node[1])
     elif kind in ("seq", "alt"):
         for item in node[1]:
-            _collect_refs(item, out)
+            _refs(item, out)
     elif kind == "rep":
-        _collect_refs(node[1], out)
+        _refs(node[1], out)
+    return out
 
 
-MAX_RULE_STATES = 2_000
-"""Automaton states a rewritten regular rule may have (past it, the rule stays as written)."""
+MAX_TERMINAL_STATES = 20_000
+"""Automaton states (code points, then bytes) a regular rule's terminal may have; past it,
+the rule stays rules over characters."""
 
 
-class _TooManyStates(Exception):
-    pass
+MAX_LEXED_HEIGHT = 100
+"""Rules a regular rule's terminal may reach through references one inside another (a rule
+is inlined once per reference, recursively); a longer chain stays rules."""
 
 
-class _Automaton:
-    """A regular rule's AST as an NFA over atom ids (Thompson), then its DFA (subsets)."""
+def _heights(rules: dict[str, tuple], regular: frozenset) -> dict[str, int]:
+    """Per regular rule: the longest chain of references below it (0: it refers to none)."""
+    height: dict[str, int] = {}
+    for name in regular:
+        stack = [name]
+        while stack:  # depth first without recursion: a chain may be thousands of rules long
+            top = stack[-1]
+            below = [r for r in _refs(rules[top][0]) if r not in height]
+            if below:
+                stack.extend(below)
+                continue
+            stack.pop()
+            height[top] = 1 + max((height[r] for r in _refs(rules[top][0])), default=-1)
+    return height
 
-    def __init__(self, rules: dict[str, tuple], atoms_of: dict):
-        self.rules = rules
-        self.atoms_of = atoms_of
-        self.moves: list[list[tuple[int, int]]] = []  # per state: (atom, target)
-        self.empty: list[list[int]] = []  # per state: ε targets
 
-    def state(self) -> int:
-        self.moves.append([])
-        self.empty.append([])
-        return len(self.moves) - 1
+@dataclass(frozen=True)
+class _Lexed:
+    """A regular rule read as a terminal: its name in the IR (None where the rule matches
+    only the empty text) and whether it also matches the empty text."""
 
-    def add(self, node: tuple, source: int) -> int:
-        """States for ``node`` entered at ``source``; returns the exit state."""
-        kind = node[0]
-        if kind == "chars":
-            target = self.state()
-            for atom in self.atoms_of[node[1]]:
-                self.moves[source].append((atom, target))
-            return target
-        if kind == "ref":
-            return self.add(self.rules[node[1]][0], source)
-        if kind == "seq":
-            for item in node[1]:
-                source = self.add(item, source)
-            return source
-        if kind == "alt":
-            target = self.state()
-            for item in node[1]:
-                self.empty[self.add(item, source)].append(target)
-            return target
-        _, body, low, high = node
-        for _ in range(low):
-            source = self.add(body, source)
-        if high is None:  # a loop back to its entry
-            loop = self.state()
-            self.empty[source].append(loop)
-            self.empty[self.add(body, loop)].append(loop)
-            return loop
-        target = self.state()
-        for _ in range(high - low):
-            self.empty[source].append(target)
-            source = self.add(body, source)
-        self.empty[source].append(target)
+    terminal: "str | None"
+    nullable: bool
+
+
+def _rule_dfa(rules: dict[str, tuple], name: str) -> ByteDFA:
+    """The automaton (over UTF-8 bytes) of the regular rule ``name``."""
+    nfa = NFA(max_states=MAX_TERMINAL_STATES)
+    end = _add_to_nfa(nfa, rules, rules[name][0], nfa.initial)
+    nfa.accepting.add(end)
+    return nfa_to_utf8_dfa(nfa, max_states=MAX_TERMINAL_STATES)
+
+
+def _add_to_nfa(nfa: NFA, rules: dict[str, tuple], node: tuple, source: int) -> int:
+    """Thompson's construction of ``node`` entered at ``source``; returns the exit state."""
+    kind = node[0]
+    if kind == "chars":
+        target = nfa.add_state()
+        nfa.add_edge(source, node[1], target)
         return target
+    if kind == "ref":
+        return _add_to_nfa(nfa, rules, rules[node[1]][0], source)
+    if kind == "seq":
+        for item in node[1]:
+            source = _add_to_nfa(nfa, rules, item, source)
+        return source
+    if kind == "alt":
+        target = nfa.add_state()
+        for item in node[1]:
+            entry = nfa.add_state()
+            nfa.add_epsilon(source, entry)
+            nfa.add_epsilon(_add_to_nfa(nfa, rules, item, entry), target)
+        return target
+    _, body, low, high = node
+    for _ in range(low):
+        source = _add_to_nfa(nfa, rules, body, source)
+    if high is None:  # a loop back to its entry
+        loop = nfa.add_state()
+        nfa.add_epsilon(source, loop)
+        nfa.add_epsilon(_add_to_nfa(nfa, rules, body, loop), loop)
+        return loop
+    target = nfa.add_state()
+    for _ in range(high - low):
+        nfa.add_epsilon(source, target)
+        source = _add_to_nfa(nfa, rules, body, source)
+    nfa.add_epsilon(source, target)
+    return target
 
-    def dfa(self, body: tuple) -> tuple[list[dict[int, int]], set[int]]:
-        """(per DFA state: atom -> next state, the accepting states); state 0 is the start."""
-        start = self.state()
-        end = self.add(body, start)
-        first = self._closure({start})
-        index = {first: 0}
-        table: list[dict[int, int]] = [{}]
-        accepting = set()
-        work = [first]
-        while work:
-            subset = work.pop()
-            here = index[subset]
-            if end in subset:
-                accepting.add(here)
-            by_atom: dict[int, set] = {}
-            for q in subset:
-                for atom, target in self.moves[q]:
-                    by_atom.setdefault(atom, set()).add(target)
-            for atom, targets in sorted(by_atom.items()):
-                nxt = self._closure(targets)
-                if nxt not in index:
-                    if len(index) >= MAX_RULE_STATES:
-                        raise _TooManyStates()
-                    index[nxt] = len(table)
-                    table.append({})
-                    work.append(nxt)
-                table[here][atom] = index[nxt]
-        return table, accepting
 
-    def _closure(self, states) -> frozenset:
-        seen = set(states)
-        stack = list(states)
-        while stack:
-            for nxt in self.empty[stack.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-        return frozenset(seen)
+def _without_empty(dfa: ByteDFA) -> ByteDFA:
+    """``dfa``'s language without the empty text."""
+    if dfa.num_states == 0 or not dfa.accepting[dfa.initial]:
+        return dfa
+    transitions = np.concatenate([dfa.transitions, dfa.transitions[dfa.initial:dfa.initial + 1]])
+    return dfa_from_table(transitions, dfa.num_states, np.append(dfa.accepting, False))
 
 
 def _rule_name(name: str) -> str:
@@ -462,52 +445,59 @@ def _rule_name(name: str) -> str:
 
 
 class _Builder:
-    def __init__(self, rules: dict[str, tuple], as_automata: frozenset = frozenset(), linear: str = "left"):
+    """The IR of GBNF rules: regular rules that a recursive rule (or the start) uses become
+    terminals (:class:`_Lexed`), the other rules become IR rules over them and over atoms."""
+
+    def __init__(self, rules: dict[str, tuple], start: str):
         self.source = rules
-        self.as_automata = as_automata
-        self.linear = linear
+        self.start = start
         self.rules: list[Rule] = []
         self.terminals: list[Terminal] = []
         self.helpers = 0
+        self.optional: dict[str, str] = {}  # lexed rule -> the helper rule "its terminal or nothing"
+        self.lexed: dict[str, _Lexed] = {}
+        regular = _regular_rules(rules)
+        self.written = set(rules) - regular  # rules that stay rules
+        height = _heights(rules, regular)
+        work = [start] + [r for name in self.written for r in sorted(_refs(rules[name][0]))]
+        while work:
+            name = work.pop()
+            if name not in regular or name in self.lexed or name in self.written:
+                continue
+            try:
+                if height[name] > MAX_LEXED_HEIGHT:
+                    raise StateLimitError("too deep a chain of rules to inline")
+                dfa = _rule_dfa(rules, name)
+            except StateLimitError:  # too large an automaton: its rules stay, their references are lexed
+                self.written.add(name)
+                work.extend(sorted(_refs(rules[name][0])))
+                continue
+            self._add_lexed(name, dfa)
         sets = []
-        for body, _, _ in rules.values():
-            _collect_sets(body, sets)
+        for name in self.written:
+            _collect_sets(rules[name][0], sets)
         self.atoms, self.atoms_of = _atoms(sets)
         self.set_symbol: dict[tuple, str] = {}
+
+    def _add_lexed(self, name: str, dfa: ByteDFA) -> None:
+        nonempty = _without_empty(dfa)
+        terminal = None
+        if nonempty.num_states:
+            terminal = f"T:{name}"
+            self.terminals.append(Terminal.from_dfa(terminal, nonempty))
+        self.lexed[name] = _Lexed(terminal, nonempty is not dfa)
 
     def build(self) -> None:
         for k, intervals in enumerate(self.atoms):
             pattern = "[" + "".join(_class_range(low, high) for low, high in intervals) + "]"
             self.terminals.append(Terminal(f"C{k}", pattern))
         for name, (body, _, _) in self.source.items():
-            if name in self.as_automata:
-                self.automaton_rules(name, body)
-            else:
+            if name in self.written:
                 self.rules.append(Rule(_rule_name(name), self.alternatives(body, name)))
-
-    def automaton_rules(self, name: str, body: tuple) -> None:
-        """A regular rule from its DFA, one rule per state; a DFA spells each text one way.
-        Left-linear: L_q is the text that leads from the start to state q, ``L_q -> L_p C_a``
-        per move p -a-> q, ``L_0 -> ε``, and the rule is every L_q of an accepting q.
-        Right-linear: R_q is the text that leads from q to the end, ``R_p -> C_a R_q`` per
-        move, ``R_q -> ε`` where q accepts, and the rule is R_0."""
-        table, accepting = _Automaton(self.source, self.atoms_of).dfa(body)
-        state_name = lambda q: f"g:{name}@{q}"  # noqa: E731
-        if self.linear == "right":
-            for p, moves in enumerate(table):
-                alternatives = [(f"C{atom}", state_name(q)) for atom, q in moves.items()]
-                alternatives += [()] if p in accepting else []
-                self.rules.append(Rule(state_name(p), tuple(alternatives)))
-            self.rules.append(Rule(_rule_name(name), ((state_name(0),),)))
-            return
-        into: list[list[tuple[str, str]]] = [[] for _ in table]
-        for p, moves in enumerate(table):
-            for atom, q in moves.items():
-                into[q].append((state_name(p), f"C{atom}"))
-        for q in range(len(table)):
-            alternatives = [(p, c) for p, c in into[q]] + ([()] if q == 0 else [])
-            self.rules.append(Rule(state_name(q), tuple(tuple(a) for a in alternatives)))
-        self.rules.append(Rule(_rule_name(name), tuple((state_name(q),) for q in sorted(accepting))))
+        if self.start in self.lexed:
+            lexed = self.lexed[self.start]
+            alternatives = ([(lexed.terminal,)] if lexed.terminal else []) + ([()] if lexed.nullable else [])
+            self.rules.append(Rule(_rule_name(self.start), tuple(alternatives)))
 
     def alternatives(self, node: tuple, owner: str) -> tuple[tuple[str, ...], ...]:
         if node[0] == "alt":
@@ -521,7 +511,9 @@ class _Builder:
             if item[0] == "seq":
                 symbols.extend(self.sequence(item, owner))
             else:
-                symbols.append(self.symbol(item, owner))
+                symbol = self.symbol(item, owner)
+                if symbol is not None:
+                    symbols.append(symbol)
         return tuple(symbols)
 
     def helper(self, owner: str, alternatives) -> str:
@@ -530,7 +522,8 @@ class _Builder:
         self.rules.append(Rule(name, tuple(alternatives)))
         return name
 
-    def symbol(self, node: tuple, owner: str) -> str:
+    def symbol(self, node: tuple, owner: str) -> "str | None":
+        """The IR symbol of ``node`` (None: a rule that matches only the empty text)."""
         kind = node[0]
         if kind == "chars":
             key = node[1]
@@ -547,7 +540,14 @@ class _Builder:
             _, name, line, column = node
             if name not in self.source:
                 raise GbnfError(f"undefined rule {name!r}", line, column)
-            return _rule_name(name)
+            lexed = self.lexed.get(name)
+            if lexed is None:
+                return _rule_name(name)
+            if not lexed.nullable or lexed.terminal is None:
+                return lexed.terminal
+            if name not in self.optional:
+                self.optional[name] = self.helper(name, [(lexed.terminal,), ()])
+            return self.optional[name]
         if kind in ("alt", "seq"):
             return self.helper(owner, self.alternatives(node, owner))
         _, body, low, high = node

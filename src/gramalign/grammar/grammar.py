@@ -149,6 +149,13 @@ class Grammar:
     a conflicting table cell (generalized LR, see :mod:`gramalign.parsing.stacks`) instead of
     settling it. GBNF grammars and Lark grammars read with ``parser="earley"`` are generalized;
     an LALR(1) grammar gets the same table either way."""
+    every_split: bool = False
+    """The text is lexed every way it can be split into terminals, not by longest match: a
+    lexeme may end wherever one of its candidates accepts, and where several terminals accept
+    the same lexeme each is a reading of its own (lark's ``lexer="dynamic_complete"``). The
+    parser tells the readings apart. GBNF grammars are read this way (a rule that refers to
+    no recursive rule is one terminal). Such a grammar has no ignored terminals, layout,
+    lookaheads, word boundaries or counted strings."""
 
     @classmethod
     def from_regex(cls, pattern: str, *, flags: int = 0, limits: "CompileLimits | None" = None) -> "Grammar":

@@ -32,9 +32,10 @@ from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close,
 from .lexer_starts import largest_supersets, safe_to_share
 from .limits import check_time
 
-# Entries of the ``layout`` array (all -1 for grammars without an Indentation layout),
+# Entries of the ``layout`` array (the first five all -1 for grammars without an Indentation
+# layout; EVERY_SPLIT 1 for a grammar lexed every way, see ``Grammar.every_split``, else -1),
 # then the fewest and most code points of each counted terminal (see ``Terminal.length``).
-NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, COUNTED_BOUNDS = range(6)
+NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, EVERY_SPLIT, COUNTED_BOUNDS = range(7)
 # Columns of ``end_effects`` (int32 per lexer terminal): what ending one of its lexemes does
 # besides the shift: the change of bracket depth (+1 opens, -1 closes), the pseudo parser
 # state of its lookahead past the lexeme (-1: none), 1 where the text may not end right
@@ -74,7 +75,7 @@ class ParserTables:
     reach_bits: np.ndarray  # uint64 [lexer states, words]: lazily filled, see fill_reach
     reach_done: np.ndarray  # uint8 [lexer states]
     accepting: tuple[bool, ...]  # per lexer state: does any terminal accept there?
-    layout: np.ndarray  # int32 [5 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
+    layout: np.ndarray  # int32 [6 + 2 x counted terminals]: see NEWLINE_TERMINAL ... COUNTED_BOUNDS
     end_effects: np.ndarray  # int32 [lexer terminals, 4]: BRACKET_DELTA ... ENDS_IN_WORD
     tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
     start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
@@ -194,6 +195,13 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
         start_bits = np.concatenate([sets, sets])
         lexer = build_lexer(ranked, starts=start_bits, after_word=np.repeat([False, True], n_sets))
         candidate_id = np.concatenate([set_id, set_id + n_sets]).astype(np.int32)
+    elif grammar.every_split:
+        # A start of its own per candidate set: lexed every way, a token whose lexeme the
+        # stack cannot take may still split into lexemes it can, so a mask class of a
+        # superset's terminals would send whole classes to the exact walk.
+        lexer = build_lexer(ranked, starts=sets)
+        start_bits = sets
+        candidate_id = np.tile(set_id, 2).astype(np.int32)
     else:
         lexer, start_of_set, start_bits = _lexer_with_shared_starts(ranked, sets)
         candidate_id = np.tile(start_of_set[set_id].astype(np.int32), 2)
@@ -303,12 +311,15 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
                                f"outside 0..{MAX_COUNT} (the most may be -1: no bound)")
         layout[COUNTED_BOUNDS + 2 * j:COUNTED_BOUNDS + 2 * j + 2] = fewest, most
         _mark_counted(lexer, k, COUNTED + 2 * j, tracks_column)
+    if grammar.every_split:
+        _check_every_split(grammar, lexer)
+        layout[EVERY_SPLIT] = 1
     spec = grammar.indentation
     if spec is None:
         return layout, end_effects, tracks_column
     newline = lexer.terminal_index(spec.newline)
     _check_newline_reaches_every_column(lexer.terminals[newline])
-    layout[:] = (newline, table.terminal_id(spec.newline), table.terminal_id(spec.indent),
+    layout[:EVERY_SPLIT] = (newline, table.terminal_id(spec.newline), table.terminal_id(spec.indent),
                  table.terminal_id(spec.dedent), spec.tab_size)
     names = [t.name for t in lexer.terminals]
     for delta, brackets in ((1, spec.open_brackets), (-1, spec.close_brackets)):
@@ -320,6 +331,17 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
     in_newline[:lexer.num_starts] = False
     tracks_column[in_newline] = NEWLINE
     return layout, end_effects, tracks_column
+
+
+def _check_every_split(grammar: Grammar, lexer: LexerDFA) -> None:
+    """A grammar lexed every way (``Grammar.every_split``) feeds the parser every terminal
+    that accepts, and nothing else: no lexeme may be ignored or have an effect of its own."""
+    what = ("ignored terminals" if grammar.ignore else "an indentation layout" if grammar.indentation else
+            "lookaheads past a lexeme" if any(t.lookahead is not None or t.needs_text_after for t in lexer.terminals)
+            else "word boundaries" if any(t.ends_in_word is not None for t in lexer.terminals)
+            else "counted strings" if any(t.length is not None for t in lexer.terminals) else None)
+    if what is not None:
+        raise GrammarError(f"a grammar lexed every way it splits (every_split) cannot have {what}")
 
 
 def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray) -> None:

@@ -30,9 +30,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..bitsets import intersects, lowest_common_bit
-from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, INDENT_COLUMN, LOOKAHEAD_STATE,
-                                     NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
+from ..bitsets import intersects, lowest_common_bit, several_common_bits
+from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, EVERY_SPLIT, INDENT_COLUMN,
+                                     LOOKAHEAD_STATE, NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
 from .lexing import free_terminal, lexer_step, newline_column, next_column, reachable_winners
 from .stacks import (FORKED, feed_all, feed_any, feed_terminal, has_forks, merge_stacks, node_parent, node_state,
                      same_stack)
@@ -237,13 +237,15 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     before this byte" (one successor per stack where a generalized parser forks). ``HYPOTHESES_FULL``: ``out`` needs more rows;
     ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`.state.widen`).
 
-    ``ended`` (int32 [4]) remembers what ending this hypothesis's lexeme fed the parser
+    ``ended`` (int32 [5]) remembers what ending this hypothesis's lexeme fed the parser
     (node, brackets, blocks, then 1 once known; 0: not yet; -1: do not remember; 2: the
     parser forked, and the node heads a list of the stacks in the scratch pool, each
-    list node's state being a stack and its parent the next list node), which
-    does not depend on ``byte``: a trie walk passes one per hypothesis and its children
-    share it, the nodes staying allocated (a lexeme that closes a long chain of optional
-    members reduces it once, not once per token that starts with its last byte).
+    list node's state being a stack and its parent the next list node; then the terminal
+    fed, -2 for every terminal that accepts), which does not depend on ``byte``: a trie
+    walk passes one per hypothesis and its children share it, the nodes staying allocated
+    (a lexeme that closes a long chain of optional members reduces it once, not once per
+    token that starts with its last byte). Lexed every way, the lexeme's deeper states
+    share it too (same stack); it is taken only for the same terminal.
     """
     if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
         return n_out, alloc, OK
@@ -269,9 +271,11 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     winner = lowest_common_bit(lx_accept[q], cand)
     if winner < 0:
         return n_out, alloc, OK
-    # The lexeme ends before ``byte``: what it would have become is now a shadow.
+    every = layout[EVERY_SPLIT] == 1
+    # The lexeme ends before ``byte``: what it would have become is now a shadow (lexed
+    # every way, both readings simply go on).
     shadow = -1
-    if went_on >= 0:
+    if went_on >= 0 and not every:
         if intersects(lx_accept[went_on], cand):
             return n_out, alloc, OK  # a longer lexeme matches: longest match forbids ending here
         if intersects(lx_alive[went_on], cand):
@@ -285,6 +289,9 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             return n_out, alloc, OK  # the text after the lexeme starts as the lookahead forbids
         if ahead >= 0 and not intersects(lx_alive[ahead], cand_bits[lookahead]):
             ahead = -1
+    several = every and several_common_bits(lx_accept[q], cand)
+    if ended[3] >= 1 and ended[4] != (-2 if several else winner):
+        ended[3] = 0  # remembered for another terminal (an earlier state of the lexeme): redone
     if ended[3] == 1:
         new_node, brackets, blocks = ended[0], ended[1], ended[2]
     elif ended[3] == 2:  # the stacks of a fork, remembered as a list in the pool
@@ -299,6 +306,16 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
                 return n_out, alloc, status
             link = node_parent(pool_parent, scratch_parent, link)
         return n_out, alloc, OK
+    elif several:  # each terminal that accepts is a reading
+        tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column,
+                                                          pool_state, pool_parent, scratch_state, scratch_parent,
+                                                          exposed, node, lx_accept[q], cand, to_scratch, alloc)
+        if status != OK:
+            return n_out, alloc, status
+        return _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
+                             pool_state, scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead,
+                             lookahead, tops, count, hyp[BRACKETS], hyp[BLOCKS], to_scratch, alloc, out, n_out,
+                             ended, -2)
     else:
         new_node, brackets, blocks, alloc, status = end_lexeme(
             action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
@@ -312,29 +329,82 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
                                                   to_scratch, alloc)
             if status != OK:
                 return n_out, alloc, status
-            if ended[3] == 0 and to_scratch and alloc + count <= scratch_state.shape[0]:
-                link = -1
-                for k in range(count):
-                    scratch_state[alloc] = tops[k]
-                    scratch_parent[alloc] = link
-                    link = SCRATCH_BASE + alloc
-                    alloc += 1
-                ended[0], ended[1], ended[2], ended[3] = link, brackets, blocks, 2
-            for k in range(count):
-                n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column,
-                                             layout, pool_state, scratch_state, hyp, byte, winner, state, shadow,
-                                             ahead, lookahead, tops[k], brackets, blocks, out, n_out)
-                if status != OK:
-                    return n_out, alloc, status
-            return n_out, alloc, OK
+            return _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
+                                 pool_state, scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead,
+                                 lookahead, tops, count, brackets, blocks, to_scratch, alloc, out, n_out, ended,
+                                 winner)
         if ended[3] == 0:
-            ended[0], ended[1], ended[2], ended[3] = new_node, brackets, blocks, 1
+            ended[0], ended[1], ended[2], ended[3], ended[4] = new_node, brackets, blocks, 1, winner
     if new_node < 0:
         return n_out, alloc, OK
     n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
                                  pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead,
                                  new_node, brackets, blocks, out, n_out)
     return n_out, alloc, status
+
+
+@numba.njit(cache=True, nogil=True)
+def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
+                         scratch_parent, exposed, node, accept, cand, to_scratch, alloc):
+    """The stacks that ``node`` becomes on each terminal of ``accept`` & ``cand`` (a grammar
+    lexed every way: every terminal that accepts the lexeme is a reading of its own), as
+    ``(tops, count, alloc, status)`` like :func:`.stacks.feed_all`."""
+    tops = np.empty(4, np.int32)
+    count = 0
+    for w in range(accept.shape[0]):
+        x = accept[w] & cand[w]
+        k = 0
+        while x:
+            if x & np.uint64(1):
+                column = term_column[w * 64 + k]
+                top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                   scratch_state, scratch_parent, exposed, node, column, to_scratch,
+                                                   alloc)
+                found = np.full(1, top, np.int32)
+                n_found = 1
+                if status == OK and top == FORKED:
+                    found, n_found, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state,
+                                                             pool_parent, scratch_state, scratch_parent, exposed,
+                                                             node, column, to_scratch, alloc)
+                if status != OK:
+                    return tops, 0, alloc, status
+                for j in range(n_found):
+                    if found[j] < 0:
+                        continue
+                    if count == tops.shape[0]:
+                        grown = np.empty(2 * count, np.int32)
+                        grown[:count] = tops
+                        tops = grown
+                    tops[count] = found[j]
+                    count += 1
+            x >>= np.uint64(1)
+            k += 1
+    return tops, count, alloc, OK
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout, pool_state,
+                  scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead, lookahead, tops, count,
+                  brackets, blocks, to_scratch, alloc, out, n_out, ended, key):
+    """Write a successor of ``hyp`` per stack of ``tops[:count]`` (its lexeme ended before
+    ``byte``), remembering the stacks in ``ended`` as a list in the scratch pool where the
+    caller lets it (see :func:`advance_hypothesis`; ``key``: the terminal fed, -2 for every
+    one that accepts). Returns ``(n_out, alloc, status)``."""
+    if ended[3] == 0 and to_scratch and alloc + count <= scratch_state.shape[0]:
+        link = -1
+        for k in range(count):
+            scratch_state[alloc] = tops[k]
+            scratch_parent[alloc] = link
+            link = SCRATCH_BASE + alloc
+            alloc += 1
+        ended[0], ended[1], ended[2], ended[3], ended[4] = link, brackets, blocks, 2, key
+    for k in range(count):
+        n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
+                                     pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead,
+                                     tops[k], brackets, blocks, out, n_out)
+        if status != OK:
+            return n_out, alloc, status
+    return n_out, alloc, OK
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -470,7 +540,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
     n_current = hyps.shape[0]
     following = np.empty((out.shape[0], hyps.shape[1]), np.int32)
     alloc = pool_used
-    unremembered = np.full(4, -1, np.int32)
+    unremembered = np.full(5, -1, np.int32)
     forks = has_forks(goto)
     for offset in range(data.shape[0]):
         n_next = 0
@@ -552,6 +622,22 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
             state = node_state(pool_state, scratch_state, node)
             winner = lowest_common_bit(lx_accept[q], cand_bits[state])
             if winner < 0 or end_effects[winner, NEEDS_TEXT]:
+                continue
+            if layout[EVERY_SPLIT] == 1:  # lexed every way (no layout): does one reading end?
+                tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column,
+                                                                  pool_state, pool_parent, scratch_state,
+                                                                  scratch_parent, exposed, node, lx_accept[q],
+                                                                  cand_bits[state], True, alloc)
+                if status != OK:
+                    return False, status
+                for k in range(count):
+                    accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state,
+                                                             pool_parent, scratch_state, scratch_parent, exposed,
+                                                             tops[k], -1, end_column, alloc)
+                    if status != OK:
+                        return False, status
+                    if accepted:
+                        return True, OK
                 continue
             if winner == newline and brackets == 0:
                 node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,

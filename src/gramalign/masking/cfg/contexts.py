@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...grammar.parser_tables import ENDS_IN_WORD, ParserTables
+from ...grammar.parser_tables import ENDS_IN_WORD, EVERY_SPLIT, ParserTables
 from ...parsing.state import LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER
 from ...tokens.trie import TokenTrie
 from .derived_contexts import MAX_PAIRS, behaves_alike, free_partner
@@ -109,12 +109,16 @@ class LexicalContexts:
         # where the ignored one's last character says: the shortcuts below (signatures,
         # derived contexts, text blocks) assume one start per candidate set, so they are off.
         self.reads_before = tables.reads_before
+        # A grammar lexed every way classifies tokens by other rules (see classify_tokens), which
+        # the shortcuts (shared classifications, derived contexts, text blocks) do not know.
+        self.every_split = bool(tables.layout[EVERY_SPLIT] == 1)
+        plain = not (self.reads_before or self.every_split)
         if shared is True:
             shared = shared_cache_for(trie)
-        self.shared = None if shared is None or shared is False or self.reads_before else shared
+        self.shared = None if shared is None or shared is False or not plain else shared
         if self.shared is not None:
             warm_kernels()
-        self.text = TextCover(tables, trie, width) if text_blocks and not self.reads_before else None
+        self.text = TextCover(tables, trie, width) if text_blocks and plain else None
         self._unsigned: dict[int, int] = {}  # candidate set -> signatures that were too large
         self._scratch: list = []  # token position buffers for classify_tokens, one per concurrent build
         self._dependent_tries: dict = {}  # hash of dependent positions -> (ids, sub-trie), see _dependent_trie
@@ -185,7 +189,8 @@ class LexicalContexts:
         tables = self.tables
         lexer = tables.lexer
         start = key[0]
-        if start < lexer.num_starts or (self._twins and start in self._twins) or self.reads_before:
+        if (start < lexer.num_starts or (self._twins and start in self._twins) or self.reads_before
+                or self.every_split):
             return None
         refused = self._refused.get(key[1], 0)
         if refused > REFUSALS_TOLERATED and refused * 4 > self._derived_count.get(key[1], 0):
@@ -326,7 +331,7 @@ class LexicalContexts:
                     np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word, tables.reach_bits,
                     tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
                     trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups),
-                    skip[0], skip[1], positions, groups, max_nodes)
+                    skip[0], skip[1], positions, groups, max_nodes, self.every_split)
                 if n_groups < 0:
                     return None
                 pieces.append((trie, positions, groups, n_written))

@@ -16,7 +16,7 @@ import threading
 import numba
 import numpy as np
 
-from ...grammar.parser_tables import NEWLINE_TERMINAL, ParserTables
+from ...grammar.parser_tables import EVERY_SPLIT, NEWLINE_TERMINAL, ParserTables
 from ...parsing import IncrementalParser
 from ...parsing.state import BLOCKS, BRACKETS, COLUMN, SCRATCH_BASE, STACK
 from ...tokens.trie import TokenTrie
@@ -43,6 +43,7 @@ class StackParts:
         self.trie = trie
         self.width = width
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
+        self._every_split = bool(tables.layout[EVERY_SPLIT] == 1)
         self._cached = 0
         self._whole_rows_left = WHOLE_ROW_BYTES // (4 * width)
         self._lock = threading.Lock()
@@ -77,6 +78,10 @@ class StackParts:
             return None, 0  # a derived context's groups are exact only where all are allowed
         groups = None if allowed.all() else np.flatnonzero(allowed).tolist()
         subtrie = entry.dependent(self.trie)
+        if groups is not None and self._every_split:
+            # Lexed every way, a token of a group the stack refuses may still split into
+            # lexemes the stack takes: the exact walk decides every token here.
+            groups, subtrie = [], self.trie
         if subtrie is not None:
             words = np.zeros(self.width, dtype=np.uint32)
             walk(parser, hyp, words, subtrie, zeroed=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...bitsets import lowest_common_bit
-from ...grammar.parser_tables import ENDS_IN_WORD, LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
+from ...bitsets import bit_indexes, lowest_common_bit
+from ...grammar.parser_tables import ENDS_IN_WORD, EVERY_SPLIT, LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
 from ...parsing import IncrementalParser
 from ...parsing.hypotheses import end_lexeme
 from ...parsing.stacks import FORKED, feed_all
@@ -60,6 +60,7 @@ class GrammarMaskStore:
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
         self._starts = lexer.num_starts
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
+        self._every_split = bool(tables.layout[EVERY_SPLIT] == 1)
         # (top parser state, lexer state, shadows) -> (context, part) for parts computed
         # from the top of the stack alone: the fast path of fill().
         self._by_top: dict[tuple[int, ...], tuple[ContextMasks, tuple]] = {}
@@ -223,22 +224,29 @@ class GrammarMaskStore:
         if winner < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool = parser.pool
-        node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
-            *tables.lr_arrays, tables.layout, tables.end_effects, *arrays, int(hyp[STACK]), winner,
-            int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
-        nodes = [node]
-        if node == FORKED:
-            action, goto, rule_lhs, rule_len, term_column = tables.lr_arrays
-            tops, count, alloc, _ = pool.until_it_fits(lambda arrays: feed_all(
-                action, goto, rule_lhs, rule_len, *arrays, int(hyp[STACK]), int(term_column[winner]), False,
-                pool.used))
-            nodes = tops[:count].tolist()
+        nodes = []
+        # Lexed every way, each terminal that accepts the lexeme is a reading of its own.
+        winners = bit_indexes(common) if self._every_split else [winner]
+        brackets, blocks = int(hyp[BRACKETS]), int(hyp[BLOCKS])
+        for winner in winners:
+            node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
+                *tables.lr_arrays, tables.layout, tables.end_effects, *arrays, int(hyp[STACK]), winner,
+                int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
+            pool.used = int(alloc)
+            if node == FORKED:
+                action, goto, rule_lhs, rule_len, term_column = tables.lr_arrays
+                tops, count, alloc, _ = pool.until_it_fits(lambda arrays: feed_all(
+                    action, goto, rule_lhs, rule_len, *arrays, int(hyp[STACK]), int(term_column[winner]), False,
+                    pool.used))
+                pool.used = int(alloc)
+                nodes.extend(tops[:count].tolist())
+            else:
+                nodes.append(node)
         nodes = [n for n in nodes if n >= 0]
         if not nodes:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
-        pool.used = int(alloc)
         shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
-        if self._can_continue[q]:
+        if self._can_continue[q] and not self._every_split:
             shadows.append((q, state))
         lookahead = int(tables.end_effects[winner, LOOKAHEAD_STATE])
         if lookahead >= 0:  # the lookahead past the lexeme, from the start of its pseudo state

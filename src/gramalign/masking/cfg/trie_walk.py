@@ -16,9 +16,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...bitsets import intersects, lowest_common_bit, several_common_bits
+from ...grammar.parser_tables import EVERY_SPLIT
 from ...parsing.hypotheses import advance_hypothesis, repeats_kept, usable_meets
 from ...parsing.lexing import fill_reach, free_terminal, lexer_step, reachable_winners
-from ...parsing.stacks import node_state
+from ...parsing.stacks import node_parent, node_state
 from ...parsing.state import BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, shadow_column, shadow_slots
 
 
@@ -52,9 +54,10 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
     level_alloc = np.zeros(max_depth + 1, np.int64)
     # what ending each hypothesis's lexeme fed the parser (see advance_hypothesis), shared by
     # its children, with what is known of what that stack can shift
-    ended = np.zeros((max_depth + 1, rows, 4), np.int32)
+    ended = np.zeros((max_depth + 1, rows, 5), np.int32)
     ended_usable = np.zeros((max_depth + 1, rows, words), np.uint64)
     ended_known = np.zeros((max_depth + 1, rows, words), np.uint64)
+    every = layout[EVERY_SPLIT] == 1
     n_start = 0
     for h in range(hyps.shape[0]):
         levels[0, n_start] = hyps[h]
@@ -83,6 +86,16 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                     if lx_accept[q, w] & cand_bits[state, w]:
                         simple = False  # the lexeme could end here: take the general path
                         break
+                if not simple and every and ended[above, h, 3] >= 1:
+                    # Lexed every way, ending here is remembered (from a sibling, or from an
+                    # earlier state of the lexeme: same stack): where no stack it left can
+                    # start a lexeme with this byte, only going on is left.
+                    key = lowest_common_bit(lx_accept[q], cand_bits[state])
+                    if several_common_bits(lx_accept[q], cand_bits[state]):
+                        key = -2
+                    if ended[above, h, 4] == key:
+                        simple = not _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent,
+                                                  scratch_state, scratch_parent, ended[above, h], byte)
             if simple:
                 went_on, counter = lexer_step(lx_trans, tracks_column, layout, q, levels[above, h, COLUMN], byte)
                 if went_on < 0:
@@ -118,11 +131,13 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                     usable[depth, n_out, w] = usable[above, h, w]
                     known[depth, n_out, w] = known[above, h, w]
                 parser_state[depth, n_out] = state
+                _inherit_ending(ended, ended_usable, ended_known, above, h, depth, n_out, every)
                 n_out += 1
                 continue
             first_new = n_out
             memo = ended[above, h]
             was_known = memo[3] >= 1
+            was_node = memo[0]
             n_out, alloc, status = advance_hypothesis(
                 lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
@@ -130,8 +145,10 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 memo)
             if status != OK:
                 return status
-            if memo[3] >= 1 and not was_known:
+            if memo[3] >= 1 and not (was_known and memo[0] == was_node):
                 level_alloc[above] = alloc  # the remembered nodes stay allocated for the siblings
+                ended_usable[above, h] = 0  # (and what is known of what they can shift starts afresh)
+                ended_known[above, h] = 0
             kept = first_new
             for k in range(first_new, n_out):
                 stack = levels[depth, k, STACK]
@@ -165,6 +182,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                         levels[depth, kept] = levels[depth, k]
                     parser_state[depth, kept] = new_state
                     kept += 1
+            for k in range(first_new, kept):  # after the loop: it may add to what ended_usable knows
+                _inherit_ending(ended, ended_usable, ended_known, above, h, depth, k,
+                                every and levels[depth, k, STACK] == levels[above, h, STACK])
             n_out = kept
         if n_out > MERGE_AFTER:
             n_out = _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, levels[depth],
@@ -174,15 +194,47 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
             continue
         level_size[depth] = n_out
         level_alloc[depth] = alloc
-        for h in range(n_out):
-            ended[depth, h, 3] = 0
-            ended_usable[depth, h] = 0
-            ended_known[depth, h] = 0
         for k in range(token_start[i], token_start[i + 1]):
             token = token_ids[k]
             out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
         i += 1
     return OK
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _inherit_ending(ended, ended_usable, ended_known, above, h, depth, k, inherit):
+    """Row ``k`` at ``depth`` starts with what row ``h`` above remembers of ending its lexeme
+    (``inherit``: lexed every way, the same lexeme on the same stack) or with nothing."""
+    if inherit:
+        ended[depth, k] = ended[above, h]
+        ended_usable[depth, k] = ended_usable[above, h]
+        ended_known[depth, k] = ended_known[above, h]
+    else:
+        ended[depth, k, 3] = 0
+        ended_usable[depth, k] = 0
+        ended_known[depth, k] = 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent, scratch_state, scratch_parent,
+                 memo, byte):
+    """In a grammar lexed every way: can a stack that ending the lexeme left (remembered in
+    ``memo``, see :func:`.hypotheses.advance_hypothesis`) start a lexeme with ``byte``?"""
+    if memo[3] == 1:
+        node = memo[0]
+        if node < 0:
+            return False
+        state = node_state(pool_state, scratch_state, node)
+        first = lx_trans[cand_id[state], byte]
+        return first >= 0 and intersects(lx_alive[first], cand_bits[state])
+    link = memo[0]
+    while link >= 0:
+        state = node_state(pool_state, scratch_state, node_state(pool_state, scratch_state, link))
+        first = lx_trans[cand_id[state], byte]
+        if first >= 0 and intersects(lx_alive[first], cand_bits[state]):
+            return True
+        link = node_parent(pool_parent, scratch_parent, link)
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -263,7 +315,7 @@ def _group_of(reach, group_reach, n_groups):
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
                     cid_after_word, ends_in_word, reach_bits, reach_done, shadow_states, shadow_cands, start,
                     node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, group_reach, n_groups,
-                    skip_first, skip_rows, out_positions, out_groups, max_nodes):
+                    skip_first, skip_rows, out_positions, out_groups, max_nodes, every_split):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -300,6 +352,13 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
 
     ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
+
+    ``every_split``: the grammar is lexed every way (``Grammar.every_split``: no ignored
+    terminals, no shadows), so a lexeme may end wherever it accepts even if it could go on.
+    A token along which the lexeme stays alive is then inside (allowed through its group,
+    whatever else it could split into); a token whose lexeme dies after a point where it
+    could have ended is dependent. The caller walks a group's tokens exactly when the stack
+    does not allow that group, since a split may still allow some of them.
     """
     words = cand.shape[0]
     q_of = np.empty((max_depth + 1, MAX_BRANCHES), np.int32)
@@ -315,6 +374,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
         which_of[0, 0, k] = k + 1
     size[0] = 1
     plain[0] = shadow_states.shape[0] == 0
+    split_above = np.zeros(max_depth + 1, np.bool_)  # every_split: the lexeme could end before this depth
     n_written = 0
     reach = np.empty(words, np.uint64)
     # What the walk asks of a lexer state depends on the state and ``cand`` only, so it is
@@ -353,6 +413,35 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
                 went_on_accepts = (flags & ACCEPTS) != 0
                 alive = (flags & ALIVE) != 0
+            if every_split:
+                splits = split_above[above]
+                if not (depth == 1 or q < lx_starts or splits) and starts_any[byte]:
+                    flags = state_flags[q]
+                    if flags == 0:
+                        flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
+                    splits = (flags & ACCEPTS) != 0
+                if not alive:
+                    end = subtree_end[i]
+                    if splits:
+                        n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                                  token_start[end], -1)
+                    i = end
+                    continue
+                if token_start[i] < token_start[i + 1]:
+                    group = lone_group[went_on]
+                    if group == -2:
+                        if not reach_done[went_on]:
+                            fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
+                        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
+                        lone_group[went_on] = group
+                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                              token_start[i + 1], group)
+                q_of[depth, 0] = went_on
+                size[depth] = 1
+                plain[depth] = True
+                split_above[depth] = splits
+                i += 1
+                continue
             needs_parser = False
             forks = False  # an ignored lexeme may end here: two branches, the general path's job
             if not (depth == 1 or q < lx_starts or went_on_accepts):
