@@ -8,7 +8,8 @@ it up front, on one small fixed schema and a short walk of its masks, so that th
 request of a worker costs what later ones do.
 
 It computes nothing for the user's schemas: no ``format`` automaton, no mask of their
-contexts. What it leaves in the process caches is the fixed schema's own contexts.
+contexts. What it leaves in the process caches is the fixed schema's own contexts (and
+those of a small fixed GBNF grammar, whose walk loads the generalized parser's kernels).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ _SCHEMA = {
 _TEXT = '{"id":42,"name":"Ada Lovelace","code":"AB-123","score":-1.5e3,"tags":["red"],"ok":true}'  # compact, as emitted
 _WALKS = 3
 _STEPS = 48
+# And a GBNF grammar (lexed every way, ambiguous: the generalized parser's kernels).
+_GBNF = 'root ::= e (" " e)*\ne ::= e "+" e | "(" e ")" | num | name\nnum ::= [0-9]+\nname ::= [a-z] [a-z0-9]*\n'
+_GBNF_TEXT = "(1+x2)+3+45 ab+c+d"
 
 
 def warm_up(vocabulary: Vocabulary, *, seed: int = 0) -> float:
@@ -68,17 +72,27 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0) -> float:
     # Random walks of the masks: every fill kind (fresh contexts, cached ones, counted and
     # pattern blocks) runs at least once. Tokens are drawn from the mask, so never refused.
     for _ in range(_WALKS):
-        matcher = compiled.matcher()
-        for _ in range(_STEPS):
-            matcher.fill_next_token_bitmask(bitmask)
-            allowed = np.flatnonzero(np.unpackbits(bitmask[0].view(np.uint8), bitorder="little").view(bool)
-                                     & drawable)
-            if allowed.size == 0:
-                break
-            matcher.accept_token(int(allowed[rng.integers(allowed.size)]))
+        _random_walk(compiled, bitmask, drawable, rng, _STEPS)
+    general = compile(Grammar.from_gbnf(_GBNF), vocabulary)
+    matcher = general.matcher()
+    for char in _GBNF_TEXT:  # a mask after each character: lexemes ending, forks, merged stacks
+        matcher.accept_string(char)
+        matcher.fill_next_token_bitmask(bitmask)
+    _random_walk(general, bitmask, drawable, rng, _STEPS // 4)
     # A key that may still become a name or any other key: its context is derived from a
     # partner's (masking/cfg/derived_contexts), which random tokens seldom write.
     matcher = compiled.matcher()
     matcher.accept_string('{"id":1,"name":"a","code":"AB-1","s')
     matcher.fill_next_token_bitmask(bitmask)
     return time.perf_counter() - started
+
+
+def _random_walk(compiled, bitmask: np.ndarray, drawable: np.ndarray, rng, steps: int) -> None:
+    """Up to ``steps`` masks of a fresh matcher, each token drawn from the mask (never refused)."""
+    matcher = compiled.matcher()
+    for _ in range(steps):
+        matcher.fill_next_token_bitmask(bitmask)
+        allowed = np.flatnonzero(np.unpackbits(bitmask[0].view(np.uint8), bitorder="little").view(bool) & drawable)
+        if allowed.size == 0:
+            break
+        matcher.accept_token(int(allowed[rng.integers(allowed.size)]))
