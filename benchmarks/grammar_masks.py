@@ -1,6 +1,6 @@
 """CFG mask time and compile time: gramalign vs llguidance vs XGrammar, one run.
 
-    .venv/bin/python benchmarks/grammar_masks.py [--docs N]     (after `make bench`)
+    .venv/bin/python benchmarks/grammar_masks.py [--docs N] [--engines gramalign,...]     (after `make bench`)
 
 Every engine gets the Llama-3.2 tokenizer and the same grammar (the shipped Lark files;
 XGrammar gets its built-in JSON grammar and reads sql.lark with its own Lark importer;
@@ -211,7 +211,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=40, help="JSON documents to walk")
     parser.add_argument("--python-files", type=int, default=8, help="standard-library modules to walk")
     parser.add_argument("--sql-head", type=int, default=3, help="SQL queries every engine walks (XGrammar too)")
+    parser.add_argument("--engines", default="gramalign,llguidance,xgrammar",
+                        help="comma-separated, from gramalign, llguidance, xgrammar")
     args = parser.parse_args()
+    wanted = {name.strip().lower() for name in args.engines.split(",")}
 
     tokenizer = llama_tokenizer()
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False).ids  # noqa: E731
@@ -224,6 +227,8 @@ def main() -> None:
     slow = {("XGrammar", "sql")}
     engines = []
     for cls in (Gramalign, LLGuidance, XGrammar):
+        if cls.name.lower() not in wanted:
+            continue
         try:
             engines.append(cls(tokenizer))
         except ImportError as exc:

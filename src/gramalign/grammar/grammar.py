@@ -154,8 +154,12 @@ class Grammar:
     lexeme may end wherever one of its candidates accepts, and where several terminals accept
     the same lexeme each is a reading of its own (lark's ``lexer="dynamic_complete"``). The
     parser tells the readings apart. GBNF grammars are read this way (a rule that refers to
-    no recursive rule is one terminal). Such a grammar has no ignored terminals, layout,
-    lookaheads, word boundaries or counted strings."""
+    no recursive rule is one terminal), and Lark grammars read with ``parser="earley"``.
+    Such a grammar has no layout, lookaheads, word boundaries or counted strings."""
+    own_longest: tuple[str, ...] = ()
+    """In an :attr:`every_split` grammar, the terminals whose lexeme is only their own longest
+    match where they start (lark's dynamic lexer takes each terminal's ``re.match`` there): a
+    reading that ends one early dies if that terminal could have gone on to a longer match."""
 
     @classmethod
     def from_regex(cls, pattern: str, *, flags: int = 0, limits: "CompileLimits | None" = None) -> "Grammar":
@@ -196,10 +200,17 @@ class Grammar:
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", indentation: Indentation | None = None,
-                  always_lexed: tuple[str, ...] = (), import_paths=(),
-                  limits: "CompileLimits | None" = None) -> "Grammar":
+                  always_lexed: tuple[str, ...] = (), import_paths=(), parser: str = "lalr",
+                  lexer: "str | None" = None, limits: "CompileLimits | None" = None) -> "Grammar":
         """A grammar written in Lark's EBNF; errors name the grammar line and column.
         ``limits`` bounds the work (see :class:`gramalign.CompileLimits`).
+
+        ``parser`` and ``lexer`` say which of lark's parsers the language is that of:
+        ``"lalr"`` (the default: lark's LALR(1) parser and contextual lexer; a grammar that
+        is not LALR(1) is refused) or ``"earley"`` (lark's default parser: any context-free
+        grammar, read by the generalized LR parser) with its ``"dynamic"`` lexer (the
+        default: each terminal's own longest match) or ``"dynamic_complete"`` (every way the
+        text splits into terminals).
 
         With ``indentation``, the grammar is laid out Python-style (see :class:`Indentation`)
         and its indent and dedent terminals must be ``%declare``-d. ``always_lexed`` names
@@ -214,11 +225,12 @@ class Grammar:
         from .lark_frontend import grammar_from_lark
 
         return grammar_from_lark(text, start=start, indentation=indentation, always_lexed=always_lexed,
-                                 import_paths=tuple(import_paths), limits=limits)
+                                 import_paths=tuple(import_paths), parser=parser, lexer=lexer, limits=limits)
 
     @classmethod
     def from_lark_file(cls, path, *, start: str = "start", indentation: Indentation | None = None,
-                       always_lexed: tuple[str, ...] = (), import_paths=()) -> "Grammar":
+                       always_lexed: tuple[str, ...] = (), import_paths=(), parser: str = "lalr",
+                       lexer: "str | None" = None) -> "Grammar":
         """The Lark grammar in the file at ``path`` (UTF-8), as :meth:`from_lark` reads it,
         with relative imports (``%import .common.NAME``) resolved against the file's
         directory, as ``lark.Lark.open`` does.
@@ -235,12 +247,12 @@ class Grammar:
         from .lark_frontend import grammar_from_lark_file
 
         return grammar_from_lark_file(path, start=start, indentation=indentation, always_lexed=always_lexed,
-                                      import_paths=tuple(import_paths))
+                                      import_paths=tuple(import_paths), parser=parser, lexer=lexer)
 
     @classmethod
     def from_gbnf(cls, text: str, *, start: str = "root", limits: "CompileLimits | None" = None) -> "Grammar":
         """A grammar in llama.cpp's GBNF (character-level rules, ``root`` the start); errors
-        name the line and column. The character-level grammar must be LALR(1) (see
+        name the line and column. Any context-free GBNF loads, with llama.cpp's meaning (see
         :mod:`gramalign.grammar.gbnf_frontend`); ``limits`` bounds the work.
 
         >>> g = Grammar.from_gbnf('root ::= "a" [0-9]+ # a comment')

@@ -57,8 +57,12 @@ class LarkGrammarError(GrammarError):
         super().__init__(f"{where}{message}")
 
 
+_LEXERS = {"lalr": ("contextual",), "earley": ("dynamic", "dynamic_complete")}
+
+
 def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentation | None = None,
                       always_lexed: tuple[str, ...] = (), import_paths=(), source_path: str | None = None,
+                      parser: str = "lalr", lexer: "str | None" = None,
                       limits: "CompileLimits | None" = None) -> Grammar:
     """The :class:`Grammar` of Lark grammar ``text`` with start rule ``start``.
 
@@ -66,7 +70,17 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
     then, for a relative import (``%import .x``), in the directory of ``source_path`` (the
     file ``text`` was read from) or else the working directory, then in lark's grammars.
     ``always_lexed`` is a tuple (or list) of terminal names; a str is refused with a
-    TypeError rather than read as one name per letter."""
+    TypeError rather than read as one name per letter. ``parser``/``lexer``: lark's options
+    of those names whose language the grammar is (see :meth:`.Grammar.from_lark`)."""
+    if parser not in _LEXERS:
+        raise LarkGrammarError(f"parser={parser!r}: gramalign reads lark's 'lalr' and 'earley' parsers")
+    lexer = _LEXERS[parser][0] if lexer is None else lexer
+    if lexer not in _LEXERS[parser]:
+        raise LarkGrammarError(f"lexer={lexer!r} with parser={parser!r}: gramalign reads "
+                               + " or ".join(repr(name) for name in _LEXERS[parser]) + " there")
+    if parser == "earley" and (indentation is not None or always_lexed):
+        raise LarkGrammarError("an indentation layout or always_lexed terminals need parser='lalr' (they are "
+                               "post-lexer options; lark's Earley parser lexes as it parses)")
     if isinstance(always_lexed, (str, bytes)):
         raise TypeError(f"always_lexed must be a tuple of terminal names, not a {type(always_lexed).__name__} "
                         f"(write ({always_lexed!r},) for one name)")
@@ -75,14 +89,14 @@ def grammar_from_lark(text: str, *, start: str = "start", indentation: Indentati
         with applied(limits):
             if isinstance(text, str):
                 check_size("max_grammar_chars", len(text), "the grammar text")
-            return _grammar_from_lark(text, start, indentation, always_lexed, import_paths, source_path)
+            return _grammar_from_lark(text, start, indentation, always_lexed, import_paths, source_path, lexer)
     except RecursionError:  # lark's loader and transformers recurse once per nesting level
         raise LarkGrammarError(f"the grammar nests too deeply (Python's recursion limit is "
                                f"{sys.getrecursionlimit()}); flatten the deepest rule into several rules") from None
 
 
 def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, always_lexed: tuple[str, ...],
-                       import_paths, source_path: str | None) -> Grammar:
+                       import_paths, source_path: str | None, lexer: str = "contextual") -> Grammar:
     if not isinstance(text, str):
         raise TypeError(f"a Lark grammar is a str, not {type(text).__name__}")
     layout_names = {indentation.indent, indentation.dedent} if indentation is not None else set()
@@ -219,12 +233,41 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
     unknown = [name for name in always_lexed if name not in known_terminals]
     if unknown:
         raise LarkGrammarError(f"always_lexed names terminal(s) the grammar does not use: {', '.join(unknown)}")
-    grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text,
-                      indentation=indentation, always_lexed=tuple(always_lexed))
+    if lexer == "contextual":
+        grammar = Grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), source=text,
+                          indentation=indentation, always_lexed=tuple(always_lexed))
+    else:
+        grammar = _earley_grammar(tuple(terminals), rules, start, tuple(str(name) for name in ignore), text, lexer,
+                                  split, reads_before)
     from .parser_tables import build_parser_tables
 
-    build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
+    try:
+        build_parser_tables(grammar)  # LALR conflicts and lexer limits surface here, not at compile()
+    except LarkGrammarError:
+        raise
+    except GrammarError as exc:
+        if lexer != "contextual" or "LALR(1)" not in str(exc):
+            raise
+        raise LarkGrammarError(f"{exc}\nlark's Earley parser reads any context-free grammar, ambiguous or not, "
+                               "and so does gramalign: Grammar.from_lark(text, parser=\"earley\") (the language "
+                               "of lark.Lark(text, parser=\"earley\"); or write the grammar in GBNF)") from None
     return grammar
+
+
+def _earley_grammar(terminals: tuple[Terminal, ...], rules: tuple[Rule, ...], start: str, ignore: tuple[str, ...],
+                    text: str, lexer: str, split: dict, reads_before: bool) -> Grammar:
+    """The grammar as lark's Earley parser reads it with ``lexer``: generalized, lexed every
+    way, each terminal (``"dynamic"``) or each ignored one (``"dynamic_complete"``: lark
+    matches those once, greedily) by its own longest match."""
+    looking = [t.name for t in terminals if t.lookahead is not None or t.needs_text_after]
+    if reads_before or looking or split:
+        name = (looking or list(split) or [t.name for t in terminals if t.ends_in_word is not None])[0]
+        raise LarkGrammarError(f"terminal {name} looks at the text around its lexeme (a lookahead or a word "
+                               "boundary), which gramalign reads only with parser='lalr'; write it without one",
+                               _terminal_line(name, text))
+    own = tuple(t.name for t in terminals) if lexer == "dynamic" else ignore
+    return Grammar(terminals, rules, start, ignore, source=text, strict=False, generalized=True, every_split=True,
+                   own_longest=own)
 
 
 _FIRST_MATCH_EQUIVALENTS = {

@@ -42,7 +42,9 @@ NEWLINE_TERMINAL, NEWLINE_COLUMN, INDENT_COLUMN, DEDENT_COLUMN, TAB_SIZE, EVERY_
 # after the lexeme (``Terminal.needs_text_after``) and 1 where the lexeme ends with a word
 # character (``Terminal.ends_in_word``: the next lexeme starts from the second half of
 # ``candidate_id``).
-BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT, ENDS_IN_WORD = range(4)
+# OWN_LONGEST: in a grammar lexed every way, the pseudo parser state (its one candidate is the
+# terminal) of a terminal lexed by its own longest match (``Grammar.own_longest``), else -1.
+BRACKET_DELTA, LOOKAHEAD_STATE, NEEDS_TEXT, ENDS_IN_WORD, OWN_LONGEST = range(5)
 # ``tracks_column`` (int32 per lexer state) says what the COLUMN field of a hypothesis counts
 # there: nothing (0), the column of a newline lexeme, or the code points of counted terminal
 # j (``COUNTED + 2 * j``, plus one in the state between two characters).
@@ -188,6 +190,12 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
     if lookaheads:  # one pseudo parser state per lookahead, with it as its only candidate
         rows = [terminal_bits(ranked, [t.name]) for t in ranked[first_lookahead:]]
         candidate_bits = np.concatenate([candidate_bits, np.stack(rows)])
+    own_longest = [k for k, t in enumerate(ranked) if t.name in grammar.own_longest]
+    own_state = {}
+    if own_longest:  # and one per terminal lexed by its own longest match: its shadows' candidates
+        own_state = {k: candidate_bits.shape[0] + j for j, k in enumerate(own_longest)}
+        rows = [terminal_bits(ranked, [ranked[k].name]) for k in own_longest]
+        candidate_bits = np.concatenate([candidate_bits, np.stack(rows)])
     set_id, n_sets = _row_ranks(candidate_bits)
     sets = np.empty((n_sets, words), dtype=np.uint64)
     sets[set_id] = candidate_bits
@@ -211,6 +219,7 @@ def _build_parser_tables(grammar: Grammar) -> ParserTables:
             end_effects[k, LOOKAHEAD_STATE] = table.action.shape[0] + lookaheads.index(terminal.lookahead.digest)
         end_effects[k, NEEDS_TEXT] = terminal.needs_text_after
         end_effects[k, ENDS_IN_WORD] = bool(terminal.ends_in_word)
+        end_effects[k, OWN_LONGEST] = own_state.get(k, -1)
     cache_bytes = lexer.num_states * (words * 8 + 1)
     if cache_bytes > REACH_MAX_BYTES:
         raise GrammarError(
@@ -301,8 +310,9 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
         raise GrammarError("counted string terminals need a grammar without ignored terminals (a token "
                            "that opens one must start with its quote for its masks to count it)")
     layout = np.full(COUNTED_BOUNDS + 2 * len(counted), -1, dtype=np.int32)
-    end_effects = np.zeros((len(lexer.terminals), 4), dtype=np.int32)
+    end_effects = np.zeros((len(lexer.terminals), 5), dtype=np.int32)
     end_effects[:, LOOKAHEAD_STATE] = -1
+    end_effects[:, OWN_LONGEST] = -1
     tracks_column = np.zeros(lexer.num_states, dtype=np.int32)
     for j, k in enumerate(counted):
         fewest, most = lexer.terminals[k].length
@@ -311,7 +321,7 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
                                f"outside 0..{MAX_COUNT} (the most may be -1: no bound)")
         layout[COUNTED_BOUNDS + 2 * j:COUNTED_BOUNDS + 2 * j + 2] = fewest, most
         _mark_counted(lexer, k, COUNTED + 2 * j, tracks_column)
-    if grammar.every_split:
+    if grammar.every_split or grammar.own_longest:
         _check_every_split(grammar, lexer)
         layout[EVERY_SPLIT] = 1
     spec = grammar.indentation
@@ -335,8 +345,10 @@ def _layout_arrays(grammar: Grammar, lexer: LexerDFA, table: ParseTable):
 
 def _check_every_split(grammar: Grammar, lexer: LexerDFA) -> None:
     """A grammar lexed every way (``Grammar.every_split``) feeds the parser every terminal
-    that accepts, and nothing else: no lexeme may be ignored or have an effect of its own."""
-    what = ("ignored terminals" if grammar.ignore else "an indentation layout" if grammar.indentation else
+    that accepts, and nothing else: no lexeme may have an effect of its own."""
+    if grammar.own_longest and not grammar.every_split:
+        raise GrammarError("own_longest terminals need a grammar lexed every way (every_split)")
+    what = ("an indentation layout" if grammar.indentation else
             "lookaheads past a lexeme" if any(t.lookahead is not None or t.needs_text_after for t in lexer.terminals)
             else "word boundaries" if any(t.ends_in_word is not None for t in lexer.terminals)
             else "counted strings" if any(t.length is not None for t in lexer.terminals) else None)

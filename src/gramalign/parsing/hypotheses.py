@@ -32,7 +32,7 @@ import numpy as np
 
 from ..bitsets import intersects, lowest_common_bit, several_common_bits
 from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, EVERY_SPLIT, INDENT_COLUMN,
-                                     LOOKAHEAD_STATE, NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL)
+                                     LOOKAHEAD_STATE, NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL, OWN_LONGEST)
 from .lexing import free_terminal, lexer_step, newline_column, next_column, reachable_winners
 from .stacks import (FORKED, feed_all, feed_any, feed_terminal, has_forks, merge_stacks, node_parent, node_state,
                      same_stack)
@@ -289,6 +289,11 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             return n_out, alloc, OK  # the text after the lexeme starts as the lookahead forbids
         if ahead >= 0 and not intersects(lx_alive[ahead], cand_bits[lookahead]):
             ahead = -1
+    if every and _own_longest_among(end_effects, lx_accept[q], cand):
+        return _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action, goto, rule_lhs,
+                                 rule_len, term_column, layout, end_effects, tracks_column, pool_state, pool_parent,
+                                 scratch_state, scratch_parent, exposed, hyp, byte, went_on, to_scratch, alloc, out,
+                                 n_out)
     several = every and several_common_bits(lx_accept[q], cand)
     if ended[3] >= 1 and ended[4] != (-2 if several else winner):
         ended[3] = 0  # remembered for another terminal (an earlier state of the lexeme): redone
@@ -343,6 +348,79 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
     return n_out, alloc, status
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _has_bit(bits, k):
+    return (bits[k >> 6] >> np.uint64(k & 63)) & np.uint64(1) != 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _own_longest_among(end_effects, accept, cand):
+    """Is some terminal of ``accept`` & ``cand`` lexed by its own longest match?"""
+    for w in range(accept.shape[0]):
+        x = accept[w] & cand[w]
+        k = 0
+        while x:
+            if x & np.uint64(1) and end_effects[w * 64 + k, OWN_LONGEST] >= 0:
+                return True
+            x >>= np.uint64(1)
+            k += 1
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action, goto, rule_lhs, rule_len,
+                      term_column, layout, end_effects, tracks_column, pool_state, pool_parent, scratch_state,
+                      scratch_parent, exposed, hyp, byte, went_on, to_scratch, alloc, out, n_out):
+    """The successors of ``hyp`` whose lexeme (lexed every way) ended before ``byte``, one
+    terminal at a time: a terminal lexed by its own longest match (``OWN_LONGEST``) ends
+    here only if ``byte`` does not take it on to a match, and leaves a shadow (of its pseudo
+    parser state) while it could still reach one. Nothing is remembered for the trie walk's
+    siblings (see :func:`advance_hypothesis`). Returns ``(n_out, alloc, status)``."""
+    node = hyp[STACK]
+    state = node_state(pool_state, scratch_state, node)
+    cand = cand_bits[state]
+    accept = lx_accept[hyp[LEXEME]]
+    for w in range(accept.shape[0]):
+        x = accept[w] & cand[w]
+        k = 0
+        while x:
+            if x & np.uint64(1):
+                terminal = w * 64 + k
+                shadow = -1
+                own = end_effects[terminal, OWN_LONGEST]
+                if own >= 0 and went_on >= 0:
+                    if _has_bit(lx_accept[went_on], terminal):
+                        x >>= np.uint64(1)
+                        k += 1
+                        continue  # the terminal's own match goes on past this byte
+                    if _has_bit(lx_alive[went_on], terminal):
+                        shadow = went_on
+                new_node, brackets, blocks, alloc, status = end_lexeme(
+                    action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
+                    scratch_state, scratch_parent, exposed, node, terminal, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
+                    to_scratch, alloc)
+                if status != OK:
+                    return n_out, alloc, status
+                if new_node == FORKED:
+                    tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                          scratch_state, scratch_parent, exposed, node,
+                                                          term_column[terminal], to_scratch, alloc)
+                    if status != OK:
+                        return n_out, alloc, status
+                else:
+                    tops = np.full(1, new_node, np.int32)
+                    count = 1 if new_node >= 0 else 0
+                for j in range(count):
+                    n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column,
+                                                 layout, pool_state, scratch_state, hyp, byte, terminal, own, shadow,
+                                                 -1, -1, tops[j], brackets, blocks, out, n_out)
+                    if status != OK:
+                        return n_out, alloc, status
+            x >>= np.uint64(1)
+            k += 1
+    return n_out, alloc, OK
+
+
 @numba.njit(cache=True, nogil=True)
 def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
                          scratch_parent, exposed, node, accept, cand, to_scratch, alloc):
@@ -357,9 +435,11 @@ def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, pool_sta
         while x:
             if x & np.uint64(1):
                 column = term_column[w * 64 + k]
-                top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                   scratch_state, scratch_parent, exposed, node, column, to_scratch,
-                                                   alloc)
+                top, alloc, status = node, alloc, OK  # an ignored terminal leaves the stack as it is
+                if column >= 0:
+                    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                                       scratch_state, scratch_parent, exposed, node, column,
+                                                       to_scratch, alloc)
                 found = np.full(1, top, np.int32)
                 n_found = 1
                 if status == OK and top == FORKED:

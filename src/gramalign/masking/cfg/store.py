@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ...bitsets import bit_indexes, lowest_common_bit
-from ...grammar.parser_tables import ENDS_IN_WORD, EVERY_SPLIT, LOOKAHEAD_STATE, NEWLINE_TERMINAL, ParserTables
+from ...grammar.parser_tables import (ENDS_IN_WORD, EVERY_SPLIT, LOOKAHEAD_STATE, NEWLINE_TERMINAL, OWN_LONGEST,
+                                      ParserTables)
 from ...parsing import IncrementalParser
 from ...parsing.hypotheses import end_lexeme
 from ...parsing.stacks import FORKED, feed_all
@@ -224,13 +225,26 @@ class GrammarMaskStore:
         if winner < 0:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
         pool = parser.pool
-        nodes = []
+        end_effects = tables.end_effects
+        kept = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
+        readings = []  # (stack, its shadows)
         # Lexed every way, each terminal that accepts the lexeme is a reading of its own.
         winners = bit_indexes(common) if self._every_split else [winner]
         brackets, blocks = int(hyp[BRACKETS]), int(hyp[BLOCKS])
         for winner in winners:
+            shadows = list(kept)
+            if self._every_split:
+                own = int(end_effects[winner, OWN_LONGEST])
+                if own >= 0 and self._can_continue[q] and winner in bit_indexes(lexer.alive_bits[q]):
+                    shadows.append((q, own))  # its own longer match must never come
+            elif self._can_continue[q]:
+                shadows.append((q, state))
+            lookahead = int(end_effects[winner, LOOKAHEAD_STATE])
+            if lookahead >= 0:  # the lookahead past the lexeme, from the start of its pseudo state
+                shadows.append((self.contexts.candidate_id[lookahead], lookahead))
+            shadows = [s for s in shadows if s[0] >= 0]
             node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
-                *tables.lr_arrays, tables.layout, tables.end_effects, *arrays, int(hyp[STACK]), winner,
+                *tables.lr_arrays, tables.layout, end_effects, *arrays, int(hyp[STACK]), winner,
                 int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
             pool.used = int(alloc)
             if node == FORKED:
@@ -239,24 +253,17 @@ class GrammarMaskStore:
                     action, goto, rule_lhs, rule_len, *arrays, int(hyp[STACK]), int(term_column[winner]), False,
                     pool.used))
                 pool.used = int(alloc)
-                nodes.extend(tops[:count].tolist())
+                nodes = tops[:count].tolist()
             else:
-                nodes.append(node)
-        nodes = [n for n in nodes if n >= 0]
-        if not nodes:
+                nodes = [node]
+            readings.extend((n, shadows) for n in nodes if n >= 0)
+        if not readings:
             return np.empty((0, hyp.shape[0]), dtype=np.int32)
-        shadows = [(int(hyp[SHADOW1]), int(hyp[SHADOW1_PARSER])), (int(hyp[SHADOW2]), int(hyp[SHADOW2_PARSER]))]
-        if self._can_continue[q] and not self._every_split:
-            shadows.append((q, state))
-        lookahead = int(tables.end_effects[winner, LOOKAHEAD_STATE])
-        if lookahead >= 0:  # the lookahead past the lexeme, from the start of its pseudo state
-            shadows.append((self.contexts.candidate_id[lookahead], lookahead))
-        shadows = [s for s in shadows if s[0] >= 0]
-        if len(shadows) > 2:
+        if any(len(shadows) > 2 for _, shadows in readings):
             return None
-        ended = np.full((len(nodes), hyp.shape[0]), -1, dtype=np.int32)
-        after_word = int(tables.end_effects[winner, ENDS_IN_WORD])  # the start of its candidate set:
-        for row, node in zip(ended, nodes):
+        ended = np.full((len(readings), hyp.shape[0]), -1, dtype=np.int32)
+        after_word = int(end_effects[winner, ENDS_IN_WORD])  # the start of its candidate set:
+        for row, (node, shadows) in zip(ended, readings):
             row[STACK] = node
             row[LEXEME] = self.contexts.candidate_id[int(pool.state[node]) + self.contexts.half * after_word]
             row[BRACKETS] = brackets

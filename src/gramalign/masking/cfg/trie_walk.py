@@ -353,12 +353,14 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
     ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
 
-    ``every_split``: the grammar is lexed every way (``Grammar.every_split``: no ignored
-    terminals, no shadows), so a lexeme may end wherever it accepts even if it could go on.
-    A token along which the lexeme stays alive is then inside (allowed through its group,
-    whatever else it could split into); a token whose lexeme dies after a point where it
-    could have ended is dependent. The caller walks a group's tokens exactly when the stack
-    does not allow that group, since a split may still allow some of them.
+    ``every_split``: the grammar is lexed every way (``Grammar.every_split``), so a lexeme
+    may end wherever it accepts even if it could go on. A token along which the lexeme
+    stays alive is then inside (allowed through its group, whatever else it could split
+    into); a token whose lexeme dies after a point where it could have ended is dependent
+    (so is one inside which an ignored lexeme could end). The context's shadows (own longest
+    matches, see ``Grammar.own_longest``) bind every reading: where one accepts, the
+    subtree is rejected. The caller walks a group's tokens exactly when the stack does not
+    allow that group, since a split may still allow some of them.
     """
     words = cand.shape[0]
     q_of = np.empty((max_depth + 1, MAX_BRANCHES), np.int32)
@@ -402,6 +404,63 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
             i = subtree_end[i]
             continue
         above = depth - 1
+        if every_split:
+            # Lexed every way (no shadows but those of the context, which every reading
+            # keeps: one accepting kills the whole subtree).
+            dead = False
+            for k in range(2):
+                shadow = shadow_of[above, 0, k]
+                shadow_of[depth, 0, k] = -1
+                which_of[depth, 0, k] = which_of[above, 0, k]
+                if shadow < 0:
+                    continue
+                t = lx_trans[shadow, byte]
+                if t < 0:
+                    continue
+                which = which_of[above, 0, k] - 1
+                if intersects(lx_accept[t], shadow_cands[which]):
+                    dead = True
+                    break
+                if intersects(lx_alive[t], shadow_cands[which]):
+                    shadow_of[depth, 0, k] = t
+            if dead:
+                i = subtree_end[i]
+                continue
+            q = q_of[above, 0]
+            went_on = lx_trans[q, byte]
+            alive = False
+            if went_on >= 0:
+                flags = state_flags[went_on]
+                if flags == 0:
+                    flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
+                alive = (flags & ALIVE) != 0
+            splits = split_above[above]
+            if not (depth == 1 or q < lx_starts or splits) and starts_any[byte]:
+                flags = state_flags[q]
+                if flags == 0:
+                    flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
+                splits = (flags & ACCEPTS) != 0
+            if not alive:
+                end = subtree_end[i]
+                if splits:
+                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                              token_start[end], -1)
+                i = end
+                continue
+            if token_start[i] < token_start[i + 1]:
+                group = lone_group[went_on]
+                if group == -2:
+                    if not reach_done[went_on]:
+                        fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
+                    group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
+                    lone_group[went_on] = group
+                n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                          token_start[i + 1], group)
+            q_of[depth, 0] = went_on
+            size[depth] = 1
+            split_above[depth] = splits
+            i += 1
+            continue
         if plain[above]:
             q = q_of[above, 0]
             went_on = lx_trans[q, byte]
@@ -413,35 +472,6 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
                 went_on_accepts = (flags & ACCEPTS) != 0
                 alive = (flags & ALIVE) != 0
-            if every_split:
-                splits = split_above[above]
-                if not (depth == 1 or q < lx_starts or splits) and starts_any[byte]:
-                    flags = state_flags[q]
-                    if flags == 0:
-                        flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
-                    splits = (flags & ACCEPTS) != 0
-                if not alive:
-                    end = subtree_end[i]
-                    if splits:
-                        n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
-                                                  token_start[end], -1)
-                    i = end
-                    continue
-                if token_start[i] < token_start[i + 1]:
-                    group = lone_group[went_on]
-                    if group == -2:
-                        if not reach_done[went_on]:
-                            fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
-                        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
-                        lone_group[went_on] = group
-                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
-                                              token_start[i + 1], group)
-                q_of[depth, 0] = went_on
-                size[depth] = 1
-                plain[depth] = True
-                split_above[depth] = splits
-                i += 1
-                continue
             needs_parser = False
             forks = False  # an ignored lexeme may end here: two branches, the general path's job
             if not (depth == 1 or q < lx_starts or went_on_accepts):
