@@ -27,7 +27,11 @@ Data: lark's sdist from the package registry, the version of the installed lark 
     tar -xzf /tmp/lark-sdist/lark-1.3.1.tar.gz -C /tmp/lark-sdist
 
     python benchmarks/lark_test_suite.py --lark-sdist /tmp/lark-sdist/lark-1.3.1 [--timeout 60] [--seed 1]
-        [--only ID ...] [--json OUT] [--verbose]
+        [--only ID ...] [--json OUT] [--verbose] [--parser earley [--lexer dynamic_complete]]
+
+With ``--parser earley`` the oracle is lark's Earley parser (its dynamic lexer, or
+``--lexer dynamic_complete``) and gramalign loads each grammar with the same options; grammars
+with an indentation layout are skipped (a postlexer, which lark's Earley parser does not take).
 
 IDs are the indices of the kept (text, start) pairs in extraction order, stable for one sdist.
 """
@@ -197,9 +201,12 @@ def make_indenter(indent):
     return _Indenter()
 
 
+PARSER = {"parser": "lalr"}  # --parser/--lexer: which of lark's parsers is the oracle (set once, before any fork)
+
+
 def build_lark(item, **extra):
-    """lark's LALR parser of a kept item (or a candidate with the same keys)."""
-    kwargs = dict(parser="lalr", start=item["start"], import_paths=item["import_paths"], **extra)
+    """lark's parser (LALR unless --parser earley) of a kept item (or a candidate with the same keys)."""
+    kwargs = dict(start=item["start"], import_paths=item["import_paths"], **PARSER, **extra)
     if item.get("regex"):
         kwargs["regex"] = True
     if item["indent"]:
@@ -284,7 +291,7 @@ def find_grammars(tests: Path) -> dict[str, dict]:
 
 
 def extract(tests: Path) -> tuple[list[dict], dict]:
-    """The (text, start) pairs lark LALR builds, and counts of what was found, skipped and rejected."""
+    """The (text, start) pairs lark builds (LALR unless --parser earley), and counts of what was found, skipped and rejected."""
     import_paths = [str(tests), str(tests / "grammars")]
     found = find_grammars(tests)
     stats = {"candidates": len(found), "skipped_declare": [], "lark_rejected": {}}
@@ -292,6 +299,8 @@ def extract(tests: Path) -> tuple[list[dict], dict]:
     with contextlib.chdir(tests):  # the tests' relative %import paths
         for text, e in found.items():
             skip, indent = indent_layout(text)
+            if indent and PARSER["parser"] != "lalr":
+                skip = "an indentation layout needs a postlexer, which lark's Earley parser does not take"
             if skip:
                 stats["skipped_declare"].append({"origin": e["origins"][0], "reason": skip, "text": text})
                 continue
@@ -348,7 +357,7 @@ def lark_accepts(oracle, text: str):
 def load_gramalign(item):
     import gramalign as ga
 
-    kwargs = dict(start=item["start"], import_paths=item["import_paths"])
+    kwargs = dict(start=item["start"], import_paths=item["import_paths"], **PARSER)
     if item["indent"]:
         i = item["indent"]
         kwargs["indentation"] = ga.Indentation(newline=i["newline"], indent=i["indent"], dedent=i["dedent"],
@@ -545,10 +554,10 @@ def report(kept, stats, results, verbose: bool):
     print(f"  skipped, %declare needing an external lexer: {len(stats['skipped_declare'])}")
     for e in stats["skipped_declare"]:
         print(f"        {e['origin']}: {e['reason']}")
-    print(f"  rejected by lark LALR: {sum(len(v) for v in stats['lark_rejected'].values())}")
+    print(f"  rejected by lark ({PARSER['parser']}): {sum(len(v) for v in stats['lark_rejected'].values())}")
     for etype, rejected in sorted(stats["lark_rejected"].items(), key=lambda kv: -len(kv[1])):
         print(f"     {len(rejected):4d}  {etype}")
-    print(f"  accepted by lark LALR: {stats['kept_texts']} texts, {stats['kept']} (text, start) pairs")
+    print(f"  accepted by lark ({PARSER['parser']}): {stats['kept_texts']} texts, {stats['kept']} (text, start) pairs")
 
     by_load = {}
     for r in results:
@@ -617,7 +626,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="of the mask walks and the probe texts")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the kept grammars and raw results here")
     parser.add_argument("--verbose", action="store_true", help="list every refused grammar, not two per group")
+    parser.add_argument("--parser", choices=("lalr", "earley"), default="lalr", help="lark's parser, the oracle")
+    parser.add_argument("--lexer", choices=("dynamic", "dynamic_complete"),
+                        help="with --parser earley: lark's Earley lexer (default dynamic)")
     args = parser.parse_args(argv)
+    PARSER.update(parser=args.parser, **({"lexer": args.lexer} if args.lexer else {}))
     sdist = args.lark_sdist.resolve()
     tests = sdist / "tests"
     if not tests.is_dir():

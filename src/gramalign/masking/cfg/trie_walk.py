@@ -292,6 +292,21 @@ def _write_tokens(out_positions, out_groups, n_written, first, end, group):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _write_inside(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, lone_group, group_reach,
+                  n_groups, went_on, out_positions, out_groups, n_written, first, end):
+    """Write token positions ``first:end`` (read with one branch, its lexeme now in lexer
+    state ``went_on``) as inside tokens of the group of what ``went_on`` can still become.
+    Returns (tokens written, groups)."""
+    group = lone_group[went_on]
+    if group == -2:
+        if not reach_done[went_on]:
+            fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
+        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
+        lone_group[went_on] = group
+    return _write_tokens(out_positions, out_groups, n_written, first, end, group), n_groups
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _group_of(reach, group_reach, n_groups):
     """(the group whose reachable winners are ``reach``, a new one if there is a free slot,
     else -1; the number of groups after)."""
@@ -448,14 +463,10 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                 i = end
                 continue
             if token_start[i] < token_start[i + 1]:
-                group = lone_group[went_on]
-                if group == -2:
-                    if not reach_done[went_on]:
-                        fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
-                    group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
-                    lone_group[went_on] = group
-                n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
-                                          token_start[i + 1], group)
+                n_written, n_groups = _write_inside(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits,
+                                                    reach_done, lone_group, group_reach, n_groups, went_on,
+                                                    out_positions, out_groups, n_written, token_start[i],
+                                                    token_start[i + 1])
             q_of[depth, 0] = went_on
             size[depth] = 1
             split_above[depth] = splits
@@ -499,14 +510,10 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     i = subtree_end[i]
                     continue
                 if token_start[i] < token_start[i + 1]:
-                    group = lone_group[went_on]
-                    if group == -2:
-                        if not reach_done[went_on]:
-                            fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
-                        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
-                        lone_group[went_on] = group
-                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
-                                              token_start[i + 1], group)
+                    n_written, n_groups = _write_inside(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits,
+                                                        reach_done, lone_group, group_reach, n_groups, went_on,
+                                                        out_positions, out_groups, n_written, token_start[i],
+                                                        token_start[i + 1])
                 q_of[depth, 0] = went_on
                 size[depth] = 1
                 plain[depth] = True
