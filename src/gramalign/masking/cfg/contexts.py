@@ -34,7 +34,7 @@ from .derived_contexts import MAX_PAIRS, behaves_alike, free_partner
 from .shared_contexts import (MAX_SIGNATURE_STATES, ContextClassificationCache, SharedClassification,
                               context_signature, remap_terminal_bits, shared_cache_for, warm_kernels)
 from .text_blocks import TextCover
-from .trie_walk import classify_tokens, group_rows
+from .trie_walk import classify_tokens, classify_tokens_every_split, group_rows
 
 MAX_INSIDE_GROUPS = 16
 """Kinds of lexeme endings per context kept as precomputed masks; rarer tokens go to the walk."""
@@ -325,13 +325,21 @@ class LexicalContexts:
                                np.empty(self.trie.token_ids.shape[0], dtype=np.int32))
                 held.append(scratch)
                 positions, groups = scratch
-                n_groups, n_written = classify_tokens(
-                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
-                    lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]),
-                    np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word, tables.reach_bits,
-                    tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth,
-                    trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups),
-                    skip[0], skip[1], positions, groups, max_nodes, self.every_split)
+                if self.every_split:
+                    n_groups, n_written = classify_tokens_every_split(
+                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
+                        lexer.class_byte, self._starts_any, cand, tables.reach_bits, tables.reach_done, shadow_states,
+                        shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
+                        trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), positions,
+                        groups, max_nodes)
+                else:
+                    n_groups, n_written = classify_tokens(
+                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
+                        lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]),
+                        np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word, tables.reach_bits,
+                        tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte,
+                        trie.node_depth, trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth,
+                        group_reach, np.int64(n_groups), skip[0], skip[1], positions, groups, max_nodes)
                 if n_groups < 0:
                     return None
                 pieces.append((trie, positions, groups, n_written))

@@ -292,21 +292,6 @@ def _write_tokens(out_positions, out_groups, n_written, first, end, group):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _write_inside(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, lone_group, group_reach,
-                  n_groups, went_on, out_positions, out_groups, n_written, first, end):
-    """Write token positions ``first:end`` (read with one branch, its lexeme now in lexer
-    state ``went_on``) as inside tokens of the group of what ``went_on`` can still become.
-    Returns (tokens written, groups)."""
-    group = lone_group[went_on]
-    if group == -2:
-        if not reach_done[went_on]:
-            fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
-        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
-        lone_group[went_on] = group
-    return _write_tokens(out_positions, out_groups, n_written, first, end, group), n_groups
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _group_of(reach, group_reach, n_groups):
     """(the group whose reachable winners are ``reach``, a new one if there is a free slot,
     else -1; the number of groups after)."""
@@ -330,7 +315,7 @@ def _group_of(reach, group_reach, n_groups):
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
                     cid_after_word, ends_in_word, reach_bits, reach_done, shadow_states, shadow_cands, start,
                     node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, group_reach, n_groups,
-                    skip_first, skip_rows, out_positions, out_groups, max_nodes, every_split):
+                    skip_first, skip_rows, out_positions, out_groups, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -367,15 +352,6 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
 
     ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
-
-    ``every_split``: the grammar is lexed every way (``Grammar.every_split``), so a lexeme
-    may end wherever it accepts even if it could go on. A token along which the lexeme
-    stays alive is then inside (allowed through its group, whatever else it could split
-    into); a token whose lexeme dies after a point where it could have ended is dependent
-    (so is one inside which an ignored lexeme could end). The context's shadows (own longest
-    matches, see ``Grammar.own_longest``) bind every reading: where one accepts, the
-    subtree is rejected. The caller walks a group's tokens exactly when the stack does not
-    allow that group, since a split may still allow some of them.
     """
     words = cand.shape[0]
     q_of = np.empty((max_depth + 1, MAX_BRANCHES), np.int32)
@@ -391,7 +367,6 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
         which_of[0, 0, k] = k + 1
     size[0] = 1
     plain[0] = shadow_states.shape[0] == 0
-    split_above = np.zeros(max_depth + 1, np.bool_)  # every_split: the lexeme could end before this depth
     n_written = 0
     reach = np.empty(words, np.uint64)
     # What the walk asks of a lexer state depends on the state and ``cand`` only, so it is
@@ -419,59 +394,6 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
             i = subtree_end[i]
             continue
         above = depth - 1
-        if every_split:
-            # Lexed every way (no shadows but those of the context, which every reading
-            # keeps: one accepting kills the whole subtree).
-            dead = False
-            for k in range(2):
-                shadow = shadow_of[above, 0, k]
-                shadow_of[depth, 0, k] = -1
-                which_of[depth, 0, k] = which_of[above, 0, k]
-                if shadow < 0:
-                    continue
-                t = lx_trans[shadow, byte]
-                if t < 0:
-                    continue
-                which = which_of[above, 0, k] - 1
-                if intersects(lx_accept[t], shadow_cands[which]):
-                    dead = True
-                    break
-                if intersects(lx_alive[t], shadow_cands[which]):
-                    shadow_of[depth, 0, k] = t
-            if dead:
-                i = subtree_end[i]
-                continue
-            q = q_of[above, 0]
-            went_on = lx_trans[q, byte]
-            alive = False
-            if went_on >= 0:
-                flags = state_flags[went_on]
-                if flags == 0:
-                    flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
-                alive = (flags & ALIVE) != 0
-            splits = split_above[above]
-            if not (depth == 1 or q < lx_starts or splits) and starts_any[byte]:
-                flags = state_flags[q]
-                if flags == 0:
-                    flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
-                splits = (flags & ACCEPTS) != 0
-            if not alive:
-                end = subtree_end[i]
-                if splits:
-                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
-                                              token_start[end], -1)
-                i = end
-                continue
-            if token_start[i] < token_start[i + 1]:
-                n_written, n_groups = _write_inside(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits,
-                                                    reach_done, lone_group, group_reach, n_groups, went_on,
-                                                    out_positions, out_groups, n_written, token_start[i],
-                                                    token_start[i + 1])
-            q_of[depth, 0] = went_on
-            size[depth] = 1
-            split_above[depth] = splits
-            i += 1
-            continue
         if plain[above]:
             q = q_of[above, 0]
             went_on = lx_trans[q, byte]
@@ -510,10 +432,14 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     i = subtree_end[i]
                     continue
                 if token_start[i] < token_start[i + 1]:
-                    n_written, n_groups = _write_inside(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits,
-                                                        reach_done, lone_group, group_reach, n_groups, went_on,
-                                                        out_positions, out_groups, n_written, token_start[i],
-                                                        token_start[i + 1])
+                    group = lone_group[went_on]
+                    if group == -2:
+                        if not reach_done[went_on]:
+                            fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
+                        group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
+                        lone_group[went_on] = group
+                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                              token_start[i + 1], group)
                 q_of[depth, 0] = went_on
                 size[depth] = 1
                 plain[depth] = True
@@ -649,6 +575,96 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
         size[depth] = n_out
         plain[depth] = n_out == 1 and shadow_of[depth, 0, 0] < 0 and shadow_of[depth, 0, 1] < 0
         n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1], group)
+        i += 1
+    return n_groups, n_written
+
+
+@numba.njit(cache=True, nogil=True)
+def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, cand,
+                                reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth,
+                                subtree_end, token_start, token_ids, max_depth, group_reach, n_groups, out_positions,
+                                out_groups, max_nodes):
+    """:func:`classify_tokens` for a grammar lexed every way (``Grammar.every_split``): a
+    lexeme may end wherever it accepts even if it could go on. A token along which the
+    lexeme stays alive is inside (allowed through its group, whatever else it could split
+    into); a token whose lexeme dies after a point where it could have ended is dependent
+    (so is one inside which an ignored lexeme could end). The context's shadows (own
+    longest matches, see ``Grammar.own_longest``) bind every reading: where one accepts,
+    the subtree is rejected. The caller walks a group's tokens exactly when the stack does
+    not allow that group, since a split may still allow some of them. Same output and
+    arguments as :func:`classify_tokens`, less those that only longest match reads (a
+    separate kernel: branching inside that one's hot loop slowed it down by half)."""
+    q_of = np.empty(max_depth + 1, np.int32)
+    shadow_of = np.full((max_depth + 1, 2), -1, np.int32)
+    which_of = np.zeros((max_depth + 1, 2), np.int32)
+    split_above = np.zeros(max_depth + 1, np.bool_)  # the lexeme could end before this depth
+    q_of[0] = start
+    for k in range(shadow_states.shape[0]):
+        shadow_of[0, k] = shadow_states[k]
+        which_of[0, k] = k + 1
+    n_written = 0
+    state_flags = np.zeros(lx_trans.shape[0], np.int8)
+    state_winner = np.empty(lx_trans.shape[0], np.int32)
+    lone_group = np.full(lx_trans.shape[0], -2, np.int32)
+    n_nodes = node_byte.shape[0]
+    visited = 0
+    i = 0
+    while i < n_nodes:
+        visited += 1
+        if visited > max_nodes:
+            return -1, 0
+        depth = node_depth[i]
+        byte = node_byte[i]
+        above = depth - 1
+        dead = False
+        for k in range(2):
+            shadow = shadow_of[above, k]
+            shadow_of[depth, k] = -1
+            which_of[depth, k] = which_of[above, k]
+            if shadow < 0:
+                continue
+            t = lx_trans[shadow, byte]
+            if t < 0:
+                continue
+            which = which_of[above, k] - 1
+            if intersects(lx_accept[t], shadow_cands[which]):
+                dead = True
+                break
+            if intersects(lx_alive[t], shadow_cands[which]):
+                shadow_of[depth, k] = t
+        if dead:
+            i = subtree_end[i]
+            continue
+        q = q_of[above]
+        went_on = lx_trans[q, byte]
+        alive = False
+        if went_on >= 0:
+            flags = state_flags[went_on]
+            if flags == 0:
+                flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
+            alive = (flags & ALIVE) != 0
+        splits = split_above[above]
+        if not (depth == 1 or q < lx_starts or splits) and starts_any[byte]:
+            flags = state_flags[q]
+            if flags == 0:
+                flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
+            splits = (flags & ACCEPTS) != 0
+        if not alive:
+            end = subtree_end[i]
+            if splits:
+                n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[end], -1)
+            i = end
+            continue
+        if token_start[i] < token_start[i + 1]:  # (written out: a helper returning a tuple ran at half speed)
+            group = lone_group[went_on]
+            if group == -2:
+                if not reach_done[went_on]:
+                    fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
+                group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
+                lone_group[went_on] = group
+            n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1], group)
+        q_of[depth] = went_on
+        split_above[depth] = splits
         i += 1
     return n_groups, n_written
 
