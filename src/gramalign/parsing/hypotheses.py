@@ -312,9 +312,10 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
             link = node_parent(pool_parent, scratch_parent, link)
         return n_out, alloc, OK
     elif several:  # each terminal that accepts is a reading
-        tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column,
-                                                          pool_state, pool_parent, scratch_state, scratch_parent,
-                                                          exposed, node, lx_accept[q], cand, to_scratch, alloc)
+        tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout,
+                                                          end_effects, pool_state, pool_parent, scratch_state,
+                                                          scratch_parent, exposed, node, lx_accept[q], cand,
+                                                          to_scratch, alloc)
         if status != OK:
             return n_out, alloc, status
         return _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
@@ -395,21 +396,12 @@ def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action,
                         continue  # the terminal's own match goes on past this byte
                     if _has_bit(lx_alive[went_on], terminal):
                         shadow = went_on
-                new_node, brackets, blocks, alloc, status = end_lexeme(
+                tops, count, brackets, blocks, alloc, status = _stacks_after(
                     action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
                     scratch_state, scratch_parent, exposed, node, terminal, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
                     to_scratch, alloc)
                 if status != OK:
                     return n_out, alloc, status
-                if new_node == FORKED:
-                    tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                          scratch_state, scratch_parent, exposed, node,
-                                                          term_column[terminal], to_scratch, alloc)
-                    if status != OK:
-                        return n_out, alloc, status
-                else:
-                    tops = np.full(1, new_node, np.int32)
-                    count = 1 if new_node >= 0 else 0
                 for j in range(count):
                     n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column,
                                                  layout, pool_state, scratch_state, hyp, byte, terminal, own, shadow,
@@ -422,8 +414,26 @@ def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action,
 
 
 @numba.njit(cache=True, nogil=True)
-def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
-                         scratch_parent, exposed, node, accept, cand, to_scratch, alloc):
+def _stacks_after(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
+                  scratch_state, scratch_parent, exposed, node, terminal, brackets, column, blocks, to_scratch, alloc):
+    """Every stack that ``node`` becomes where a lexeme of lexer terminal ``terminal`` ends
+    (:func:`end_lexeme`, and :func:`.stacks.feed_all` where a generalized parser forks):
+    ``(tops, count, brackets, blocks, alloc, status)``, ``tops[:count]`` without rejected ones."""
+    new_node, brackets, blocks, alloc, status = end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout,
+                                                           end_effects, pool_state, pool_parent, scratch_state,
+                                                           scratch_parent, exposed, node, terminal, brackets, column,
+                                                           blocks, to_scratch, alloc)
+    if status == OK and new_node == FORKED:
+        tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
+                                              scratch_state, scratch_parent, exposed, node, term_column[terminal],
+                                              to_scratch, alloc)
+        return tops, count, brackets, blocks, alloc, status
+    return np.full(1, new_node, np.int32), 1 if status == OK and new_node >= 0 else 0, brackets, blocks, alloc, status
+
+
+@numba.njit(cache=True, nogil=True)
+def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state,
+                         pool_parent, scratch_state, scratch_parent, exposed, node, accept, cand, to_scratch, alloc):
     """The stacks that ``node`` becomes on each terminal of ``accept`` & ``cand`` (a grammar
     lexed every way: every terminal that accepts the lexeme is a reading of its own), as
     ``(tops, count, alloc, status)`` like :func:`.stacks.feed_all`."""
@@ -434,18 +444,9 @@ def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, pool_sta
         k = 0
         while x:
             if x & np.uint64(1):
-                column = term_column[w * 64 + k]
-                top, alloc, status = node, alloc, OK  # an ignored terminal leaves the stack as it is
-                if column >= 0:
-                    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                       scratch_state, scratch_parent, exposed, node, column,
-                                                       to_scratch, alloc)
-                found = np.full(1, top, np.int32)
-                n_found = 1
-                if status == OK and top == FORKED:
-                    found, n_found, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state,
-                                                             pool_parent, scratch_state, scratch_parent, exposed,
-                                                             node, column, to_scratch, alloc)
+                found, n_found, _, _, alloc, status = _stacks_after(
+                    action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
+                    scratch_state, scratch_parent, exposed, node, w * 64 + k, 0, 0, -1, to_scratch, alloc)
                 if status != OK:
                     return tops, 0, alloc, status
                 for j in range(n_found):
@@ -705,9 +706,9 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
                 continue
             if layout[EVERY_SPLIT] == 1:  # lexed every way (no layout): does one reading end?
                 tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column,
-                                                                  pool_state, pool_parent, scratch_state,
-                                                                  scratch_parent, exposed, node, lx_accept[q],
-                                                                  cand_bits[state], True, alloc)
+                                                                  layout, end_effects, pool_state, pool_parent,
+                                                                  scratch_state, scratch_parent, exposed, node,
+                                                                  lx_accept[q], cand_bits[state], True, alloc)
                 if status != OK:
                     return False, status
                 for k in range(count):
