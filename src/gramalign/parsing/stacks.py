@@ -114,28 +114,70 @@ def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
     another way gains a parent, and only the reductions through that new edge are done
     again (every reduction pops at least one symbol, so each path leaves a node by one edge).
     """
-    capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
-    base = SCRATCH_BASE if to_scratch else 0
-    here_state = np.empty(8, np.int32)  # nodes made at the current position, by state
-    here_node = np.empty(8, np.int32)
-    n_here = 0
-    top_state = np.empty(4, np.int32)  # the shifted nodes (the next position), by state
-    top_node = np.empty(4, np.int32)
-    n_top = 0
-    accepted = False
-    task_node = np.empty(16, np.int32)
-    task_via = np.empty(16, np.int32)  # -1: every action of the node; else its reductions through this parent
-    task_node[0], task_via[0] = node, -1
-    n_task = 1
-    steps = 0
-    below = np.empty(4, np.int32)
-    actions = np.empty(1, np.int32)
+    n_states = goto[0]
+    # Nodes made at the current position and shifted nodes, by state: at most one per state,
+    # so these never grow. (An array variable assigned twice costs reference counting on
+    # every turn of the loops it lives in: the growing arrays are grown between tasks only.)
+    here = np.empty((2, n_states), np.int32)
+    top = np.empty((2, n_states), np.int32)
+    counts = np.zeros(COUNTERS, np.int64)
+    counts[ALLOC] = alloc
+    tasks = np.empty((2, 16), np.int32)  # node; -1 for every action of it, else its reductions through this parent
+    tasks[0, 0], tasks[1, 0] = node, -1
+    counts[N_TASK] = 1
     edges = np.full(64, -1, np.int64)  # (node << 32 | parent) of the nodes made here: a set
-    n_edges = 0
+    below = np.empty(16, np.int32)
+    while True:
+        status = _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
+                                 scratch_parent, exposed, column, to_scratch, here, top, tasks, edges, below, counts)
+        if status != _ROOM:
+            break
+        need = counts[NEED]  # room for this many more tasks and edges, the nodes below the task in ``below``
+        below = np.empty(max(2 * below.shape[0], need), np.int32)
+        if counts[N_TASK] + need > tasks.shape[1]:
+            size = tasks.shape[1]
+            while size < counts[N_TASK] + need:
+                size *= 2
+            grown = np.empty((2, size), np.int32)
+            grown[:, :counts[N_TASK]] = tasks[:, :counts[N_TASK]]
+            tasks = grown
+        if 2 * (counts[N_EDGES] + need) >= edges.shape[0]:
+            size = edges.shape[0]
+            while 2 * (counts[N_EDGES] + need) >= size:
+                size *= 2
+            edges = _rehashed(edges, size)
+    n_top = counts[N_TOP]
+    accepted = counts[ACCEPTED] != 0
+    count = n_top + (1 if accepted else 0)
+    tops = np.empty(max(1, count), np.int32)
+    if status != OK:
+        return tops, 0, counts[ALLOC], status
+    tops[:n_top] = top[1, :n_top]
+    if accepted:
+        tops[n_top] = -2
+    return tops, count, counts[ALLOC], OK
+
+
+# :func:`_feed_all_tasks`' counters, kept in an array so that it can stop for room and go on.
+N_TASK, N_HERE, N_TOP, N_EDGES, STEPS, ACCEPTED, ALLOC, NEED, COUNTERS = range(9)
+_ROOM = -1  # :func:`_feed_all_tasks` needs bigger work arrays (``counts[NEED]`` more entries)
+
+
+@numba.njit(cache=True, nogil=True)
+def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent,
+                    exposed, column, to_scratch, here, top, tasks, edges, below, counts):
+    """The work loop of :func:`feed_all`; returns its status, or ``_ROOM`` (the task left on
+    the list) where ``tasks``, ``edges`` or ``below`` must grow first."""
+    capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
+    n_states = goto[0]
+    actions = np.empty(1, np.int32)
+    n_task, n_here, n_top = counts[N_TASK], counts[N_HERE], counts[N_TOP]
+    n_edges, steps, alloc = counts[N_EDGES], counts[STEPS], counts[ALLOC]
+    status = OK
     while n_task:
         n_task -= 1
-        node = task_node[n_task]
-        via = task_via[n_task]
+        node = tasks[0, n_task]
+        via = tasks[1, n_task]
         a = action[node_state(pool_state, scratch_state, node), column]
         if a == 0:
             continue
@@ -143,41 +185,43 @@ def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
             at = a - FORK
             n_actions = goto[at]
             start = at + 1
-            listed = goto
         else:
             actions[0] = a
             n_actions = 1
-            start = 0
-            listed = actions
+            start = -1
         for i in range(n_actions):
-            a = listed[start + i]
+            a = goto[start + i] if start >= 0 else actions[0]
+            if a > 0 and a != ACCEPT and via >= 0:
+                continue  # shifted when the node was first done
             steps += 1
             if steps > MAX_FORK_STEPS:
-                return top_node, 0, alloc, FORK_LIMIT
+                status = FORK_LIMIT
+                break
             if a == ACCEPT:
-                accepted = accepted or via < 0
+                if via < 0:
+                    counts[ACCEPTED] = 1
                 continue
             if a > 0:
-                if via >= 0:
-                    continue  # shifted when the node was first done
                 if alloc + 2 > capacity:
-                    return top_node, 0, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
+                    status = SCRATCH_FULL if to_scratch else POOL_FULL
+                    break
+                if 2 * (n_edges + 1) >= edges.shape[0]:
+                    status = _ROOM
+                    counts[NEED] = 1
+                    break
                 found = -1
                 for k in range(n_top):
-                    if top_state[k] == a - 1:
+                    if top[0, k] == a - 1:
                         found = k
                 if found < 0:
-                    top_state, top_node = _grown2(top_state, top_node, n_top)
-                    top_state[n_top] = a - 1
-                    top_node[n_top] = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
-                                            alloc, a - 1, node)
+                    top[0, n_top] = a - 1
+                    top[1, n_top] = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
+                                          alloc, a - 1, node)
                     alloc += 1
                     n_top += 1
-                    fresh = top_node[n_top - 1]
+                    fresh = top[1, n_top - 1]
                 else:
-                    fresh = top_node[found]
-                if n_edges * 2 >= edges.shape[0]:
-                    edges = _rehashed(edges)
+                    fresh = top[1, found]
                 if _insert(edges, (np.int64(fresh) << 32) | np.int64(node)):
                     n_edges += 1
                     if found >= 0:
@@ -186,51 +230,83 @@ def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
                 continue
             rule = -a - 1
             if via < 0:
-                below, n_below = _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node,
-                                              rule_len[rule], below)
+                n_below = _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, rule_len[rule],
+                                       below)
             else:
-                below, n_below = _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, via,
-                                              rule_len[rule] - 1, below)
+                n_below = _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, via,
+                                       rule_len[rule] - 1, below)
+            if n_below < 0 or n_task + 1 + n_below > tasks.shape[1] or 2 * (n_edges + n_below) >= edges.shape[0]:
+                status = _ROOM
+                counts[NEED] = abs(n_below) + 1
+                break
             if alloc + 3 * n_below > capacity:
-                return top_node, 0, alloc, SCRATCH_FULL if to_scratch else POOL_FULL
+                status = SCRATCH_FULL if to_scratch else POOL_FULL
+                break
+            lhs = rule_lhs[rule]
+            # Written out, not called: a helper taking arrays, with a branch, costs reference
+            # counting per call in numba (~10 ns), the most of this loop's work.
+            n_goto = goto[1 + n_states]
+            lowest = exposed[0]
             for j in range(n_below):
                 under = below[j]
-                if under < exposed[0]:
-                    exposed[0] = under  # the deepest committed node this look-ahead depended on
-                target = goto_of(goto, node_state(pool_state, scratch_state, under), rule_lhs[rule])
+                if under < lowest:
+                    lowest = under  # the deepest committed node this look-ahead depended on
+                s = scratch_state[under - SCRATCH_BASE] if under >= SCRATCH_BASE else pool_state[under]
+                lo, hi = goto[1 + s], goto[2 + s]
+                target = -1
+                while lo < hi:  # goto_of
+                    mid = (lo + hi) >> 1
+                    sym = goto[2 + n_states + mid]
+                    if sym == lhs:
+                        target = goto[2 + n_states + n_goto + mid]
+                        break
+                    if sym < lhs:
+                        lo = mid + 1
+                    else:
+                        hi = mid
                 found = -1
                 for k in range(n_here):
-                    if here_state[k] == target:
+                    if here[0, k] == target:
                         found = k
-                task_node, task_via = _grown2(task_node, task_via, n_task)
-                if n_edges * 2 >= edges.shape[0]:
-                    edges = _rehashed(edges)
+                key = (np.int64(here[1, found]) << 32) | np.int64(under)
+                if found >= 0:  # _insert
+                    mask = edges.shape[0] - 1
+                    h = (key * np.int64(-7046029254386353131)) >> np.int64(17)
+                    while True:
+                        h &= mask
+                        if edges[h] == key or edges[h] < 0:
+                            break
+                        h += 1
+                    if edges[h] == key:
+                        continue  # a known edge: its reductions are done or listed
                 if found < 0:
-                    here_state, here_node = _grown2(here_state, here_node, n_here)
-                    here_state[n_here] = target
+                    here[0, n_here] = target
                     there = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, target,
                                   under)
-                    here_node[n_here] = there
+                    here[1, n_here] = there
                     alloc += 1
                     _insert(edges, (np.int64(there) << 32) | np.int64(under))
                     n_edges += 1
-                    task_node[n_task], task_via[n_task] = there, -1
+                    tasks[0, n_task], tasks[1, n_task] = there, -1
                     n_here += 1
                     n_task += 1
-                else:
-                    there = here_node[found]
-                    if _insert(edges, (np.int64(there) << 32) | np.int64(under)):  # a new edge: its reductions
-                        n_edges += 1
-                        alloc = _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
-                                            alloc, there, under)
-                        task_node[n_task], task_via[n_task] = there, under
-                        n_task += 1
-    count = n_top + (1 if accepted else 0)
-    tops = np.empty(max(1, count), np.int32)
-    tops[:n_top] = top_node[:n_top]
-    if accepted:
-        tops[n_top] = -2
-    return tops, count, alloc, OK
+                else:  # a new edge: its reductions
+                    there = here[1, found]
+                    edges[h] = key
+                    n_edges += 1
+                    alloc = _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
+                                        alloc, there, under)
+                    tasks[0, n_task], tasks[1, n_task] = there, under
+                    n_task += 1
+            exposed[0] = lowest
+        if status != OK:
+            if status == _ROOM:  # done again once there is room (what it did already is in the edge set);
+                tasks[0, n_task], tasks[1, n_task] = node, via  # a slot is free: see the room checks
+                n_task += 1
+            break
+    counts[N_TASK], counts[N_HERE], counts[N_TOP] = n_task, n_here, n_top
+    counts[N_EDGES], counts[STEPS], counts[ALLOC] = n_edges, steps, alloc
+    return status
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -250,8 +326,9 @@ def _insert(table, key):
 
 
 @numba.njit(cache=True, nogil=True)
-def _rehashed(table):
-    grown = np.full(2 * table.shape[0], -1, np.int64)
+def _rehashed(table, size):
+    """``table``'s keys in a table of ``size`` slots (a power of two)."""
+    grown = np.full(size, -1, np.int64)
     for k in range(table.shape[0]):
         if table[k] >= 0:
             _insert(grown, table[k])
@@ -290,67 +367,82 @@ def _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scrat
     return alloc
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _grown2(first, second, n):
-    """Two parallel arrays with room for one more entry than ``n``."""
-    if n < first.shape[0]:
-        return first, second
-    grown_first = np.empty(2 * first.shape[0], np.int32)
-    grown_second = np.empty(2 * second.shape[0], np.int32)
-    grown_first[:n] = first[:n]
-    grown_second[:n] = second[:n]
-    return grown_first, grown_second
+@numba.njit(cache=True, nogil=True)
+def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, depth, out):
+    """The distinct nodes ``depth`` parents below ``node``, following every parent of a
+    merged node, into ``out``: their count, or minus the room needed where ``out`` is too small."""
+    if out.shape[0] < 1:
+        return -1
+    out[0] = node
+    n = 1
+    for level in range(depth):
+        if n == 1:
+            p = node_parent(pool_parent, scratch_parent, out[0])
+            if p >= -1:  # the common case: one stack
+                out[0] = p
+                continue
+            m = 0  # one merged node: its parents, which its list holds once each
+            link = -p - 2
+            size = out.shape[0]
+            while link >= 0:  # node_state and node_parent written out (see _feed_all_tasks)
+                if link >= SCRATCH_BASE:
+                    if m < size:
+                        out[m] = scratch_state[link - SCRATCH_BASE]
+                    link = scratch_parent[link - SCRATCH_BASE]
+                else:
+                    if m < size:
+                        out[m] = pool_state[link]
+                    link = pool_parent[link]
+                m += 1
+            if m > out.shape[0]:
+                return -m
+            n = m
+            continue
+        return _nodes_below_wide(pool_parent, scratch_parent, scratch_state, pool_state, out, n, depth - level)
+    return n
 
 
 @numba.njit(cache=True, nogil=True)
-def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, depth, out):
-    """(the distinct nodes ``depth`` parents below ``node``, following every parent of a
-    merged node, in ``out`` or a larger array; their count)."""
-    out[0] = node
-    n = 1
-    for _ in range(depth):
-        p = node_parent(pool_parent, scratch_parent, out[0])
-        if n == 1 and p >= -1:  # the common case: one stack
-            out[0] = p
-            continue
-        if n == 1:  # one merged node: its parents, which its list holds once each
-            nxt = np.empty(8, np.int32)
-            m = 0
-            link = -p - 2
-            while link >= 0:
-                nxt = _grown(nxt, m)
-                nxt[m] = node_state(pool_state, scratch_state, link)
-                m += 1
-                link = node_parent(pool_parent, scratch_parent, link)
-            out, n = nxt, m
-            continue
-        nxt = np.empty(max(4, 2 * n), np.int32)
-        size = 16
-        while size < 4 * n:
-            size *= 2  # a power of two: _insert masks with it
+def _nodes_below_wide(pool_parent, scratch_parent, scratch_state, pool_state, out, n, depth):
+    """:func:`_nodes_below` from the ``n`` nodes in ``out``, ``depth`` levels down."""
+    size = 16
+    while size <= 2 * out.shape[0]:
+        size *= 2  # a power of two (_insert masks with it), at most half full
+    for level in range(depth):
         seen = np.full(size, -1, np.int64)
+        nxt = np.empty(out.shape[0], np.int32)
         m = 0
-        for i in range(n):
-            p = node_parent(pool_parent, scratch_parent, out[i])
+        mask = size - 1
+        for i in range(n):  # node_state, node_parent and _insert written out (see _feed_all_tasks)
+            node = out[i]
+            p = scratch_parent[node - SCRATCH_BASE] if node >= SCRATCH_BASE else pool_parent[node]
             link = -1
             if p <= -2:
                 link = -p - 2
-                p = node_state(pool_state, scratch_state, link)
+                p = scratch_state[link - SCRATCH_BASE] if link >= SCRATCH_BASE else pool_state[link]
             while True:
-                if m * 2 >= seen.shape[0]:
-                    seen = _rehashed(seen)
-                if _insert(seen, np.int64(p)):
-                    nxt = _grown(nxt, m)
+                key = np.int64(p)
+                h = (key * np.int64(-7046029254386353131)) >> np.int64(17)
+                while True:
+                    h &= mask
+                    if seen[h] == key or seen[h] < 0:
+                        break
+                    h += 1
+                if seen[h] < 0:
+                    if m >= out.shape[0]:
+                        return -2 * out.shape[0]
+                    seen[h] = key
                     nxt[m] = p
                     m += 1
                 if link < 0:
                     break
-                link = node_parent(pool_parent, scratch_parent, link)
+                link = scratch_parent[link - SCRATCH_BASE] if link >= SCRATCH_BASE else pool_parent[link]
                 if link < 0:
                     break
-                p = node_state(pool_state, scratch_state, link)
-        out, n = nxt, m
-    return out, n
+                p = scratch_state[link - SCRATCH_BASE] if link >= SCRATCH_BASE else pool_state[link]
+        out[:m] = nxt[:m]
+        n = m
+    return n
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
