@@ -17,7 +17,9 @@ import re
 import pytest
 
 from gramalign.grammar.automata import difference
-from gramalign.grammar.first_match import LazyQuantifierError, first_match_dfa, ordered_first_match_dfa
+from gramalign.grammar.first_match import (LazyQuantifierError, first_match_dfa, greedy_first_matches,
+                                          ordered_first_match_dfa)
+from gramalign.grammar.regex import regex_to_dfa
 
 ONE_WIDE = ["a", "b", "c", "[ab]", "[^a]", ".", "(?:a|c)", "(.|\\n)"]
 FIXED = ONE_WIDE + ["ab", "(?:ab|ca)", "c{2}", "(?:[ab]c)", "[bc][bc]", "[abc]{2}"]
@@ -254,3 +256,32 @@ def test_the_ordered_construction_settles_lookbehinds_by_the_character_before():
     assert ordered_first_match_dfa(r"a(?<!a)b*?c").num_states == 0
     with pytest.raises(LazyQuantifierError, match="lookbehind"):
         ordered_first_match_dfa(r"[ab](?<!a)b*?c")
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_greedy_patterns_take_res_first_route(seed):
+    """A greedy pattern's lexemes (its language, or greedy_first_matches' where that differs)
+    read by longest match give re.match's match: /a|ab/ takes "a" of "ab"."""
+    rng = random.Random(f"greedy {seed}")
+    pattern = random_pattern(rng).replace("*?", "*").replace("+?", "+").replace("??", "?").replace("}?", "}")
+    language = regex_to_dfa(pattern)
+    try:
+        ordered_first_match_dfa(pattern, max_states=2_000)
+    except LazyQuantifierError:
+        pytest.skip(f"too large: {pattern}")
+    lexemes = greedy_first_matches(pattern, language) or language
+    compiled = re.compile(pattern)
+    for _ in range(200):
+        text = "".join(rng.choice("abcA\né") for _ in range(rng.randint(0, 12)))
+        found = compiled.match(text)
+        expected = found.group() if found else None
+        if expected == "":
+            continue  # the empty lexeme: the language has it, re takes it only where nothing longer comes first
+        assert longest_lexeme(lexemes, text) == expected, (pattern, text)
+
+
+def test_greedy_patterns_whose_first_route_is_the_longest_keep_their_language():
+    for pattern in [r"ab|a", r"[0-9]+(\.[0-9]+)?", r"[a-z_][a-z0-9_]*", r"abc"]:
+        assert greedy_first_matches(pattern, regex_to_dfa(pattern)) is None, pattern
+    for pattern in [r"a|ab", r"[0-9]+|[0-9]+\.[0-9]+", r"a+(ab)?"]:
+        assert greedy_first_matches(pattern, regex_to_dfa(pattern)) is not None, pattern

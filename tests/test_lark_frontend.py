@@ -303,6 +303,27 @@ def test_lazy_block_comments_end_where_larks_do():
         assert gramalign_accepts(grammar, sample) == lark_accepts(oracle, sample), sample
 
 
+@pytest.mark.parametrize("parser", ["lalr", "earley"])
+@pytest.mark.parametrize("pattern", [
+    r"a|ab",  # re never takes the second alternative: "ab" is A then B
+    r"[0-9]+|[0-9]+\.[0-9]+",  # a number never has a fraction
+    r"a+(ab)?",  # a+ starves the optional part: "aab" is "aa" then B
+])
+def test_greedy_alternatives_take_larks_first_route(pattern, parser):
+    text = f'start: A B? ("." A)*\nA: /{pattern}/\nB: "b"\n'
+    oracle = lark.Lark(text, parser=parser)
+    grammar = ga.Grammar.from_lark(text, parser=parser)
+    rng = random.Random(pattern)
+    pieces = ["a", "b", ".", "1", "12", "ab", "aab"]
+    verdicts = set()
+    for _ in range(800):
+        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
+        expected = lark_accepts(oracle, sample)
+        assert gramalign_accepts(grammar, sample) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
 @pytest.mark.parametrize("pattern", [
     r'".*?"x+',  # a repeat after the lazy one that can fail: lark's match depends on both
     r"a.*?([bc][bc])*?c",  # first match 'abcc' of 'abcc', shortest 'abc'

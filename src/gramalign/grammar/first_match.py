@@ -64,7 +64,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GrammarError
-from .automata import concatenate
+from .automata import concatenate, difference
 from .dfa import (NFA, ByteDFA, StateLimitError, _symbol_classes, dfa_from_table, intersect_intervals,
                   nfa_to_utf8_dfa, subtract_intervals)
 from .limits import check_time
@@ -142,6 +142,38 @@ def first_matches_among(pattern: str, language: ByteDFA, flags: int = 0) -> Byte
         return None
     _check(list(_flattened(parsed.data, parsed.state.flags)), parsed.state, 0, past=True)
     return _shortest(language)
+
+
+def greedy_first_matches(pattern: str, language: ByteDFA, flags: int = 0) -> ByteDFA | None:
+    """For a pattern without lazy quantifiers whose language is ``language``: the lexemes
+    ``re.match`` can return, where they are fewer than the language, else None.
+
+    ``re`` returns the first route its backtracking finds, not the longest: an alternation
+    whose earlier alternative is a prefix of a later one (``/a|ab/`` never takes ``ab``), or an
+    optional part that a greedy repeat before it has starved (``/a*(ab)?/`` takes ``aa`` of
+    ``aab``). :func:`ordered_first_match_dfa` gives those lexemes; where its language is the
+    pattern's own (most patterns), longest-match lexing of the language already picks what
+    ``re`` picks and None is returned. Patterns the ordered construction does not read
+    (a repeat of a body that can match nothing, a lookahead, an anchor) keep their language:
+    None.
+
+    >>> from gramalign.grammar.regex import regex_to_dfa
+    >>> greedy_first_matches("a|ab", regex_to_dfa("a|ab")).matches(b"ab")
+    False
+    >>> greedy_first_matches("ab|a", regex_to_dfa("ab|a")) is None
+    True
+    """
+    try:
+        parsed = _sre_parse.parse(pattern, flags)
+    except _sre_parse.error:
+        return None
+    if not any(_uses(op, av, (_BRANCH, _sre_parse.MAX_REPEAT)) for op, av in parsed.data):
+        return None  # one route through the pattern: nothing to choose
+    try:
+        first = ordered_first_match_dfa(pattern, flags)
+    except (LazyQuantifierError, StateLimitError):
+        return None
+    return None if difference(language, first).num_states == 0 else first
 
 
 def _shortest(language: ByteDFA) -> ByteDFA:

@@ -24,7 +24,7 @@ from lark.lexer import PatternStr
 from ..errors import GrammarError, RegexError
 from .automata import concatenate, intersect, union
 from .dfa import DEAD, literal_dfa
-from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among, has_lazy
+from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among, greedy_first_matches, has_lazy
 from .lexer import AFTER_OTHER, AFTER_WORD
 from .limits import CompileLimits, applied, check_size, check_time
 from .lookaround import BoundaryBeforeError, LookaroundError
@@ -172,7 +172,9 @@ def _grammar_from_lark(text: str, start: str, indentation: Indentation | None, a
                 terminals.extend(classes)
                 continue
             first_match = first_match_dfa(converted.pattern)
-            if first_match is not None:  # lazy quantifiers: the lexemes lark's re.match returns
+            if first_match is None:  # greedy: re.match's first route may still not be the longest
+                first_match = greedy_first_matches(converted.pattern, converted.dfa)
+            if first_match is not None:  # the lexemes lark's re.match returns
                 converted = Terminal.from_dfa(converted.name, first_match, priority=converted.priority)
             dfa = converted.dfa
         except LazyQuantifierError as exc:
