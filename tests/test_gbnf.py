@@ -183,6 +183,10 @@ def test_masks_equal_brute_force(name):
     ('root "a"\n', "expected '::='", 1, 6),
     ('item ::= "a"\n', "no 'root' rule", None, None),
     ('root ::= "a" ) "b"\n', "expected a newline", 1, 14),
+    # a start rule that never ends names the user's rules, not the IR's ('g:root')
+    ('root ::= root "x"\n', "rule 'root' derives no text: every alternative of 'root' needs 'root' again", 1, 1),
+    ('root ::= "x" a\na ::= b | "z" b\nb ::= "y" a\n', "of the rules 'root', 'a', 'b' needs one of them again",
+     1, 1),
 ])
 def test_bad_grammars_raise_with_line_and_column(text, message, line, column):
     with pytest.raises(GbnfError, match=re.escape(message)) as info:

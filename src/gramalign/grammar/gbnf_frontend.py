@@ -36,7 +36,7 @@ from .dfa import NFA, ByteDFA, StateLimitError, dfa_from_table, nfa_to_utf8_dfa
 from .grammar import Grammar, Rule, Terminal
 from .lalr import build_parse_table
 from .limits import CompileLimits, applied, check_size
-from .normalize import without_useless_rules
+from .normalize import productive_rules, without_useless_rules
 
 MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
@@ -305,14 +305,42 @@ def _grammar_from_gbnf(text: str, start: str) -> Grammar:
     builder.build()
     # a rule that derives no text (u ::= "c" u) would let the parser shift into a dead end:
     # it goes, with the alternatives that use it (same language)
-    grammar = without_useless_rules(Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules),
-                                            start=_rule_name(start), source=text, strict=True, every_split=True))
+    grammar = Grammar(terminals=tuple(builder.terminals), rules=tuple(builder.rules), start=_rule_name(start),
+                      source=text, strict=True, every_split=True)
+    try:
+        grammar = without_useless_rules(grammar)
+    except GrammarError:
+        raise _derives_no_text(grammar, rules, start) from None
     if _is_lalr(grammar):
         return grammar
     # not LALR(1): the generalized LR parser reads it as it is, every conflict followed
     general = replace(grammar, strict=False, generalized=True)
     build_parse_table(general)
     return general
+
+
+def _derives_no_text(grammar: Grammar, rules: dict[str, tuple], start: str) -> GbnfError:
+    """The error for a start rule that derives no text, naming the user's rules that never end."""
+    productive = productive_rules({rule.name: rule.alternatives for rule in grammar.rules},
+                                  {t.name for t in grammar.terminals})
+    endless = [name for name in rules if _rule_name(name) not in productive and name in _reached(rules, start)]
+    if len(endless) == 1:
+        why = f"every alternative of {endless[0]!r} needs {endless[0]!r} again"
+    else:
+        why = f"every alternative of the rules {', '.join(map(repr, endless))} needs one of them again"
+    return GbnfError(f"rule {start!r} derives no text: {why}; give one of them an alternative that ends",
+                     *rules[start][1:])
+
+
+def _reached(rules: dict[str, tuple], start: str) -> set:
+    """The rules ``start`` refers to, directly or not, itself included."""
+    seen, queue = {start}, [start]
+    for name in queue:
+        for ref in _refs(rules[name][0]) if name in rules else ():
+            if ref not in seen:
+                seen.add(ref)
+                queue.append(ref)
+    return seen
 
 
 def _regular_rules(rules: dict[str, tuple]) -> frozenset:

@@ -54,9 +54,8 @@ def without_useless_rules(grammar: Grammar) -> Grammar:
     return replace(grammar, rules=tuple(Rule(name, tuple(alts), priority[name]) for name, alts in kept.items()))
 
 
-def _useful(rules: dict, terminals: set, start: str) -> dict:
-    """The rules and alternatives that derive text (only productive symbols) and that the
-    start reaches; alternatives listed once."""
+def productive_rules(rules: dict, terminals: set) -> set:
+    """The names of ``rules`` (name -> alternatives) that derive some text of ``terminals``."""
     productive: set[str] = set()
     changed = True
     while changed:
@@ -66,6 +65,13 @@ def _useful(rules: dict, terminals: set, start: str) -> dict:
                                               for alt in alternatives):
                 productive.add(name)
                 changed = True
+    return productive
+
+
+def _useful(rules: dict, terminals: set, start: str) -> dict:
+    """The rules and alternatives that derive text (only productive symbols) and that the
+    start reaches; alternatives listed once."""
+    productive = productive_rules(rules, terminals)
     if start not in productive:
         raise GrammarError(f"the start rule {start!r} derives no text: every alternative needs a rule that never "
                            "ends (or is not defined)")
