@@ -120,7 +120,7 @@ def server_run(mode: str, schemas: int) -> None:
     compiled_count = 0
     for schema, docs in work:
         try:
-            compiled = ga.compile(ga.Grammar.from_json_schema(schema), vocab)
+            compiled = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab)
         except ga.GramalignError:
             continue
         compiled_count += 1

@@ -150,7 +150,7 @@ class Gramalign(Engine):
         ga.warm_up(self.vocab)
 
     def compile(self, schema):
-        return self.ga.compile(self.ga.Grammar.from_json_schema(schema), self.vocab)
+        return self.ga.compile(self.ga.Grammar.from_json_schema(schema, strict=False), self.vocab)
 
     def matcher(self, compiled):
         return compiled.matcher()

@@ -34,6 +34,10 @@ def test_check_json_schema_and_builtin(tmp_path, capsys):
     assert main(["check", str(schema), str(good), "--strip-newline"]) == 0
     assert main(["check", str(schema), str(bad)]) == 1
     assert main(["check", "builtin:json", str(bad)]) == 0
+    extra = tmp_path / "extra.json"
+    extra.write_text('{"n":3,"m":4}')  # valid JSON Schema, but objects are closed unless --open-objects
+    assert main(["check", str(schema), str(extra)]) == 1
+    assert main(["check", str(schema), str(extra), "--open-objects"]) == 0
 
 
 def test_compile_prints_stats_or_a_positioned_error(tmp_path, capsys):

@@ -43,7 +43,7 @@ PREFIXES = ("n", "na", "nam", "ni", "nick", "i", "id", "k", "ta", "no", "q", "x1
 
 def _compiled(schema):
     vocab = gpt2_vocabulary()
-    grammar = ga.Grammar.from_json_schema(schema)
+    grammar = ga.Grammar.from_json_schema(schema, strict=False)  # open objects: keys beside the named ones
     trie = token_trie(vocab)
     stores = [GrammarMaskStore(build_parser_tables(grammar), vocab, trie, shared=None) for _ in range(2)]
     stores[1].contexts._derived = lambda *args: None  # every context classified itself

@@ -70,7 +70,7 @@ MIN_COMPILE_RATIO = 0.6
 
 
 def _compile(schema, **options):
-    grammar = Grammar.from_json_schema(schema, **options)
+    grammar = Grammar.from_json_schema(schema, strict=False, **options)  # the spec's meaning, as jsonschema
     return IncrementalParser(build_parser_tables(grammar))
 
 

@@ -119,7 +119,10 @@ def test_extra_keys_are_rejected_only_when_strict(name):
 
 def test_defaults_and_explicit_choices_are_kept():
     schema = {"type": "object", "properties": {"a": INT}}
-    assert _accepts(ga.Grammar.from_json_schema(schema), '{"a":1,"b":2}')  # a schema means what it says
+    # strict by default, a schema as a type (issue 40: a model may not invent keys); strict=False: the spec
+    assert not _accepts(ga.Grammar.from_json_schema(schema), '{"a":1,"b":2}')
+    assert _accepts(ga.Grammar.from_json_schema(schema), '{"a":1}')
+    assert _accepts(ga.Grammar.from_json_schema(schema, strict=False), '{"a":1,"b":2}')
     assert _accepts(ga.Grammar.from_json_schema(Loose), '{"a":1,"b":2}')  # extra="allow" writes true
     assert not _accepts(ga.Grammar.from_json_schema(Loose), '{"b":2}')
     assert _accepts(ga.Grammar.from_json_schema(dict[str, int]), '{"k":1}')

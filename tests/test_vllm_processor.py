@@ -25,8 +25,10 @@ import numpy as np
 import pytest
 
 import gramalign as ga
+from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.integrations.batch_rows import ConstrainedRows, ConstraintError, parse_request_constraint
 from gramalign.masking.bitmask import unpack_bitmask_row
+from gramalign.parsing import IncrementalParser
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
                                            "ok": {"type": "boolean"}}, "required": ["n", "ok"]}
@@ -73,6 +75,11 @@ def test_constraint_forms_and_canonical_schemas():
     regex = parse_request_constraint({"gramalign": {"regex": "[A-Z]+", "flags": ["IGNORECASE"]}})
     assert regex.grammar().single_terminal().dfa.matches(b"abC")
     assert parse_request_constraint({"gramalign": {"builtin": "json"}}).grammar() == ga.Grammar.builtin("json")
+    # objects are closed unless the request says strict=false (JSON Schema's meaning)
+    extra = b'{"n":1,"ok":true,"x":2}'
+    assert not IncrementalParser(build_parser_tables(a.grammar())).accepts(extra)
+    lax = parse_request_constraint({"gramalign": {"json_schema": SCHEMA, "strict": False}})
+    assert IncrementalParser(build_parser_tables(lax.grammar())).accepts(extra)
 
 
 @pytest.mark.parametrize("spec, message", [

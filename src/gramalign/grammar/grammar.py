@@ -282,10 +282,11 @@ class Grammar:
         ``3.0`` for an integer, default False), ``approximate`` (keywords the
         compiler may ignore instead of refusing: ``"uniqueItems"``, ``"format"``...), ``max_states``,
         ``limits`` (a :class:`gramalign.CompileLimits`: time, sizes; docs/limits.md),
-        ``strict``: objects that say nothing about extra keys (no ``additionalProperties`` nor
-        ``unevaluatedProperties``) are closed, as if ``additionalProperties`` were ``false``
-        (see :mod:`gramalign.grammar.json_schema.strict`). The default keeps JSON Schema's
-        meaning (extra keys allowed) for a schema, and is ``strict=True`` for a Python type.
+        ``strict`` (default True): objects that say nothing about extra keys (no
+        ``additionalProperties`` nor ``unevaluatedProperties``) are closed, as if
+        ``additionalProperties`` were ``false`` (see :mod:`gramalign.grammar.json_schema.strict`),
+        so a model cannot invent keys; ``strict=False`` keeps JSON Schema's meaning (extra keys
+        allowed). No invalid instance is accepted either way.
         Raises :class:`gramalign.SchemaCompileError` naming the keyword and JSON pointer
         when the schema cannot be compiled exactly.
 

@@ -39,7 +39,7 @@ GRAMMAR_KINDS = ("json_schema", "regex", "lark", "builtin")
 
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "json_schema": ("whitespace", "max_whitespace", "string_escapes", "property_order", "integer_fraction",
-                    "approximate", "max_states"),
+                    "approximate", "max_states", "strict"),
     "regex": ("flags",),
     "lark": ("start",),
     "builtin": (),

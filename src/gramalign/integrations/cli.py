@@ -34,9 +34,10 @@ KINDS = {"lark": (".lark",), "json": (".json",), "gbnf": (".gbnf",), "regex": ("
 
 
 def load_grammar(spec: str, *, regex: bool = False, kind: "str | None" = None, property_order: str = "schema",
-                 whitespace: str = "compact") -> Grammar:
+                 whitespace: str = "compact", strict: bool = True) -> Grammar:
     """The grammar a command-line argument names (see the module docstring); ``kind`` is
-    the file's kind, else its suffix tells."""
+    the file's kind, else its suffix tells. ``strict`` closes JSON Schema objects that say
+    nothing about extra keys (see :meth:`Grammar.from_json_schema`)."""
     if regex:
         return Grammar.from_regex(spec)
     if spec.startswith("builtin:"):
@@ -55,7 +56,7 @@ def load_grammar(spec: str, *, regex: bool = False, kind: "str | None" = None, p
     if kind == "lark":
         return Grammar.from_lark(text)
     if kind == "json":
-        return Grammar.from_json_schema(text, property_order=property_order, whitespace=whitespace)
+        return Grammar.from_json_schema(text, property_order=property_order, whitespace=whitespace, strict=strict)
     if kind == "gbnf":
         return Grammar.from_gbnf(text)
     if kind == "regex":
@@ -95,7 +96,7 @@ def _line_column(data: bytes, offset: int) -> tuple[int, int]:
 
 def _grammar_options(args) -> dict:
     return {"regex": args.regex, "kind": args.kind, "property_order": args.property_order,
-            "whitespace": args.whitespace}
+            "whitespace": args.whitespace, "strict": not args.open_objects}
 
 
 def command_compile(args) -> int:
@@ -233,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="JSON Schema objects: keys in schema order (default) or any order")
         sub.add_argument("--whitespace", choices=["compact", "flexible"], default="compact",
                          help="JSON Schema output whitespace")
+        sub.add_argument("--open-objects", action="store_true",
+                         help="JSON Schema objects without additionalProperties take extra keys, as the "
+                              "specification says (by default they are closed: strict=False in Python)")
         sub.set_defaults(handler=handler)
         return sub
 

@@ -121,7 +121,7 @@ def _in_document(exc: SchemaCompileError, index: SchemaIndex) -> SchemaCompileEr
 
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
-                        approximate=(), max_states: "int | None" = None, strict: "bool | None" = None,
+                        approximate=(), max_states: "int | None" = None, strict: bool = True,
                         indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
                         max_depth: int = 32, default_draft: "int | None" = None, registry=None,
                         limits: "CompileLimits | None" = None) -> Grammar:
@@ -135,8 +135,6 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
 
 def _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction, approximate,
              max_states, strict, indent, separators, max_depth, default_draft, registry, limits) -> Grammar:
-    if strict is None:
-        strict = is_schema_type(schema)  # Python types are closed records; a schema means what it says
     if is_schema_type(schema):
         schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):

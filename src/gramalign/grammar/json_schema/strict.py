@@ -2,12 +2,15 @@
 
 In JSON Schema an object schema without ``additionalProperties`` accepts any extra key, and
 small models take the invitation (``{"x":1,"y":2,"z":[...``). Under ``strict=True`` (the
-default for Python types and tool arguments) :func:`close_objects` rewrites a copy of the
+default; ``strict=False`` keeps the specification's meaning) :func:`close_objects` rewrites a copy of the
 schema so that such objects are closed, as XGrammar's default and OpenAI's strict mode do:
 
 * an *object schema* (one with ``properties``, ``patternProperties`` or a ``type`` that
-  includes ``"object"``) with neither ``additionalProperties`` nor ``unevaluatedProperties``
-  gets ``additionalProperties: false``;
+  includes ``"object"``) that names keys (``properties`` or ``patternProperties``, its own
+  or its in-place members') and has neither ``additionalProperties`` nor
+  ``unevaluatedProperties`` gets ``additionalProperties: false``; a bare ``{"type":
+  "object"}`` names none and stays any object (a free-form field, as XGrammar's strict mode
+  reads it);
 * names its in-place subschemas declare (members of ``allOf``/``anyOf``/``oneOf``,
   ``if``/``then``/``else``, ``dependentSchemas``, recursively) stay allowed: they are added
   to its ``properties`` (or ``patternProperties``) as ``{}``, and those members are not
@@ -58,6 +61,14 @@ def _in_place_members(node: dict) -> list[dict]:
     return [m for m in members if isinstance(m, dict)]
 
 
+def _declares_keys(node: dict) -> bool:
+    """Does ``node`` or one of its in-place members name keys (``properties``,
+    ``patternProperties``)? A bare ``{"type": "object"}`` does not: it means any object (a
+    free-form field), and closing it would leave only ``{}``."""
+    return "properties" in node or "patternProperties" in node or any(
+        _declares_keys(member) for member in _in_place_members(node))
+
+
 def _allof_describes_objects(node: dict) -> bool:
     members = node.get("allOf")
     return isinstance(members, list) and any(
@@ -74,7 +85,7 @@ class _Closer:
             return
         if "$ref" in node and self.draft < 2019:
             covered = True  # its other keywords are ignored: nothing to close here
-        owner = not covered and (_is_object_schema(node) or _allof_describes_objects(node))
+        owner = not covered and (_is_object_schema(node) or _allof_describes_objects(node)) and _declares_keys(node)
         if owner and "additionalProperties" not in node and "unevaluatedProperties" not in node:
             self._close(node)
             members_covered = True
