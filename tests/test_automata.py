@@ -9,10 +9,10 @@ import re
 import pytest
 
 from gramalign.errors import GrammarError
-from gramalign.grammar.automata import complement, concatenate, difference, intersect, optional, repeat, star, union
-from gramalign.grammar.dfa import StateLimitError
+from gramalign.grammar.automata.algebra import complement, concatenate, difference, intersect, optional, repeat, star, union
+from gramalign.grammar.automata.dfa import StateLimitError
 from gramalign.grammar.json_schema.integer_ranges import integer_range_dfa, integer_range_regex
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 ALPHABET = "ab,"
 PATTERNS = [r"a*", r"(ab)*", r"a?b+", r"[ab]{2,3}", r"b(a|,)*", r"", r"a,b", r"(a|b),?"]

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 import gramalign as ga
-from gramalign.grammar import automata, dfa
-from gramalign.grammar.automaton_cache import AutomatonCache, clear_automaton_caches
+from gramalign.grammar.automata import algebra as automata
+from gramalign.grammar.automata import dfa
+from gramalign.grammar.automata.cache import AutomatonCache, clear_automaton_caches
 from gramalign.grammar.json_schema import strings
 from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_dfa
 from gramalign.grammar.json_schema.formats import format_dfa
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0},

@@ -25,7 +25,7 @@ from lark.parsers.lalr_analysis import Shift
 
 from gramalign.errors import GrammarError
 from gramalign.grammar.builtin import BUILTIN_GRAMMARS, BUILTIN_LAYOUTS, builtin_grammar_text, load_builtin
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 from support.grammar_strings import SQL_QUERIES_PATH, random_strings, real_sql_queries, split_sql_statements
 from support.grammar_walks import lark_accepts as lark_parser_accepts

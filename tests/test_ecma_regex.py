@@ -21,7 +21,7 @@ import pytest
 import regex
 
 from gramalign.errors import RegexError
-from gramalign.grammar.dfa import DEAD
+from gramalign.grammar.automata.dfa import DEAD
 from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_dfa
 from support.shared_data import data_dir
 

@@ -16,10 +16,10 @@ import re
 
 import pytest
 
-from gramalign.grammar.automata import difference
-from gramalign.grammar.first_match import (LazyQuantifierError, first_match_dfa, greedy_first_matches,
-                                          ordered_first_match_dfa)
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.algebra import difference
+from gramalign.grammar.automata.first_match import (LazyQuantifierError, first_match_dfa, greedy_first_matches,
+                                                    ordered_first_match_dfa)
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 ONE_WIDE = ["a", "b", "c", "[ab]", "[^a]", ".", "(?:a|c)", "(.|\\n)"]
 FIXED = ONE_WIDE + ["ab", "(?:ab|ca)", "c{2}", "(?:[ab]c)", "[bc][bc]", "[abc]{2}"]

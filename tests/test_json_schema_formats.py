@@ -25,7 +25,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from gramalign.grammar.dfa import DEAD, ByteDFA
+from gramalign.grammar.automata.dfa import DEAD, ByteDFA
 from gramalign.grammar.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, format_dfa
 from support.format_allowances import ALLOWED_REJECTIONS, allowance
 from support.shared_data import data_dir
@@ -598,7 +598,7 @@ def _identical(a: ByteDFA, b: ByteDFA) -> bool:
 @functools.cache
 def _fresh(fmt: str) -> tuple[ByteDFA, ByteDFA]:
     """(contents, minimal-escape spelling) built from scratch: no shipped data, no caches."""
-    from gramalign.grammar.automata import MAX_STATES
+    from gramalign.grammar.automata.algebra import MAX_STATES
     from gramalign.grammar.json_schema.formats import build_format_dfa
     from gramalign.grammar.json_schema.strings import _minimally_escaped
 
@@ -647,7 +647,7 @@ def test_format_dfa_and_its_json_spelling_are_the_fresh_ones(fmt):
 def test_spelling_bound_is_where_the_construction_fails(fmt):
     """spelling_bound is the smallest max_states the minimal-escape construction accepts, and
     json_string_dfa raises below it with or without the shipped data."""
-    from gramalign.grammar.dfa import StateLimitError
+    from gramalign.grammar.automata.dfa import StateLimitError
     from gramalign.grammar.json_schema import format_data
     from gramalign.grammar.json_schema.strings import _minimally_escaped, json_string_dfa
 
@@ -738,7 +738,7 @@ def test_data_with_bad_indices_is_rejected_even_when_its_hash_matches(data_copy)
 
 def test_format_dfa_falls_back_to_the_construction(data_copy, monkeypatch):
     """With unusable data, format_dfa and the schema compiler build the same automata."""
-    from gramalign.grammar.automaton_cache import clear_automaton_caches
+    from gramalign.grammar.automata.cache import clear_automaton_caches
     from gramalign.grammar.json_schema import format_data
     from gramalign.grammar.json_schema.strings import json_string_dfa
 

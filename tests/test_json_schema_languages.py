@@ -16,7 +16,7 @@ import pytest
 
 from gramalign.grammar.json_schema.numbers import all_numbers, bounded, integers, multiple_of, number_literal
 from gramalign.grammar.json_schema.strings import any_string_contents, json_string_dfa, length_dfa
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 ALPHABET = ["a", "b", "é", "😀", "x", '"', "\\", "\n", "/", "\x00", "\u2028"]
 

@@ -2,6 +2,7 @@
 so a lazy import inside a function counts as much as one at the top."""
 
 import ast
+import re
 from pathlib import Path
 
 import gramalign
@@ -70,9 +71,65 @@ def test_the_check_sees_relative_and_lazy_imports(tmp_path):
     assert _imported(probe, root) == {"parsing", "masking", "samplers", "errors"}
 
 
+def documented_paths(doc: str) -> set[str]:
+    """The paths the tree of docs/architecture.md names, relative to ``src/gramalign/``: each
+    entry is indented two spaces under its folder (``automata/`` then ``  regex.py``), and a
+    line may name several entries before its description (``numbers.py, strings.py   ...``)."""
+    block = doc.split("```\nsrc/gramalign/\n", 1)[1].split("```", 1)[0]
+    folders: list[tuple[int, str]] = []  # (indent, folder path) of the enclosing folders
+    found = set()
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        names = re.match(r"[\w.*/]+(?:, [\w.*/]+)*", line.strip())
+        entries = names.group().split(", ") if names else []
+        if not entries or not all(n.endswith((".py", "/")) or "*" in n for n in entries):
+            continue  # a description's second line
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        prefix = folders[-1][1] if folders else ""
+        for name in entries:
+            found.add(prefix + name)
+        if len(entries) == 1 and entries[0].endswith("/"):
+            folders.append((indent, prefix + entries[0]))
+    return found
+
+
 def test_the_architecture_doc_lists_every_module():
-    # docs/architecture.md's tree is the map a newcomer reads: it names every module
-    tree = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
-    missing = [str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
-               if path.name != "__init__.py" and path.name not in tree]
+    # docs/architecture.md's tree is the map a newcomer reads: it names every module, in its folder
+    listed = documented_paths((PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    missing = [path.relative_to(PACKAGE).as_posix() for path in sorted(PACKAGE.rglob("*.py"))
+               if path.name != "__init__.py" and path.relative_to(PACKAGE).as_posix() not in listed]
     assert missing == []
+
+
+def test_the_doc_tree_reader_reads_folders_by_indentation():
+    doc = ("```\nsrc/gramalign/\n  grammar/   the language\n    automata/   regexes\n      dfa.py   tables\n"
+           "                 more about tables\n    lalr.py   LR\n    a.py, b/   two\n  errors.py   errors\n```\n")
+    assert documented_paths(doc) == {"grammar/", "grammar/automata/", "grammar/automata/dfa.py", "grammar/lalr.py",
+                                     "grammar/a.py", "grammar/b/", "errors.py"}
+
+
+def _imported_modules(path: Path, root: Path = PACKAGE) -> set[str]:
+    """The gramalign modules (dotted, below the package) a module imports from."""
+    parts = path.relative_to(root).with_suffix("").parts
+    package = parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - node.level + 1]
+            found.add(".".join(list(base) + (node.module.split(".") if node.module else [])))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "gramalign":
+            found.add(".".join(node.module.split(".")[1:]))
+        elif isinstance(node, ast.Import):
+            found.update(".".join(a.name.split(".")[1:]) for a in node.names if a.name.split(".")[0] == "gramalign")
+    return found
+
+
+def test_the_automata_toolkit_knows_no_grammar():
+    # grammar/automata/ is regexes and automata: only itself, the compile budgets and the leaves
+    allowed = ("grammar.automata", "grammar.limits", *LEAVES)
+    wrong = [f"{path.relative_to(PACKAGE)} imports {module}"
+             for path in sorted((PACKAGE / "grammar" / "automata").rglob("*.py"))
+             for module in _imported_modules(path)
+             if not any(module == a or module.startswith(a + ".") for a in allowed)]
+    assert wrong == []

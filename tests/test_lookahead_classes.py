@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from gramalign.grammar.lookaround import LookaroundError
-from gramalign.grammar.regex import regex_lookahead_classes, regex_to_dfa
+from gramalign.grammar.automata.lookaround import LookaroundError
+from gramalign.grammar.automata.regex import regex_lookahead_classes, regex_to_dfa
 
 ALPHABET = "abc0\""
 

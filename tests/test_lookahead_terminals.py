@@ -146,7 +146,7 @@ def test_regexp_equivalent_lexes_as_re_match():
     import re
 
     from gramalign.grammar.lark_frontend import _FIRST_MATCH_EQUIVALENTS
-    from gramalign.grammar.regex import regex_lookahead_classes
+    from gramalign.grammar.automata.regex import regex_lookahead_classes
 
     [(original, equivalent)] = _FIRST_MATCH_EQUIVALENTS.items()
     _, classes = regex_lookahead_classes(equivalent)

@@ -20,10 +20,10 @@ import pytest
 import gramalign as ga
 from gramalign.errors import RegexError
 from gramalign.grammar.lark_frontend import LarkGrammarError
-from gramalign.grammar.lookaround import LookaroundError
+from gramalign.grammar.automata.lookaround import LookaroundError
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 from support.grammar_walks import lark_accepts
 from support.vocabularies import gpt2_vocabulary

@@ -15,16 +15,16 @@ import warnings
 import pytest
 from lark.lexer import BasicLexer, PatternStr
 
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 from oracles.python_layout import (
-    grammar_text,
-    oracle_accepts,
-    python_lark_parser,
-    python_random_strings,
-    stdlib_candidate_files,
-    stdlib_python_files,
-)
+                                   grammar_text,
+                                   oracle_accepts,
+                                   python_lark_parser,
+                                   python_random_strings,
+                                   stdlib_candidate_files,
+                                   stdlib_python_files,
+                                   )
 
 
 def python_accepts(text: str) -> bool:

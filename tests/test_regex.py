@@ -12,16 +12,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gramalign.errors import RegexError
-from gramalign.grammar.dfa import (
-    DEAD,
-    NFA,
-    ByteDFA,
-    dfa_from_table,
-    literal_dfa,
-    minimize,
-    nfa_to_byte_dfa,
-)
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.dfa import (
+                                            DEAD,
+                                            NFA,
+                                            ByteDFA,
+                                            dfa_from_table,
+                                            literal_dfa,
+                                            minimize,
+                                            nfa_to_byte_dfa,
+                                            )
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 # --------------------------------------------------------------------------- helpers
 

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from gramalign.grammar.lexer import build_lexer
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.masking.compiler import CompiledGrammar, token_trie
-from gramalign.grammar.dfa_kernels import column_classes
+from gramalign.grammar.automata.kernels import column_classes
 from gramalign.masking.cfg.shared_contexts import MAX_SIGNATURE_STATES, ContextClassificationCache, context_signature
 from gramalign.masking.cfg import GrammarMaskStore, contexts
 

@@ -23,11 +23,11 @@ from .errors import (ConcurrentUseError, GramalignError, GrammarError, Incomplet
                      ModelError,
                      ParticlesExhausted, RegexError, SamplingError, SchemaCompileError, SchemaKeywordWarning,
                      StringRejected, TokenRejected, VocabularyError)
-from .grammar.dfa import ByteDFA
+from .grammar.automata.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
 from .grammar.infill import GAP
-from .grammar.limits import CompileLimits
 from .grammar.json_schema.types import parse_as
+from .grammar.limits import CompileLimits
 from .masking.batch import BatchMatcher
 from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width, unpack_token_bitmask_numpy
 from .masking.compiler import CompiledGrammar, compile

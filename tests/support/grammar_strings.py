@@ -22,7 +22,7 @@ from pathlib import Path
 import lark
 import numpy as np
 
-from gramalign.grammar.regex import regex_to_dfa
+from gramalign.grammar.automata.regex import regex_to_dfa
 
 __all__ = ["random_strings", "real_sql_queries", "split_sql_statements", "SQL_QUERIES_PATH"]
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa import NFA, ByteDFA, StateLimitError, dfa_from_table, nfa_to_utf8_dfa
+from .automata.dfa import NFA, ByteDFA, StateLimitError, dfa_from_table, nfa_to_utf8_dfa
 from .grammar import Grammar, Rule, Terminal
 from .lalr import build_parse_table
 from .limits import CompileLimits, applied, check_size

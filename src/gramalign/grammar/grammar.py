@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..errors import GrammarError, RegexError
-from .dfa import ByteDFA, literal_dfa
-from .regex import _SUPPORTED_FLAGS, regex_to_dfa
+from .automata.dfa import ByteDFA, literal_dfa
+from .automata.regex import _SUPPORTED_FLAGS, regex_to_dfa
 from .limits import CompileLimits, applied, check_size
 
 

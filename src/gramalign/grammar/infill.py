@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InfillError
-from .dfa import DEAD, ByteDFA
+from .automata.dfa import DEAD, ByteDFA
 from .limits import work_clock
 
 __all__ = ["GAP", "Budget", "BudgetExhausted", "PartialText", "partial_text", "regex_fillers", "DFAPaths"]

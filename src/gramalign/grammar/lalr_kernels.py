@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ..bitsets import lowest_bit
-from .dfa_kernels import _added_members, _find_members, _hash_members
+from .automata.member_sets import added_members, find_members, hash_members
 
 ACCEPT = -(2**31)
 FORK = 1 << 30  # an action from here up lists several actions (a generalized grammar, see lalr.py)
@@ -91,7 +91,7 @@ def rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermina
     hashes = np.empty(n_rules, dtype=np.uint64)
     for r in range(n_rules):
         first = rule_offsets[r]
-        h = _hash_members(rule_symbols[first:], rule_offsets[r + 1] - first)
+        h = hash_members(rule_symbols[first:], rule_offsets[r + 1] - first)
         hashes[r] = (h ^ np.uint64(rule_lhs[r])) * np.uint64(1099511628211)
     order = np.argsort(hashes)
     for k in range(1, n_rules):
@@ -172,7 +172,7 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
     offsets[1] = 1
     count = 1
     slots = np.full(1024, -1, dtype=np.int64)
-    slots[np.int64(_hash_members(pool, 1) & np.uint64(slots.shape[0] - 1))] = 0
+    slots[np.int64(hash_members(pool, 1) & np.uint64(slots.shape[0] - 1))] = 0
     trans_offsets = np.zeros(64, dtype=np.int64)
     trans_symbol = np.empty(256, dtype=np.int64)
     trans_target = np.empty(256, dtype=np.int64)
@@ -236,10 +236,10 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
         for k in range(n_next):
             x = symbols[k]
             kernel = bucketed[symbol_start[x]:symbol_start[x] + symbol_count[x]]
-            found, slot = _find_members(slots, offsets, pool, kernel, kernel.shape[0])
+            found, slot = find_members(slots, offsets, pool, kernel, kernel.shape[0])
             if found < 0:
                 found = count
-                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, kernel, kernel.shape[0], 0)
+                slots, offsets, pool = added_members(slots, slot, offsets, pool, count, kernel, kernel.shape[0], 0)
                 count += 1
             trans_symbol[n_trans] = x
             trans_target[n_trans] = found

@@ -22,14 +22,14 @@ from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import PatternStr
 
 from ..errors import GrammarError, RegexError
-from .automata import concatenate, intersect, union
-from .dfa import DEAD, literal_dfa
-from .first_match import LazyQuantifierError, first_match_dfa, first_matches_among, greedy_first_matches, has_lazy
+from .automata.algebra import concatenate, intersect, union
+from .automata.dfa import DEAD, literal_dfa
+from .automata.first_match import LazyQuantifierError, first_match_dfa, first_matches_among, greedy_first_matches, has_lazy
+from .automata.lookaround import BoundaryBeforeError, LookaroundError
+from .automata.regex import regex_dfa_after, regex_lookahead_classes, regex_to_dfa
+from .grammar import Grammar, Indentation, Rule, Terminal
 from .lexer import AFTER_OTHER, AFTER_WORD
 from .limits import CompileLimits, applied, check_size, check_time
-from .lookaround import BoundaryBeforeError, LookaroundError
-from .regex import regex_dfa_after, regex_lookahead_classes, regex_to_dfa
-from .grammar import Grammar, Indentation, Rule, Terminal
 
 try:  # Python >= 3.11
     from re import _parser as _sre_parse

@@ -38,10 +38,10 @@ import numba
 import numpy as np
 
 from ..errors import GrammarError
-from .dfa import ByteDFA, distinct_columns
+from .automata.dfa import ByteDFA, distinct_columns
 from .grammar import Terminal
-from .limits import DEFAULT_LIMITS, active_limits, check_time
 from .lexer_kernels import copy_block, expand_product_rows, multi_member_product
+from .limits import DEFAULT_LIMITS, active_limits, check_time
 
 MAX_LEXER_STATES = DEFAULT_LIMITS.max_lexer_states
 """Product states before :func:`build_lexer` gives up (terminals that interact badly)."""

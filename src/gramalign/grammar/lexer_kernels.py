@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .dfa_kernels import _added_members, _find_members
+from .automata.member_sets import added_members, find_members
 
 DEAD = -1
 
@@ -61,7 +61,7 @@ def multi_member_product(big, start_pool, start_offsets, max_states):
             if length == 1:
                 rows[position, c] = -2 - buffer[0]
                 continue
-            found, slot = _find_members(slots, offsets, pool, buffer, length)
+            found, slot = find_members(slots, offsets, pool, buffer, length)
             if found < 0:
                 if count >= max_states:
                     return rows[:0], pool[:0], offsets[:1], True
@@ -71,7 +71,7 @@ def multi_member_product(big, start_pool, start_offsets, max_states):
                     grown_rows[:count] = rows[:count]
                     rows = grown_rows
                 # the starts are never looked up
-                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, n_starts)
+                slots, offsets, pool = added_members(slots, slot, offsets, pool, count, buffer, length, n_starts)
                 count += 1
             rows[position, c] = found
         position += 1

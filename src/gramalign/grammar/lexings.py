@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dfa import DEAD
+from .automata.dfa import DEAD
 from .earley_kernels import lex_piece, walk_states
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes

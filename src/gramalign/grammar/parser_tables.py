@@ -24,8 +24,8 @@ import numba
 import numpy as np
 
 from ..errors import GrammarError
-from .automaton_cache import AutomatonCache
-from .dfa import ByteDFA
+from .automata.cache import AutomatonCache
+from .automata.dfa import ByteDFA
 from .grammar import Grammar, Terminal
 from .lalr import ParseTable, build_parse_table
 from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close, rank_terminals, terminal_bits

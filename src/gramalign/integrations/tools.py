@@ -26,8 +26,8 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import GrammarError
 from ..grammar import automata
+from ..grammar.automata.regex import regex_to_dfa
 from ..grammar.grammar import Grammar, Rule, Terminal
-from ..grammar.regex import regex_to_dfa
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConcurrentUseError, StringRejected, TokenRejected
-from ..grammar.dfa import DEAD
+from ..grammar.automata.dfa import DEAD
 from .bitmask import as_numpy_bitmask, unpack_bitmask_row
 from .compiler import CompiledGrammar
 

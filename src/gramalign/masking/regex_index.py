@@ -12,7 +12,7 @@ import threading
 import numba
 import numpy as np
 
-from ..grammar.dfa import ByteDFA
+from ..grammar.automata.dfa import ByteDFA
 from ..tokens.trie import TokenTrie
 from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width

@@ -14,7 +14,7 @@ import sys
 from decimal import Decimal
 
 from ...errors import SchemaCompileError
-from ..dfa import StateLimitError
+from ..automata.dfa import StateLimitError
 from ..grammar import Grammar
 from ..limits import DEFAULT_LIMITS, CompileLimits, applied
 from .emit import Emitter, Layout

@@ -20,20 +20,20 @@ from dataclasses import dataclass
 from typing import Union
 
 from ...errors import RegexError
-from ..dfa import (
-    NFA,
-    UNICODE_SCALARS,
-    ByteDFA,
-    IntervalSet,
-    StateLimitError,
-    complement_intervals,
-    intersect_intervals,
-    intervals_from_points,
-    nfa_to_utf8_dfa,
-    normalize_intervals,
-    subtract_intervals,
-    union_intervals,
-)
+from ..automata.dfa import (
+                            NFA,
+                            UNICODE_SCALARS,
+                            ByteDFA,
+                            IntervalSet,
+                            StateLimitError,
+                            complement_intervals,
+                            intersect_intervals,
+                            intervals_from_points,
+                            nfa_to_utf8_dfa,
+                            normalize_intervals,
+                            subtract_intervals,
+                            union_intervals,
+                            )
 
 __all__ = ["ecma_pattern_dfa", "MAX_NFA_STATES"]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from ...errors import SchemaCompileError
-from ..automata import MAX_STATES, difference, intersect
-from ..dfa import ByteDFA, StateLimitError
+from ..automata.algebra import MAX_STATES, difference, intersect
+from ..automata.dfa import ByteDFA, StateLimitError
 from ..grammar import Grammar, Rule, Terminal
 from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer

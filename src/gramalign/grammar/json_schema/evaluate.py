@@ -18,9 +18,9 @@ from decimal import Decimal
 import numpy as np
 
 from ...errors import LimitExceeded, RegexError, SchemaCompileError
-from ..automata import MAX_STATES, difference, intersect, union
+from ..automata.algebra import MAX_STATES, difference, intersect, union
+from ..automata.dfa import StateLimitError
 from ..limits import check_size, check_time
-from ..dfa import StateLimitError
 from . import numbers as num
 from .keywords import (check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords,
                        warn_unknown_format)

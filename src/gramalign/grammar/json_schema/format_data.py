@@ -22,8 +22,9 @@ hash of the expanded table: ~25 ms for 24k states). Expanding the table gives th
 automaton the construction gives, state for state (mask caches on disk are keyed by its
 digest). ``manifest.json`` names, per format, the file and a hash of its bytes, and the
 *fingerprint* of the construction the files were written by: a hash of the source of the
-modules that build them (this one, ``formats.py``, ``strings.py``, ``regex.py``,
-``dfa.py``, ``dfa_kernels.py``, ``automata.py``) and of the Unicode version.
+modules that build them (this one, ``formats.py``, ``strings.py``, and ``regex.py``,
+``dfa.py``, ``kernels.py``, ``member_sets.py``, ``algebra.py`` of ``grammar/automata/``) and
+of the Unicode version.
 
 :func:`shipped_format_dfa` uses a file only when the manifest's fingerprint is the current
 one and the file's bytes hash to the manifest's value; otherwise (stale data after an edit
@@ -49,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dfa import DEAD, ByteDFA, distinct_columns
+from ..automata.dfa import DEAD, ByteDFA, distinct_columns
 from .strings import register_shipped_spelling
 
 __all__ = ["DATA_DIR", "construction_fingerprint", "format_arrays", "main", "read_format_file", "shipped_format_dfa",
@@ -60,8 +61,8 @@ LAYOUT = 1
 
 DATA_DIR = Path(__file__).with_name("format_data")
 MANIFEST_NAME = "manifest.json"
-_SOURCES = ("json_schema/format_data.py", "json_schema/formats.py", "json_schema/strings.py", "regex.py", "dfa.py",
-            "dfa_kernels.py", "automata.py")
+_SOURCES = ("json_schema/format_data.py", "json_schema/formats.py", "json_schema/strings.py", "automata/regex.py",
+            "automata/dfa.py", "automata/kernels.py", "automata/member_sets.py", "automata/algebra.py")
 """The modules whose code builds the shipped automata, relative to ``gramalign/grammar``."""
 _ROLES = ("contents", "spelling")
 

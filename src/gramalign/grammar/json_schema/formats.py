@@ -1,6 +1,6 @@
 """Byte DFAs of the JSON Schema ``format`` vocabulary (format-assertion semantics).
 
-:func:`format_dfa` returns a trimmed minimal :class:`~gramalign.grammar.dfa.ByteDFA` over
+:func:`format_dfa` returns a trimmed minimal :class:`~gramalign.grammar.automata.dfa.ByteDFA` over
 the UTF-8 encoding of the *decoded* string contents (no JSON quotes, no JSON escapes) that
 are valid for a format, following RFC 3339, RFC 5321, RFC 1123, RFC 4291, RFC 3986,
 RFC 3987, RFC 6570, RFC 6901, the relative JSON pointer draft, ECMA-262 and the
@@ -75,9 +75,9 @@ import functools
 
 import numpy as np
 
-from .. import automata
-from ..dfa import DEAD, ByteDFA, dfa_from_table
-from ..regex import regex_to_dfa
+from ..automata import algebra as automata
+from ..automata.dfa import DEAD, ByteDFA, dfa_from_table
+from ..automata.regex import regex_to_dfa
 
 __all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "build_format_dfa", "format_dfa"]
 

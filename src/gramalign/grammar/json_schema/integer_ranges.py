@@ -12,7 +12,7 @@ digits of the bounds (a 300-digit range: a few thousand states at most).
 from __future__ import annotations
 
 from ...errors import GrammarError
-from ..dfa import NFA, ByteDFA, nfa_to_byte_dfa
+from ..automata.dfa import NFA, ByteDFA, nfa_to_byte_dfa
 
 __all__ = ["integer_range_dfa", "integer_range_regex"]
 

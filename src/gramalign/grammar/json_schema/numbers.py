@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 from decimal import Decimal
 
-from ..automata import MAX_STATES, concatenate, intersect, union
-from ..dfa import NFA, ByteDFA, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa
+from ..automata.algebra import MAX_STATES, concatenate, intersect, union
+from ..automata.dfa import NFA, ByteDFA, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa
+from ..automata.regex import regex_to_dfa
 from .integer_ranges import integer_range_dfa
-from ..regex import regex_to_dfa
 
 __all__ = ["MAX_MULTIPLE_STATES", "all_numbers", "bounded", "decimals", "integers", "multiple_of", "number_literal",
            "number_literals"]
@@ -159,7 +159,7 @@ def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> B
     places = -exponent if exponent < 0 else 0
     if exponent > 0:
         numerator *= 10 ** exponent
-    from ..dfa import StateLimitError
+    from ..automata.dfa import StateLimitError
 
     modulus, zeros = _split_powers_of_ten(numerator)
     n_states = modulus * (zeros + 1) + 1

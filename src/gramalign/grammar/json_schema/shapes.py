@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-from ..automata import MAX_STATES, difference, intersect, union
-from ..dfa import DEAD, ByteDFA
+from ..automata.algebra import MAX_STATES, difference, intersect, union
+from ..automata.dfa import DEAD, ByteDFA
 from .numbers import decimals
 from .strings import CountedStrings, any_string_contents, literal_contents_dfa, string_contents_dfa, with_length
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..automata import MAX_STATES, difference, intersect
-from ..automaton_cache import AutomatonCache
-from ..dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
-                   nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
+from ..automata.algebra import MAX_STATES, difference, intersect
+from ..automata.cache import AutomatonCache
+from ..automata.dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
+                            nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
 
 __all__ = ["CountedStrings", "any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa",
            "literal_contents_dfa", "other_strings"]

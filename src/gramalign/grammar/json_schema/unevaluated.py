@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import SchemaCompileError
-from ..automata import MAX_STATES, difference, union
+from ..automata.algebra import MAX_STATES, difference, union
 from .shapes import ALL_KEYS, ANY, ArrayShape, ObjectShape, Ref, is_empty_dfa, meet_arrays, meet_objects
 from .strings import any_string_contents, literal_contents_dfa
 

@@ -19,9 +19,9 @@ from decimal import Decimal
 import numpy as np
 
 from ...errors import SchemaCompileError
-from ..automata import intersect
-from ..dfa import ByteDFA
-from ..regex import regex_to_dfa
+from ..automata.algebra import intersect
+from ..automata.dfa import ByteDFA
+from ..automata.regex import regex_to_dfa
 from .resolve import json_text
 from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref, is_empty_dfa
 from .strings import CountedStrings

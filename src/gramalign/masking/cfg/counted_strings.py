@@ -19,7 +19,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
-from ...grammar.dfa import ByteDFA
+from ...grammar.automata.dfa import ByteDFA
 from ...grammar.lexer import character_starts, characters_to_close
 from ...grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, ParserTables
 from ...parsing.state import COLUMN, LEXEME

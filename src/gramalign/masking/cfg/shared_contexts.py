@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from ...bitsets import intersects, lowest_common_bit
-from ...grammar.dfa_kernels import column_classes
+from ...grammar.automata.kernels import column_classes
 
 MAX_SIGNATURE_STATES = 1024
 """Sub-automata larger than this (before minimisation) are classified directly, without a
@@ -126,7 +126,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
     after an ignored one); ``starts_any[b]``: does any lexer start read byte ``b`` (what the
     classification reads where a parser-visible lexeme ends).
     ``byte_class``/``class_byte``: bytes the lexer treats alike (``LexerDFA.byte_class`` /
-    ``class_byte``, or :func:`~gramalign.grammar.dfa_kernels.column_classes` of its table);
+    ``class_byte``, or :func:`~gramalign.grammar.automata.kernels.column_classes` of its table);
     any partition finer than the table's columns gives the same signature."""
     n_lexer = lx_trans.shape[0]
     n_components = 1 + shadow_states.shape[0]

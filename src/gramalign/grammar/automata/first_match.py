@@ -63,11 +63,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import GrammarError
-from .automata import concatenate, difference
+from ...errors import GrammarError
+from ..limits import check_time
+from .algebra import concatenate, difference
 from .dfa import (NFA, ByteDFA, StateLimitError, _symbol_classes, dfa_from_table, intersect_intervals,
                   nfa_to_utf8_dfa, subtract_intervals)
-from .limits import check_time
 from .regex import combine_flags, item_symbols, parsed_to_dfa, pieces_dfa, regex_to_dfa
 
 try:  # Python >= 3.11
@@ -157,7 +157,7 @@ def greedy_first_matches(pattern: str, language: ByteDFA, flags: int = 0) -> Byt
     (a repeat of a body that can match nothing, a lookahead, an anchor) keep their language:
     None.
 
-    >>> from gramalign.grammar.regex import regex_to_dfa
+    >>> from gramalign.grammar.automata.regex import regex_to_dfa
     >>> greedy_first_matches("a|ab", regex_to_dfa("a|ab")).matches(b"ab")
     False
     >>> greedy_first_matches("ab|a", regex_to_dfa("ab|a")) is None

@@ -48,10 +48,10 @@ import sys
 
 import numpy as np
 
-from ..errors import RegexError
-from .automata import concatenate, difference, intersect, repeat, union
+from ...errors import RegexError
+from ..limits import check_time
+from .algebra import concatenate, difference, intersect, repeat, union
 from .dfa import DEAD, NFA, ByteDFA, dfa_from_table, nfa_to_byte_dfa
-from .limits import check_time
 
 try:  # Python >= 3.11
     from re import _parser as _sre_parse

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .member_sets import added_members, find_members, hash_members
+
 DEAD = -1
 
 __all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "expand_columns", "live_states",
@@ -397,80 +399,6 @@ def _pair_alive(sa, sb, mode):
     return sa >= 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _hash_members(buffer, length):
-    h = np.uint64(14695981039346656037)
-    for i in range(length):
-        h = (h ^ np.uint64(buffer[i])) * np.uint64(1099511628211)
-    return h
-
-
-@numba.njit(cache=True, nogil=True)
-def _find_members(slots, offsets, pool, buffer, length):
-    """(state whose member array equals ``buffer[:length]`` or -1, its slot or the free slot
-    to put it in) in the open-addressing table ``slots`` of states stored as CSR (``offsets``,
-    ``pool``)."""
-    mask = slots.shape[0] - 1
-    slot = np.int64(_hash_members(buffer, length) & np.uint64(mask))
-    while slots[slot] >= 0:
-        candidate = slots[slot]
-        o = offsets[candidate]
-        if offsets[candidate + 1] - o == length:
-            same = True
-            for i in range(length):
-                if pool[o + i] != buffer[i]:
-                    same = False
-                    break
-            if same:
-                return candidate, slot
-        slot = (slot + 1) & mask
-    return -1, slot
-
-
-@numba.njit(cache=True, nogil=True)
-def _store_members(pool, offsets, count, buffer, length):
-    """Append ``buffer[:length]`` as the members of state ``count`` (``offsets`` must have room
-    for ``count + 2`` entries); returns the pool, reallocated when full."""
-    end = offsets[count]
-    if end + length > pool.shape[0]:
-        grown_pool = np.empty(2 * (end + length), dtype=np.int64)
-        grown_pool[:end] = pool[:end]
-        pool = grown_pool
-    pool[end:end + length] = buffer[:length]
-    offsets[count + 1] = end + length
-    return pool
-
-
-@numba.njit(cache=True, nogil=True)
-def _added_members(slots, slot, offsets, pool, count, buffer, length, first_hashed):
-    """Add ``buffer[:length]`` as state ``count`` in ``slot``, the free slot
-    :func:`_find_members` named; ``offsets`` grows as needed and ``slots`` stays at most half
-    full (states before ``first_hashed`` are never looked up). Returns (slots, offsets, pool)."""
-    if count + 1 >= offsets.shape[0]:
-        grown = np.zeros(2 * offsets.shape[0], dtype=np.int64)
-        grown[:count + 1] = offsets[:count + 1]
-        offsets = grown
-    pool = _store_members(pool, offsets, count, buffer, length)
-    slots[slot] = count
-    if 2 * (count + 1) > slots.shape[0]:
-        slots = _rehashed(slots, offsets, pool, first_hashed, count + 1)
-    return slots, offsets, pool
-
-
-@numba.njit(cache=True, nogil=True)
-def _rehashed(slots, offsets, pool, first, count):
-    """A table twice the size of ``slots`` holding states ``first .. count - 1``."""
-    bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)
-    mask = bigger.shape[0] - 1
-    for state in range(first, count):
-        o = offsets[state]
-        s = np.int64(_hash_members(pool[o:offsets[state + 1]], offsets[state + 1] - o) & np.uint64(mask))
-        while bigger[s] >= 0:
-            s = (s + 1) & mask
-        bigger[s] = state
-    return bigger
-
-
 @numba.njit(cache=True, nogil=True)
 def epsilon_closures(num_states, eps_offsets, eps_targets, important, max_work, max_pool):
     """Per NFA state, the sorted important states reachable by ε-moves (itself included):
@@ -542,7 +470,7 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
     count = 1
     slots = np.full(1024, -1, dtype=np.int64)
     mask = slots.shape[0] - 1
-    slots[np.int64(_hash_members(pool, length) & np.uint64(mask))] = 0
+    slots[np.int64(hash_members(pool, length) & np.uint64(mask))] = 0
     # per class: the NFA targets of the current subset (bucketed), then the closure union
     class_count = np.zeros(num_classes, dtype=np.int64)
     class_start = np.zeros(num_classes + 1, dtype=np.int64)
@@ -600,7 +528,7 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
                 rows[position, c] = DEAD
                 continue
             buffer[:length] = np.sort(buffer[:length])
-            found, slot = _find_members(slots, offsets, pool, buffer, length)
+            found, slot = find_members(slots, offsets, pool, buffer, length)
             if found < 0:
                 if count >= max_states:
                     return rows[:0], is_accepting[:0], True
@@ -612,7 +540,7 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
                     grown_accepting = np.zeros(2 * is_accepting.shape[0], dtype=np.bool_)
                     grown_accepting[:count] = is_accepting[:count]
                     is_accepting = grown_accepting
-                slots, offsets, pool = _added_members(slots, slot, offsets, pool, count, buffer, length, 0)
+                slots, offsets, pool = added_members(slots, slot, offsets, pool, count, buffer, length, 0)
                 count += 1
             rows[position, c] = found
         position += 1

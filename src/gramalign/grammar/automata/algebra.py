@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..limits import check_time
+from .cache import AutomatonCache
 from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_classes, distinct_columns, empty_byte_dfa, nfa_to_byte_dfa
-from .automaton_cache import AutomatonCache
-from .dfa_kernels import DIFFERENCE, INTERSECT, UNION, pair_product
-from .limits import check_time
+from .kernels import DIFFERENCE, INTERSECT, UNION, pair_product
 
 __all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union"]
 

@@ -1,7 +1,7 @@
 """Python regular expressions compiled to minimal byte-level DFAs.
 
 The pattern is parsed by Python's own parser (``re._parser``), so syntax and meaning are
-exactly those of :mod:`re`; the resulting :class:`~gramalign.grammar.dfa.ByteDFA` accepts
+exactly those of :mod:`re`; the resulting :class:`~gramalign.grammar.automata.dfa.ByteDFA` accepts
 the UTF-8 encoding of ``s`` exactly when ``re.fullmatch(pattern, s, flags)`` matches.
 
 Single-character constructs become sets of code points. Literals and ranges are computed
@@ -18,22 +18,22 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RegexError
-from .lookaround import LookaroundError, has_lookaround, lookahead_classes, lookaround_dfa
+from ...errors import RegexError
 from .dfa import (
-    NFA,
-    UNICODE_SCALARS,
-    ByteDFA,
-    IntervalSet,
-    StateLimitError,
-    complement_intervals,
-    intersect_intervals,
-    intervals_from_points,
-    nfa_to_utf8_dfa,
-    normalize_intervals,
-    subtract_intervals,
-    union_intervals,
-)
+                  NFA,
+                  UNICODE_SCALARS,
+                  ByteDFA,
+                  IntervalSet,
+                  StateLimitError,
+                  complement_intervals,
+                  intersect_intervals,
+                  intervals_from_points,
+                  nfa_to_utf8_dfa,
+                  normalize_intervals,
+                  subtract_intervals,
+                  union_intervals,
+                  )
+from .lookaround import LookaroundError, has_lookaround, lookahead_classes, lookaround_dfa
 
 try:  # Python >= 3.11
     from re import _parser as _sre_parse

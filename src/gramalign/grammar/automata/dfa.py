@@ -26,11 +26,11 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import GrammarError
-from .automaton_cache import AutomatonCache
-from .limits import active_limits, check_size, check_time
-from .dfa_kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
-                          subset_construction)
+from ...errors import GrammarError
+from ..limits import active_limits, check_size, check_time
+from .cache import AutomatonCache
+from .kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa,
+                      subset_construction)
 
 __all__ = [
     "DEAD",
