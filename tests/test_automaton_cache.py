@@ -96,7 +96,7 @@ def test_cached_literal_sets_equal_fresh_ones():
 ], ids=["any", "literals", "any-but-keys", "length", "pattern", "email", "json-pointer", "plain-literals",
         "plain-pattern", "date"])
 def test_minimal_spellings_built_directly_equal_the_nfa_route(contents):
-    direct = strings._minimally_escaped(contents, automata.MAX_STATES)
+    direct = strings.minimally_escaped(contents, automata.MAX_STATES)
     # the NFA route's subsets outgrow the cap first (email's spelling, 25k states, needs more)
     through_nfa = strings._escaped(contents, "minimal", 4 * automata.MAX_STATES)
     assert same_automaton(direct, through_nfa)
@@ -121,7 +121,7 @@ def test_spellings_of_other_strings_equal_the_general_route(names):
     fast = strings.json_string_dfa(others, escapes="minimal")
     clear_automaton_caches()  # the registry is emptied too: the general route runs
     assert same_automaton(strings.json_string_dfa(others, escapes="minimal"), fast)
-    assert same_automaton(strings._minimally_escaped(others, automata.MAX_STATES), fast)
+    assert same_automaton(strings.minimally_escaped(others, automata.MAX_STATES), fast)
 
 
 def test_cache_stays_within_its_byte_budget():

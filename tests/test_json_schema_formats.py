@@ -600,10 +600,10 @@ def _fresh(fmt: str) -> tuple[ByteDFA, ByteDFA]:
     """(contents, minimal-escape spelling) built from scratch: no shipped data, no caches."""
     from gramalign.grammar.automata.algebra import MAX_STATES
     from gramalign.grammar.json_schema.formats import build_format_dfa
-    from gramalign.grammar.json_schema.strings import _minimally_escaped
+    from gramalign.grammar.json_schema.strings import minimally_escaped
 
     contents = build_format_dfa(fmt)
-    return contents, _minimally_escaped(contents, MAX_STATES)
+    return contents, minimally_escaped(contents, MAX_STATES)
 
 
 def test_shipped_format_data_is_current():
@@ -649,13 +649,13 @@ def test_spelling_bound_is_where_the_construction_fails(fmt):
     json_string_dfa raises below it with or without the shipped data."""
     from gramalign.grammar.automata.dfa import StateLimitError
     from gramalign.grammar.json_schema import format_data
-    from gramalign.grammar.json_schema.strings import _minimally_escaped, json_string_dfa
+    from gramalign.grammar.json_schema.strings import minimally_escaped, json_string_dfa
 
     bound = format_data.read_format_file(fmt).spelling_bound
     contents = _fresh(fmt)[0]
-    assert _identical(_minimally_escaped(contents, bound), _fresh(fmt)[1])
+    assert _identical(minimally_escaped(contents, bound), _fresh(fmt)[1])
     with pytest.raises(StateLimitError):
-        _minimally_escaped(contents, bound - 1)
+        minimally_escaped(contents, bound - 1)
     with pytest.raises(StateLimitError):
         json_string_dfa(format_dfa(fmt), escapes="minimal", max_states=bound - 1)
     assert json_string_dfa(format_dfa(fmt), escapes="minimal", max_states=bound).num_states == _fresh(fmt)[1].num_states

@@ -133,3 +133,30 @@ def test_the_automata_toolkit_knows_no_grammar():
              for module in _imported_modules(path)
              if not any(module == a or module.startswith(a + ".") for a in allowed)]
     assert wrong == []
+
+
+def _private_imports(path: Path, root: Path = PACKAGE) -> list[str]:
+    """``module._name`` for each private name a module imports from another gramalign module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "gramalign"):
+            where = "." * node.level + (f"{node.module}." if node.module else "")
+            found += [where + a.name for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    # a helper two modules share is a public name of the module that owns it (the package's
+    # __all__ keeps it out of the user API); "_" means "this module only, change freely"
+    wrong = [f"{path.relative_to(PACKAGE)}: {name}" for path in sorted(PACKAGE.rglob("*.py"))
+             for name in _private_imports(path)]
+    assert wrong == []
+
+
+def test_the_private_import_check_sees_each_form(tmp_path):
+    probe = tmp_path / "gramalign" / "grammar" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from .dfa import _a, b\nfrom gramalign.tokens.eos import _c\nfrom __future__ import annotations\n"
+                     "def f():\n    from .. import _d\n    from .x import __version__\n")
+    assert sorted(_private_imports(probe, tmp_path / "gramalign")) == [".._d", ".dfa._a", "gramalign.tokens.eos._c"]

@@ -19,10 +19,10 @@ grammars are loaded (see :mod:`gramalign.masking.gc_guard`).
 
 from __future__ import annotations
 
-from .errors import (ConcurrentUseError, GramalignError, GrammarError, IncompleteGeneration, InfillError, LimitExceeded,
-                     ModelError,
-                     ParticlesExhausted, RegexError, SamplingError, SchemaCompileError, SchemaKeywordWarning,
-                     StringRejected, TokenRejected, VocabularyError)
+from .errors import (BitmaskError, ConcurrentUseError, GbnfError, GramalignError, GrammarError, GrammarSourceError,
+                     IncompleteGeneration, InfillError, LarkGrammarError, LimitExceeded, ModelError, ParticlesExhausted,
+                     RegexError, SamplingError, SchemaCompileError, SchemaKeywordWarning, StringRejected,
+                     TokenRejected, VocabularyError)
 from .grammar.automata.dfa import ByteDFA
 from .grammar.grammar import Grammar, Indentation
 from .grammar.infill import GAP
@@ -68,7 +68,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BatchMatcher", "ByteDFA", "CompileLimits", "LimitExceeded", "CompiledGrammar", "ConcurrentUseError", "GramalignError", "Grammar", "GrammarError", "GrammarMatcher", "Indentation",
-    "RegexError", "SchemaCompileError", "SchemaKeywordWarning", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
+    "RegexError", "GrammarSourceError", "LarkGrammarError", "GbnfError", "BitmaskError", "SchemaCompileError", "SchemaKeywordWarning", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "unpack_token_bitmask_numpy", "GrammarLogitsProcessor", "vocabulary_for_model",
     "GAP", "InfillChecker", "InfillError", "InfillResult",

@@ -34,6 +34,25 @@ class RegexError(GrammarError):
         super().__init__(f"{message}{where} in regex {pattern!r}{pointer}")
 
 
+class GrammarSourceError(GrammarError):
+    """A grammar text is invalid or cannot be read exactly; ``line`` and ``column`` (1-based)
+    locate the problem when known (the message starts with them)."""
+
+    def __init__(self, message: str, line: "int | None" = None, column: "int | None" = None):
+        self.line = line
+        self.column = column
+        where = (f"line {line}, column {column}: " if column is not None else f"line {line}: ") if line else ""
+        super().__init__(f"{where}{message}")
+
+
+class LarkGrammarError(GrammarSourceError):
+    """A Lark grammar is invalid or cannot be read as lark reads it."""
+
+
+class GbnfError(GrammarSourceError):
+    """A GBNF grammar is invalid or cannot be read exactly."""
+
+
 class SchemaCompileError(GrammarError):
     """A JSON Schema cannot be compiled exactly (or is invalid).
 

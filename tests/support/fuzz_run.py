@@ -73,7 +73,8 @@ def vm_bytes() -> int:
 
 def build_grammar(case: Case, limits: ga.CompileLimits) -> ga.Grammar:
     if case.kind == "schema":
-        return ga.Grammar.from_json_schema(case.payload, limits=limits, **case.options)
+        # strict=False: the specification's meaning, which the jsonschema oracle checks
+        return ga.Grammar.from_json_schema(case.payload, limits=limits, **{"strict": False, **case.options})
     if case.kind == "lark":
         return ga.Grammar.from_lark(case.payload, limits=limits)
     return ga.Grammar.from_regex(case.payload, flags=case.options.get("flags", 0), limits=limits)

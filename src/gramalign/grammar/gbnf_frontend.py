@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import GrammarError
+from ..errors import GbnfError, GrammarError
 from .automata.dfa import NFA, ByteDFA, StateLimitError, dfa_from_table, nfa_to_utf8_dfa
 from .grammar import Grammar, Rule, Terminal
 from .lalr import build_parse_table
@@ -43,16 +43,6 @@ _SURROGATES = (0xD800, 0xDFFF)
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]": "]", "-": "-", "^": "^",
             "/": "/", "'": "'"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-
-
-class GbnfError(GrammarError):
-    """A GBNF grammar is invalid or cannot be read exactly; ``line`` and ``column`` are 1-based."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
-        self.line = line
-        self.column = column
-        where = (f"line {line}, column {column}: " if column is not None else f"line {line}: ") if line else ""
-        super().__init__(f"{where}{message}")
 
 
 # AST: ("chars", intervals) | ("ref", name, line, column) | ("seq", items) | ("alt", sequences)

@@ -16,7 +16,7 @@ from functools import cached_property
 
 from ..errors import GrammarError, RegexError
 from .automata.dfa import ByteDFA, literal_dfa
-from .automata.regex import _SUPPORTED_FLAGS, regex_to_dfa
+from .automata.regex import SUPPORTED_FLAGS, regex_to_dfa
 from .limits import CompileLimits, applied, check_size
 
 
@@ -77,7 +77,7 @@ class Terminal:
         flags = self.flags
         # checked here with plain ints: RegexFlag's ~ keeps only the bits re knows, so an
         # unknown bit such as 1 << 40 would pass a RegexFlag mask unseen
-        if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0 or flags & ~int(_SUPPORTED_FLAGS):
+        if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0 or flags & ~int(SUPPORTED_FLAGS):
             raise RegexError(f"unsupported regex flags {flags!r} (supported: re.IGNORECASE, MULTILINE, DOTALL, "
                              "VERBOSE, ASCII, UNICODE)", self.pattern)
         return regex_to_dfa(self.pattern, flags=flags, whole_text=self.whole_text)

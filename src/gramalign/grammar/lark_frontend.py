@@ -21,7 +21,7 @@ from lark.exceptions import GrammarError as _LarkError
 from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import PatternStr
 
-from ..errors import GrammarError, RegexError
+from ..errors import GrammarError, LarkGrammarError, RegexError
 from .automata.algebra import concatenate, intersect, union
 from .automata.dfa import DEAD, literal_dfa
 from .automata.first_match import LazyQuantifierError, first_match_dfa, first_matches_among, greedy_first_matches, has_lazy
@@ -44,17 +44,6 @@ except ImportError:  # pragma: no cover - regex is optional for lark
     _REGEX_ERRORS = (re.error,)
 
 _DECLARE = re.compile(r"^[ \t]*%declare\b(.*)$", re.MULTILINE)
-
-
-class LarkGrammarError(GrammarError):
-    """A Lark grammar is invalid; ``line`` and ``column`` (1-based) locate it when known."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
-        self.line = line
-        self.column = column
-        where = f"line {line}, column {column}: " if line is not None and column is not None else (
-            f"line {line}: " if line is not None else "")
-        super().__init__(f"{where}{message}")
 
 
 _LEXERS = {"lalr": ("contextual",), "earley": ("dynamic", "dynamic_complete")}

@@ -260,7 +260,7 @@ class ConstrainedRows:
         for index, params, _prompt, output in batch_update.added:
             try:
                 compiled, label = constrain(params)
-            except _EndRequest as ending:
+            except EndRequest as ending:
                 logger.error("gramalign: request %s cannot be constrained and will be stopped: %s",
                              ending.label, ending.reason)
                 self.add_ending(index, ending.eos_words, output, ending.label)
@@ -324,7 +324,7 @@ class ConstrainedRows:
         return indices
 
 
-class _EndRequest(GramalignError):
+class EndRequest(GramalignError):
     """Raised by a ``constrain`` callback: the request cannot be constrained (its grammar failed
     to compile in the engine) and must only end; ``eos_words`` is the mask row to use."""
 

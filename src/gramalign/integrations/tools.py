@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import GrammarError
-from ..grammar import automata
+from ..grammar.automata import algebra as automata
 from ..grammar.automata.regex import regex_to_dfa
 from ..grammar.grammar import Grammar, Rule, Terminal
 

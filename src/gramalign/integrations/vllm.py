@@ -49,7 +49,7 @@ from ..masking.bitmask import bitmask_width
 from ..masking.compiler import CompiledGrammar, compile
 from ..tokens.vocabulary import Vocabulary
 from ..masking.warm_up import warm_up
-from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, ConstraintError, RequestConstraint, _EndRequest, parse_request_constraint, stop_token_ids
+from .batch_rows import EXTRA_ARGS_KEY, ConstrainedRows, ConstraintError, RequestConstraint, EndRequest, parse_request_constraint, stop_token_ids
 from .torch_ops import fused_bitmask_kernel, unpack_token_bitmask
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class GramalignLogitsProcessor(LogitsProcessor):
         except GramalignError as error:
             # validate_params refused bad constraints in the front end; what fails here (a
             # tokenizer gramalign cannot read, say) stops this request, not the whole engine.
-            raise _EndRequest(label, f"{type(error).__name__}: {error}",
+            raise EndRequest(label, f"{type(error).__name__}: {error}",
                               _eos_words(stops, int(self._model_config.get_vocab_size()))) from error
 
     def _warm_up(self) -> None:

@@ -19,7 +19,15 @@ reaches it:
   GPT-2 byte alphabet, SentencePiece's ``▁``, byte-fallback ``<0xNN>`` pieces, ByT5.
 - ``eos.py``: which ids end a sequence: conventional EOS names, the EOS id checks, the
   warning for an EOS named like a start marker.
-- back in ``vocabulary.py``, ``_assemble`` turns per-id entries into a checked Vocabulary.
+- back in ``vocabulary.py``, ``assemble_vocabulary`` turns per-id entries into a checked Vocabulary.
+
+What a reader (``from_<library>.py``) must do: decode each id to its exact bytes, ``None``
+for an id it does not assign (the ``*_entries`` helpers return that list, with the ids that
+are special), pick the default EOS ids with ``eos.py``'s helpers (``conventional_eos_ids``,
+``valid_ids``), and return ``assemble_vocabulary(kind=..., entries=..., special_ids=...,
+vocab_size=..., eos_token_ids=..., default_eos_ids=..., add_prefix_space=..., source=...)``,
+naming the tokenizer in errors with ``type_name_of``. These helpers are public names of
+their modules (not of the package: ``__all__`` keeps the user API to the two classes).
 - ``trie.py``: :class:`TokenTrie`, the grammar tokens of a vocabulary as pre-order numpy
   arrays that numba kernels walk (built by :mod:`gramalign.masking.compiler`).
 """

@@ -25,7 +25,7 @@ KIND_RAW = "raw"
 
 SENTENCEPIECE_SPACE = "\u2581"  # "▁"
 
-_BYTE_FALLBACK_PIECES = {f"<0x{value:02X}>": bytes([value]) for value in range(256)}
+BYTE_FALLBACK_PIECES = {f"<0x{value:02X}>": bytes([value]) for value in range(256)}
 
 
 def _gpt2_byte_alphabet() -> dict[int, str]:
@@ -49,7 +49,7 @@ def _gpt2_byte_alphabet() -> dict[int, str]:
     return alphabet
 
 
-_GPT2_BYTE_DECODER = {char: byte for byte, char in _gpt2_byte_alphabet().items()}
+GPT2_BYTE_DECODER = {char: byte for byte, char in _gpt2_byte_alphabet().items()}
 
 
 def _byte_level_translation(byte_decoder: Mapping[str, int]) -> dict[int, str]:
@@ -66,11 +66,11 @@ def _byte_level_translation(byte_decoder: Mapping[str, int]) -> dict[int, str]:
     return table
 
 
-_GPT2_TRANSLATION = _byte_level_translation(_GPT2_BYTE_DECODER)
+GPT2_TRANSLATION = _byte_level_translation(GPT2_BYTE_DECODER)
 
 
 @dataclass(frozen=True)
-class _PieceDecoding:
+class PieceDecoding:
     """How one token string turns into bytes, per token and without context.
 
     ``replacements`` run first, in order; then the string is either mapped through a
@@ -84,7 +84,7 @@ class _PieceDecoding:
     byte_level_translation: Mapping[int, str] | None = None
 
     def to_bytes(self, pieces: Sequence[str | None]) -> list[bytes | None]:
-        fallback = _BYTE_FALLBACK_PIECES if self.byte_fallback else {}
+        fallback = BYTE_FALLBACK_PIECES if self.byte_fallback else {}
         translation = self.byte_level_translation
         decoded: list[bytes | None] = []
         for piece in pieces:
@@ -112,14 +112,14 @@ class _PieceDecoding:
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 
-def _parse_byte_piece(piece: str, token_id: int) -> bytes:
+def parse_byte_piece(piece: str, token_id: int) -> bytes:
     match = _BYTE_PIECE.fullmatch(piece)
     if match is None:
         raise VocabularyError(f"byte piece {piece!r} (token id {token_id}) is not of the form <0xNN>")
     return bytes([int(match.group(1), 16)])
 
 
-def _byte_level_entries(
+def byte_level_entries(
     encoder: Mapping[str, int], byte_decoder: Mapping[str, int]
 ) -> tuple[list[bytes | None], set[int]]:
     """Per-id bytes of a slow byte-level BPE tokenizer (its own alphabet, from ``byte_decoder``)."""
@@ -128,15 +128,15 @@ def _byte_level_entries(
     for piece, token_id in encoder.items():
         pieces[token_id] = piece
     translation = (
-        _GPT2_TRANSLATION
-        if dict(byte_decoder) == _GPT2_BYTE_DECODER
+        GPT2_TRANSLATION
+        if dict(byte_decoder) == GPT2_BYTE_DECODER
         else _byte_level_translation(byte_decoder)
     )
-    decoding = _PieceDecoding(kind=KIND_BYTE_LEVEL, byte_level_translation=translation)
+    decoding = PieceDecoding(kind=KIND_BYTE_LEVEL, byte_level_translation=translation)
     return decoding.to_bytes(pieces), set()
 
 
-def _byt5_entries(offset: int) -> tuple[list[bytes | None], set[int]]:
+def byt5_entries(offset: int) -> tuple[list[bytes | None], set[int]]:
     """ByT5: ``offset`` special ids, then one id per byte value."""
     entries: list[bytes | None] = [b""] * offset
     entries.extend(bytes([value]) for value in range(256))

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
 
 # Names under which tokenizers without an explicit eos setting (raw ``tokenizers`` and
 # tiktoken objects) mark the end of a sequence or of a chat turn.
-_CONVENTIONAL_EOS_NAMES = frozenset(
+CONVENTIONAL_EOS_NAMES = frozenset(
     {
         "</s>",
         "<eos>",
@@ -37,7 +37,7 @@ _CONVENTIONAL_EOS_NAMES = frozenset(
 )
 
 
-def _valid_ids(ids: Iterable[int | None]) -> list[int]:
+def valid_ids(ids: Iterable[int | None]) -> list[int]:
     """Drop the ``None``/negative values libraries use for "no such token"."""
     return [int(i) for i in ids if i is not None and int(i) >= 0]
 
@@ -45,7 +45,7 @@ def _valid_ids(ids: Iterable[int | None]) -> list[int]:
 _START_MARKER = re.compile(r"start|begin|^<s>$|^<bos>$", re.IGNORECASE)
 
 
-def _start_markers(tokenizer: Any, eos_ids: Sequence[int]) -> list[str]:
+def start_markers(tokenizer: Any, eos_ids: Sequence[int]) -> list[str]:
     """The names among ``eos_ids`` that read like the start of a text or turn."""
     try:
         names = tokenizer.convert_ids_to_tokens(list(eos_ids))
@@ -59,7 +59,7 @@ def _start_markers(tokenizer: Any, eos_ids: Sequence[int]) -> list[str]:
 _REPLY_SENTINEL = "\u2063gramalign-reply\u2063"
 
 
-def _chat_turn_end_ids(tokenizer: Any) -> list[int]:
+def chat_turn_end_ids(tokenizer: Any) -> list[int]:
     """The special token the tokenizer's chat template ends an assistant turn with, if any.
 
     The template is rendered for one user and one assistant message and the added token
@@ -81,7 +81,7 @@ def _chat_turn_end_ids(tokenizer: Any) -> list[int]:
     return [added[max(ends, key=len)]] if ends else []
 
 
-def _warn_start_marker_eos(name: str, *, source: str) -> None:
+def warn_start_marker_eos(name: str, *, source: str) -> None:
     """Warn that the tokenizer's EOS ``name`` is a start marker and nothing better was found."""
     warnings.warn(
         f"the {source}'s eos_token is {name!r}, which looks like a start marker, and it has no chat template "
@@ -91,7 +91,7 @@ def _warn_start_marker_eos(name: str, *, source: str) -> None:
         UserWarning, stacklevel=4)  # the caller of Vocabulary.from_hf, past vocabulary_from_hf
 
 
-def _check_eos_ids(eos_ids: Sequence[int], size: int) -> None:
+def check_eos_ids(eos_ids: Sequence[int], size: int) -> None:
     if not eos_ids:
         raise VocabularyError("at least one eos token id is required")
     for token_id in eos_ids:
@@ -99,11 +99,11 @@ def _check_eos_ids(eos_ids: Sequence[int], size: int) -> None:
             raise VocabularyError(f"eos token id {token_id} is out of range [0, {size})")
 
 
-def _conventional_eos_ids(tokenizer: tokenizers.Tokenizer) -> list[int]:
+def conventional_eos_ids(tokenizer: tokenizers.Tokenizer) -> list[int]:
     """Added special tokens named like an end of sequence or of a chat turn."""
     added = tokenizer.get_added_tokens_decoder()
     return sorted(
         token_id
         for token_id, token in added.items()
-        if token.special and token.content in _CONVENTIONAL_EOS_NAMES
+        if token.special and token.content in CONVENTIONAL_EOS_NAMES
     )

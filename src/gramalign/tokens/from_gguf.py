@@ -14,10 +14,10 @@ from collections.abc import Iterable
 
 from gramalign.errors import VocabularyError
 
-from .byte_conventions import _GPT2_BYTE_DECODER, KIND_BYTE_LEVEL, _byte_level_entries
-from .eos import _valid_ids
+from .byte_conventions import GPT2_BYTE_DECODER, KIND_BYTE_LEVEL, byte_level_entries
+from .eos import valid_ids
 from .gguf import read_gguf_header
-from .vocabulary import Vocabulary, _assemble
+from .vocabulary import Vocabulary, assemble_vocabulary
 
 # llama.cpp's token types: text, then unknown, control, user-defined (text matched as
 # written), unused and byte-fallback tokens.
@@ -43,8 +43,8 @@ def vocabulary_from_gguf(
     if not isinstance(tokens, list) or len(types) != len(tokens):
         raise VocabularyError(f"the GGUF file {str(path)!r} has no token list (tokenizer.ggml.tokens) of its types")
     # Only text tokens are spelled in GPT-2's byte alphabet; control tokens need no bytes.
-    entries, _ = _byte_level_entries({token: k for k, token in enumerate(tokens) if types[k] == _NORMAL},
-                                     _GPT2_BYTE_DECODER)
+    entries, _ = byte_level_entries({token: k for k, token in enumerate(tokens) if types[k] == _NORMAL},
+                                     GPT2_BYTE_DECODER)
     entries += [None] * (len(tokens) - len(entries))
     special = set()
     for k, kind in enumerate(types):
@@ -54,8 +54,8 @@ def vocabulary_from_gguf(
             special.add(k)
     if vocab_size is None:
         vocab_size = _logits_width(metadata, shapes)
-    default_eos = _valid_ids([metadata.get("tokenizer.ggml.eos_token_id"), metadata.get("tokenizer.ggml.eot_token_id")])
-    return _assemble(
+    default_eos = valid_ids([metadata.get("tokenizer.ggml.eos_token_id"), metadata.get("tokenizer.ggml.eot_token_id")])
+    return assemble_vocabulary(
         kind=KIND_BYTE_LEVEL,
         entries=entries,
         special_ids=special,

@@ -15,12 +15,12 @@ from typing import Any
 
 from gramalign.errors import VocabularyError
 
-from .byte_conventions import KIND_BYTE_LEVEL, KIND_RAW, KIND_SENTENCEPIECE, _byt5_entries, _byte_level_entries
-from .eos import _chat_turn_end_ids, _conventional_eos_ids, _start_markers, _valid_ids, _warn_start_marker_eos
+from .byte_conventions import KIND_BYTE_LEVEL, KIND_RAW, KIND_SENTENCEPIECE, byt5_entries, byte_level_entries
+from .eos import chat_turn_end_ids, conventional_eos_ids, start_markers, valid_ids, warn_start_marker_eos
 from .from_mistral import vocabulary_from_mistral
-from .from_sentencepiece import _sentencepiece_entries
-from .from_tokenizers import _tokenizers_entries
-from .vocabulary import Vocabulary, _assemble, _type_name
+from .from_sentencepiece import sentencepiece_entries
+from .from_tokenizers import tokenizers_entries
+from .vocabulary import Vocabulary, assemble_vocabulary, type_name_of
 
 
 def vocabulary_from_hf(
@@ -48,21 +48,21 @@ def vocabulary_from_hf(
     encoder = getattr(tokenizer, "encoder", None)
     default_eos: list[int] = []
     if backend is not None:
-        entries, special_ids, kind = _tokenizers_entries(backend)
-        default_eos = _conventional_eos_ids(backend)
+        entries, special_ids, kind = tokenizers_entries(backend)
+        default_eos = conventional_eos_ids(backend)
     elif sp_model is not None:
-        entries, special_ids = _sentencepiece_entries(sp_model)
+        entries, special_ids = sentencepiece_entries(sp_model)
         kind = KIND_SENTENCEPIECE
-        default_eos = _valid_ids([sp_model.eos_id()])
+        default_eos = valid_ids([sp_model.eos_id()])
     elif isinstance(byte_decoder, Mapping) and isinstance(encoder, Mapping):
-        entries, special_ids = _byte_level_entries(encoder, byte_decoder)
+        entries, special_ids = byte_level_entries(encoder, byte_decoder)
         kind = KIND_BYTE_LEVEL
     elif type(tokenizer).__name__ == "ByT5Tokenizer" and isinstance(getattr(tokenizer, "offset", None), int):
-        entries, special_ids = _byt5_entries(tokenizer.offset)
+        entries, special_ids = byt5_entries(tokenizer.offset)
         kind = KIND_RAW
     else:
         raise VocabularyError(
-            f"unsupported Hugging Face tokenizer type {_type_name(tokenizer)}: it has no "
+            f"unsupported Hugging Face tokenizer type {type_name_of(tokenizer)}: it has no "
             "backend_tokenizer (fast), sp_model (SentencePiece) or encoder/byte_decoder "
             "(byte-level BPE)"
         )
@@ -79,19 +79,19 @@ def vocabulary_from_hf(
         default_eos = [eos]
     elif isinstance(eos, Iterable):
         default_eos = [int(i) for i in eos]
-    starts = _start_markers(tokenizer, default_eos) if eos_token_ids is None else []
+    starts = start_markers(tokenizer, default_eos) if eos_token_ids is None else []
     if starts:
         # The model stops where its chat template closes a turn, not at a start marker.
-        turn_end = _chat_turn_end_ids(tokenizer)
+        turn_end = chat_turn_end_ids(tokenizer)
         if turn_end:
             default_eos = turn_end
         else:
-            _warn_start_marker_eos(starts[0], source=_type_name(tokenizer))
+            warn_start_marker_eos(starts[0], source=type_name_of(tokenizer))
 
     def encode(text: str) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=False))
 
-    return _assemble(
+    return assemble_vocabulary(
         kind=kind,
         entries=entries,
         special_ids=special_ids,
@@ -99,7 +99,7 @@ def vocabulary_from_hf(
         eos_token_ids=eos_token_ids,
         default_eos_ids=default_eos,
         add_prefix_space=encode,
-        source=_type_name(tokenizer),
+        source=type_name_of(tokenizer),
     )
 
 
@@ -116,5 +116,5 @@ def _model_width_and_eos(model: Any) -> tuple[int | None, list[int]]:
         eos = getattr(config, "eos_token_id", None) if config is not None else None
         if eos is not None:
             break
-    ids = [] if eos is None else _valid_ids(eos if isinstance(eos, (list, tuple)) else [eos])
+    ids = [] if eos is None else valid_ids(eos if isinstance(eos, (list, tuple)) else [eos])
     return width, ids

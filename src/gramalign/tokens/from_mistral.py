@@ -12,9 +12,9 @@ from typing import Any
 from gramalign.errors import VocabularyError
 
 from .byte_conventions import KIND_SENTENCEPIECE, KIND_TEKKEN
-from .eos import _valid_ids
-from .from_sentencepiece import _sentencepiece_entries
-from .vocabulary import Vocabulary, _assemble, _type_name
+from .eos import valid_ids
+from .from_sentencepiece import sentencepiece_entries
+from .vocabulary import Vocabulary, assemble_vocabulary, type_name_of
 
 
 def vocabulary_from_mistral(
@@ -47,20 +47,20 @@ def vocabulary_from_mistral(
             import sentencepiece
 
             sp_model = sentencepiece.SentencePieceProcessor(model_file=str(inner.file_path))
-        entries, special_ids = _sentencepiece_entries(sp_model)
+        entries, special_ids = sentencepiece_entries(sp_model)
         special_ids |= {int(i) for i in inner.special_ids}
     else:
         raise VocabularyError(
-            f"unsupported mistral_common tokenizer type {_type_name(tokenizer)}: expected a "
+            f"unsupported mistral_common tokenizer type {type_name_of(tokenizer)}: expected a "
             "Tekkenizer, a SentencePieceTokenizer or a MistralTokenizer wrapping one"
         )
-    return _assemble(
+    return assemble_vocabulary(
         kind=kind,
         entries=entries,
         special_ids=special_ids,
         vocab_size=vocab_size,
         eos_token_ids=eos_token_ids,
-        default_eos_ids=_valid_ids([inner.eos_id]),
+        default_eos_ids=valid_ids([inner.eos_id]),
         add_prefix_space=encode,
-        source=_type_name(inner),
+        source=type_name_of(inner),
     )

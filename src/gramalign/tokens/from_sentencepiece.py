@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from gramalign.errors import VocabularyError
 
-from .byte_conventions import _BYTE_FALLBACK_PIECES, KIND_SENTENCEPIECE, SENTENCEPIECE_SPACE, _parse_byte_piece
-from .eos import _valid_ids
-from .vocabulary import Vocabulary, _assemble, _type_name
+from .byte_conventions import BYTE_FALLBACK_PIECES, KIND_SENTENCEPIECE, SENTENCEPIECE_SPACE, parse_byte_piece
+from .eos import valid_ids
+from .vocabulary import Vocabulary, assemble_vocabulary, type_name_of
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     import sentencepiece
@@ -38,25 +38,25 @@ def vocabulary_from_sentencepiece(
         except Exception as error:  # sentencepiece raises bare RuntimeError/OSError
             raise VocabularyError(f"cannot load SentencePiece model {path!r}: {error}") from error
     if not hasattr(model, "id_to_piece") or not hasattr(model, "is_control"):
-        raise VocabularyError(f"expected a SentencePieceProcessor, got {_type_name(model)}")
-    entries, special_ids = _sentencepiece_entries(model)
+        raise VocabularyError(f"expected a SentencePieceProcessor, got {type_name_of(model)}")
+    entries, special_ids = sentencepiece_entries(model)
 
     def encode(text: str) -> list[int]:
         return list(model.encode(text))
 
-    return _assemble(
+    return assemble_vocabulary(
         kind=KIND_SENTENCEPIECE,
         entries=entries,
         special_ids=special_ids,
         vocab_size=vocab_size,
         eos_token_ids=eos_token_ids,
-        default_eos_ids=_valid_ids([model.eos_id()]),
+        default_eos_ids=valid_ids([model.eos_id()]),
         add_prefix_space=encode,
         source="SentencePiece model",
     )
 
 
-def _sentencepiece_entries(model: Any) -> tuple[list[bytes | None], set[int]]:
+def sentencepiece_entries(model: Any) -> tuple[list[bytes | None], set[int]]:
     """Per-id bytes and special ids of a ``SentencePieceProcessor``."""
     ids = list(range(model.get_piece_size()))
     # The processor's methods accept lists, which keeps the loop out of Python.
@@ -75,7 +75,7 @@ def _sentencepiece_entries(model: Any) -> tuple[list[bytes | None], set[int]]:
             special_ids.add(token_id)
             entries.append(b"")
         elif is_byte[token_id]:
-            entries.append(_BYTE_FALLBACK_PIECES.get(piece) or _parse_byte_piece(piece, token_id))
+            entries.append(BYTE_FALLBACK_PIECES.get(piece) or parse_byte_piece(piece, token_id))
         else:
             entries.append(piece.replace(SENTENCEPIECE_SPACE, " ").encode("utf-8"))
     return entries, special_ids

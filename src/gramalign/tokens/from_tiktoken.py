@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from gramalign.errors import VocabularyError
 
 from .byte_conventions import KIND_TIKTOKEN
-from .eos import _CONVENTIONAL_EOS_NAMES
-from .vocabulary import Vocabulary, _assemble, _type_name
+from .eos import CONVENTIONAL_EOS_NAMES
+from .vocabulary import Vocabulary, assemble_vocabulary, type_name_of
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     import tiktoken
@@ -27,7 +27,7 @@ def vocabulary_from_tiktoken(
 ) -> Vocabulary:
     """:meth:`Vocabulary.from_tiktoken`, documented there."""
     if not hasattr(encoding, "decode_single_token_bytes") or not hasattr(encoding, "special_tokens_set"):
-        raise VocabularyError(f"expected a tiktoken.Encoding, got {_type_name(encoding)}")
+        raise VocabularyError(f"expected a tiktoken.Encoding, got {type_name_of(encoding)}")
     named_specials = {name: encoding.encode_single_token(name) for name in encoding.special_tokens_set}
     special_ids = set(named_specials.values())
     entries: list[bytes | None] = []
@@ -39,8 +39,8 @@ def vocabulary_from_tiktoken(
             entries.append(encoding.decode_single_token_bytes(token_id))
         except KeyError:
             entries.append(None)
-    default_eos = sorted(i for name, i in named_specials.items() if name in _CONVENTIONAL_EOS_NAMES)
-    return _assemble(
+    default_eos = sorted(i for name, i in named_specials.items() if name in CONVENTIONAL_EOS_NAMES)
+    return assemble_vocabulary(
         kind=KIND_TIKTOKEN,
         entries=entries,
         special_ids=special_ids,

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from gramalign.errors import VocabularyError
 
-from .byte_conventions import (_GPT2_TRANSLATION, KIND_BYTE_LEVEL, KIND_RAW, KIND_SENTENCEPIECE, SENTENCEPIECE_SPACE,
-                               _PieceDecoding)
-from .eos import _conventional_eos_ids
-from .vocabulary import Vocabulary, _assemble, _type_name
+from .byte_conventions import (GPT2_TRANSLATION, KIND_BYTE_LEVEL, KIND_RAW, KIND_SENTENCEPIECE, SENTENCEPIECE_SPACE,
+                               PieceDecoding)
+from .eos import conventional_eos_ids
+from .vocabulary import Vocabulary, assemble_vocabulary, type_name_of
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     import tokenizers
@@ -30,13 +30,13 @@ def vocabulary_from_tokenizers(
     eos_token_ids: int | Iterable[int] | None = None,
 ) -> Vocabulary:
     """:meth:`Vocabulary.from_tokenizers`, documented there."""
-    entries, special_ids, kind = _tokenizers_entries(tokenizer)
-    default_eos = _conventional_eos_ids(tokenizer)
+    entries, special_ids, kind = tokenizers_entries(tokenizer)
+    default_eos = conventional_eos_ids(tokenizer)
 
     def encode(text: str) -> list[int]:
         return tokenizer.encode(text, add_special_tokens=False).ids
 
-    return _assemble(
+    return assemble_vocabulary(
         kind=kind,
         entries=entries,
         special_ids=special_ids,
@@ -70,7 +70,7 @@ def _flatten_steps(state: Any, list_key: str) -> list[dict[str, Any]]:
     return [state]
 
 
-def _piece_decoding_for(tokenizer: tokenizers.Tokenizer) -> _PieceDecoding:
+def _piece_decoding_for(tokenizer: tokenizers.Tokenizer) -> PieceDecoding:
     """Read the decoder (or, lacking one, the pre-tokenizer) to learn the piece convention."""
     decoder_steps = _flatten_steps(_component_state(tokenizer.decoder), "decoders")
     if not decoder_steps:
@@ -112,26 +112,26 @@ def _piece_decoding_for(tokenizer: tokenizers.Tokenizer) -> _PieceDecoding:
         kind = KIND_SENTENCEPIECE
     else:
         kind = KIND_RAW
-    return _PieceDecoding(
+    return PieceDecoding(
         kind=kind,
         replacements=tuple(replacements),
         byte_fallback=byte_fallback,
-        byte_level_translation=_GPT2_TRANSLATION if byte_level else None,
+        byte_level_translation=GPT2_TRANSLATION if byte_level else None,
     )
 
 
-def _piece_decoding_without_decoder(tokenizer: tokenizers.Tokenizer) -> _PieceDecoding:
+def _piece_decoding_without_decoder(tokenizer: tokenizers.Tokenizer) -> PieceDecoding:
     """Without a decoder, `tokenizers` joins tokens with spaces; infer the model's intent."""
     pre_steps = _flatten_steps(_component_state(tokenizer.pre_tokenizer), "pretokenizers")
     normalizer_steps = _flatten_steps(_component_state(tokenizer.normalizer), "normalizers")
     if any(step.get("type") == "ByteLevel" for step in pre_steps):
-        return _PieceDecoding(kind=KIND_BYTE_LEVEL, byte_level_translation=_GPT2_TRANSLATION)
+        return PieceDecoding(kind=KIND_BYTE_LEVEL, byte_level_translation=GPT2_TRANSLATION)
     escapes_spaces = any(step.get("type") == "Metaspace" for step in pre_steps) or any(
         step.get("type") == "Replace" and step.get("content") == SENTENCEPIECE_SPACE
         for step in normalizer_steps
     )
     if escapes_spaces:
-        return _PieceDecoding(
+        return PieceDecoding(
             kind=KIND_SENTENCEPIECE,
             replacements=((SENTENCEPIECE_SPACE, " "),),
             byte_fallback=True,
@@ -144,10 +144,10 @@ def _piece_decoding_without_decoder(tokenizer: tokenizers.Tokenizer) -> _PieceDe
     )
 
 
-def _tokenizers_entries(tokenizer: Any) -> tuple[list[bytes | None], set[int], str]:
+def tokenizers_entries(tokenizer: Any) -> tuple[list[bytes | None], set[int], str]:
     """Per-id bytes, special ids and kind of a ``tokenizers.Tokenizer``."""
     if not hasattr(tokenizer, "get_vocab") or not hasattr(tokenizer, "get_added_tokens_decoder"):
-        raise VocabularyError(f"expected a tokenizers.Tokenizer, got {_type_name(tokenizer)}")
+        raise VocabularyError(f"expected a tokenizers.Tokenizer, got {type_name_of(tokenizer)}")
     model = tokenizer.model
     model_type = type(model).__name__
     if model_type == "WordPiece":

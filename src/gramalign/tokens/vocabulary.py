@@ -12,7 +12,7 @@ Special, added, control and unknown tokens get ``b""`` and are listed in
 The ``from_*`` constructors are thin: each hands the tokenizer to the module of its library
 (``from_hf``, ``from_tokenizers``, ``from_tiktoken``, ``from_sentencepiece``,
 ``from_mistral``), imported on first use, which reads the token strings, undoes their byte
-convention (``byte_conventions``) and finds the EOS ids (``eos``); :func:`_assemble` here
+convention (``byte_conventions``) and finds the EOS ids (``eos``); :func:`assemble_vocabulary` here
 turns the result into a validated :class:`Vocabulary`.
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 from gramalign.errors import VocabularyError
 
 from .byte_conventions import KIND_RAW
-from .eos import _check_eos_ids
+from .eos import check_eos_ids
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     import sentencepiece
@@ -93,7 +93,7 @@ class Vocabulary:
         with_bytes = sorted(i for i in self.special_token_ids if self.token_bytes[i])
         if with_bytes:
             raise VocabularyError(f"special token ids {with_bytes[:5]} must have empty bytes")
-        _check_eos_ids(self.eos_token_ids, self.size)
+        check_eos_ids(self.eos_token_ids, self.size)
 
     def __repr__(self) -> str:
         return (
@@ -225,7 +225,7 @@ class Vocabulary:
         for token_id in specials:
             if 0 <= token_id < len(entries):
                 entries[token_id] = b""
-        return _assemble(
+        return assemble_vocabulary(
             kind=kind,
             entries=entries,
             special_ids=specials,
@@ -369,18 +369,19 @@ class Vocabulary:
             return cls.from_mistral(tokenizer, **options)
         if module.startswith("transformers") or hasattr(tokenizer, "all_special_ids"):
             return cls.from_hf(tokenizer, **options)
-        raise VocabularyError(f"unsupported tokenizer type {_type_name(tokenizer)}")
+        raise VocabularyError(f"unsupported tokenizer type {type_name_of(tokenizer)}")
 
 
 # ---------------------------------------------------------------------- helpers
 
 
-def _type_name(obj: object) -> str:
+def type_name_of(obj: object) -> str:
+    """``module.QualifiedName`` of ``obj``'s type, for error messages about tokenizers."""
     kind = type(obj)
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def _assemble(
+def assemble_vocabulary(
     *,
     kind: str,
     entries: Sequence[bytes | None],
@@ -433,7 +434,7 @@ def _assemble(
         eos = [int(eos_token_ids)]
     else:
         eos = list(dict.fromkeys(int(i) for i in eos_token_ids))
-    _check_eos_ids(eos, size)
+    check_eos_ids(eos, size)
 
     if callable(add_prefix_space):
         add_prefix_space = _prepends_space(add_prefix_space, token_bytes)

@@ -45,6 +45,7 @@ __all__ = [
     "nfa_to_byte_dfa",
     "nfa_to_utf8_dfa",
     "renumbered",
+    "symbol_classes",
 ]
 
 DEAD = -1
@@ -245,7 +246,7 @@ def _empty_class_dfa(num_classes: int) -> _ClassDFA:
     return _ClassDFA(np.zeros((0, num_classes), dtype=np.int32), DEAD, np.zeros(0, dtype=bool))
 
 
-def _symbol_classes(labels: Sequence[IntervalSet]) -> tuple[list[IntervalSet], list[list[int]]]:
+def symbol_classes(labels: Sequence[IntervalSet]) -> tuple[list[IntervalSet], list[list[int]]]:
     """Split the alphabet into classes of symbols that every label treats alike.
 
     Returns the intervals of each class and, for each label, the classes it contains.
@@ -293,7 +294,7 @@ def _determinize(
 
     Symbols outside ``universe`` (when given) are ignored, as if no edge carried them.
     """
-    class_intervals, label_classes = _symbol_classes(nfa.labels)
+    class_intervals, label_classes = symbol_classes(nfa.labels)
     if universe is not None:
         clipped = [intersect_intervals(ivs, universe) for ivs in class_intervals]
         new_index = {}

@@ -66,7 +66,7 @@ import numpy as np
 from ...errors import GrammarError
 from ..limits import check_time
 from .algebra import concatenate, difference
-from .dfa import (NFA, ByteDFA, StateLimitError, _symbol_classes, dfa_from_table, intersect_intervals,
+from .dfa import (NFA, ByteDFA, StateLimitError, symbol_classes, dfa_from_table, intersect_intervals,
                   nfa_to_utf8_dfa, subtract_intervals)
 from .regex import combine_flags, item_symbols, parsed_to_dfa, pieces_dfa, regex_to_dfa
 
@@ -479,7 +479,7 @@ def ordered_first_match_dfa(pattern: str, flags: int = 0, max_states: int = MAX_
         return tuple(found)
 
     chars = [s for s in range(len(kind)) if kind[s] == _CHAR]
-    classes, label_classes = _symbol_classes([data[s][0] for s in chars])
+    classes, label_classes = symbol_classes([data[s][0] for s in chars])
     class_members: list[list[int]] = [[] for _ in classes]  # class -> the char states taking it
     for state, members in zip(chars, label_classes):
         for c in members:

@@ -85,7 +85,7 @@ _CATEGORIES = {
     _sre_parse.CATEGORY_NOT_WORD: ("w", True),
 }
 
-_SUPPORTED_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE | re.DEBUG
+SUPPORTED_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE | re.DEBUG
 
 
 def regex_to_dfa(pattern: str, *, flags: int = 0, max_states: int = 50_000, whole_text: bool = False) -> ByteDFA:
@@ -130,8 +130,8 @@ REGEX_CACHE_SIZE = 4096
 @functools.lru_cache(maxsize=REGEX_CACHE_SIZE)
 def _cached_regex_to_dfa(pattern: str, flags: int, max_states: int, whole_text: bool = False) -> ByteDFA:
     flags = int(flags)
-    if flags & ~_SUPPORTED_FLAGS:
-        raise RegexError(f"unsupported regex flags {re.RegexFlag(flags & ~_SUPPORTED_FLAGS)!r}", pattern)
+    if flags & ~SUPPORTED_FLAGS:
+        raise RegexError(f"unsupported regex flags {re.RegexFlag(flags & ~SUPPORTED_FLAGS)!r}", pattern)
     flags &= ~re.DEBUG
     try:
         re.compile(pattern, flags)  # re's own validation gives the exact message and position

@@ -276,13 +276,13 @@ def format_arrays(name: str) -> tuple[dict[str, np.ndarray], dict[str, ByteDFA]]
     """The arrays of format ``name``'s file, from a fresh construction, and the automata
     they hold (``contents``, ``spelling``)."""
     from .formats import build_format_dfa
-    from .strings import _minimally_escaped, minimal_spelling_states
+    from .strings import minimally_escaped, minimal_spelling_states
 
     from .formats import build_unbounded_dfa
 
     contents = build_format_dfa(name)
     bound = minimal_spelling_states(contents)
-    spelling = _minimally_escaped(contents, bound)  # raises if the bound were too small
+    spelling = minimally_escaped(contents, bound)  # raises if the bound were too small
     arrays = {**_compact(contents, "contents_"), **_compact(spelling, "spelling_"),
               "spelling_bound": np.array(bound, dtype=np.int64)}
     automata = {"contents": contents, "spelling": spelling}

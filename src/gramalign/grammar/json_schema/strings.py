@@ -274,7 +274,7 @@ def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int 
     if found is None:
         if escapes == "minimal":
             found = (_shipped_spelling(contents, max_states) or _spelled_other_strings(contents, max_states)
-                     or _minimally_escaped(contents, max_states))
+                     or minimally_escaped(contents, max_states))
         else:
             found = _escaped(contents, escapes, max_states)
         found = _JSON_STRINGS.put(key, found)
@@ -294,10 +294,10 @@ def json_literal_dfa(text: str, *, escapes: str = "all", max_states: int = MAX_S
 
 def _spelled_other_strings(contents: ByteDFA, max_states: int) -> ByteDFA | None:
     """For ``contents = other_strings(names)`` with nothing to escape in the names, exactly
-    ``_minimally_escaped(contents)``, as the spellings of any string (cached once) minus the
+    ``minimally_escaped(contents)``, as the spellings of any string (cached once) minus the
     quoted names: one product instead of spelling and minimising a new automaton. Distinct
     strings have disjoint spellings, so spelling commutes with the difference. None for
-    other contents, and where ``_minimally_escaped`` could hit ``max_states`` (it counts at
+    other contents, and where ``minimally_escaped`` could hit ``max_states`` (it counts at
     most 7n + 2 states before minimising): its error, if any, is then the one raised."""
     names = _EXCLUDED_NAMES.get(contents.digest)
     if names is None or 7 * contents.num_states + 2 > max_states:
@@ -317,7 +317,7 @@ _SHIPPED_SPELLINGS: dict[bytes, Callable[[int], ByteDFA | None]] = {}
 
 def register_shipped_spelling(contents_digest: bytes, loader: Callable[[int], ByteDFA | None]) -> None:
     """Let ``json_string_dfa(contents, escapes="minimal")`` take its result from ``loader``
-    (which must return exactly what :func:`_minimally_escaped` would) for contents with
+    (which must return exactly what :func:`minimally_escaped` would) for contents with
     this digest."""
     _SHIPPED_SPELLINGS[contents_digest] = loader
 
@@ -328,7 +328,7 @@ def _shipped_spelling(contents: ByteDFA, max_states: int) -> ByteDFA | None:
 
 
 def minimal_spelling_states(contents: ByteDFA) -> int:
-    """The states :func:`_minimally_escaped` lays out before minimising: it raises
+    """The states :func:`minimally_escaped` lays out before minimising: it raises
     StateLimitError exactly when this exceeds ``max_states``."""
     table = contents.transitions
     escaping = (table[:, _NEEDS_ESCAPE] != DEAD).any(axis=1)
@@ -350,7 +350,7 @@ _SHORT_ESCAPE_LETTERS = {code_point: letter for code_point, letter in _SHORT_ESC
 _LOW_HEX_ESCAPED = [cp for cp in range(0x10) if cp not in _SHORT_ESCAPE_LETTERS]  # written \u000X
 
 
-def _minimally_escaped(contents: ByteDFA, max_states: int) -> ByteDFA:
+def minimally_escaped(contents: ByteDFA, max_states: int) -> ByteDFA:
     """The minimal-escape JSON spellings of ``contents``, built directly as a DFA.
 
     Every character JSON requires escaped (``"``, ``\\``, U+0000-U+001F) is one ASCII
