@@ -35,8 +35,8 @@ from .masking.gc_guard import freeze_gc, gc_paused
 from .masking.infill import InfillChecker, InfillResult
 from .masking.matcher import GrammarMatcher
 from .masking.warm_up import warm_up
-from .samplers import (ASApSampler, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel, awrs_sample,
-                       masked_sample, smc_sample)
+from .samplers import (ASApSampler, FimResult, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel,
+                       awrs_sample, fim_sample, masked_sample, smc_sample)
 from .tokens import Vocabulary
 
 __version__ = "0.1.0"
@@ -73,5 +73,5 @@ __all__ = [
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "unpack_token_bitmask_numpy", "GrammarLogitsProcessor", "vocabulary_for_model",
     "GAP", "InfillChecker", "InfillError", "InfillResult",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
-    "masked_sample", "smc_sample", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
+    "masked_sample", "smc_sample", "fim_sample", "FimResult", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
 ]
