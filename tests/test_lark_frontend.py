@@ -303,6 +303,21 @@ def test_lazy_block_comments_end_where_larks_do():
         assert gramalign_accepts(grammar, sample) == lark_accepts(oracle, sample), sample
 
 
+def agrees_with_lark_on_random_texts(text: str, pieces: list, count: int, longest: int, seed, parser: str = "lalr"):
+    """gramalign's verdict equals lark's on ``count`` random concatenations of 1 to
+    ``longest`` pieces, and lark both accepts and refuses some of them."""
+    oracle = lark.Lark(text, parser=parser)
+    grammar = ga.Grammar.from_lark(text, parser=parser)
+    rng = random.Random(seed)
+    verdicts = set()
+    for _ in range(count):
+        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(1, longest)))
+        expected = lark_accepts(oracle, sample)
+        assert gramalign_accepts(grammar, sample) == expected, sample
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
 @pytest.mark.parametrize("parser", ["lalr", "earley"])
 @pytest.mark.parametrize("pattern", [
     r"a|ab",  # re never takes the second alternative: "ab" is A then B
@@ -310,18 +325,8 @@ def test_lazy_block_comments_end_where_larks_do():
     r"a+(ab)?",  # a+ starves the optional part: "aab" is "aa" then B
 ])
 def test_greedy_alternatives_take_larks_first_route(pattern, parser):
-    text = f'start: A B? ("." A)*\nA: /{pattern}/\nB: "b"\n'
-    oracle = lark.Lark(text, parser=parser)
-    grammar = ga.Grammar.from_lark(text, parser=parser)
-    rng = random.Random(pattern)
-    pieces = ["a", "b", ".", "1", "12", "ab", "aab"]
-    verdicts = set()
-    for _ in range(800):
-        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
-        expected = lark_accepts(oracle, sample)
-        assert gramalign_accepts(grammar, sample) == expected, sample
-        verdicts.add(expected)
-    assert verdicts == {True, False}
+    agrees_with_lark_on_random_texts(f'start: A B? ("." A)*\nA: /{pattern}/\nB: "b"\n',
+                                     ["a", "b", ".", "1", "12", "ab", "aab"], 800, 6, pattern, parser)
 
 
 @pytest.mark.parametrize("pattern", [
@@ -332,18 +337,8 @@ def test_greedy_alternatives_take_larks_first_route(pattern, parser):
 ])
 def test_lazy_quantifiers_whose_first_match_is_not_the_shortest_mean_what_lark_says(pattern):
     """Read by the ordered subset construction (first_match.ordered_first_match_dfa)."""
-    text = f'start: T+\n%ignore " "\nT: /{pattern}/\n'
-    oracle = lark.Lark(text, parser="lalr")
-    grammar = ga.Grammar.from_lark(text)
-    rng = random.Random(pattern)
-    pieces = ['"', "a", "b", "c", "x", " ", "\\", '"a"', "cc"]
-    verdicts = set()
-    for _ in range(1500):
-        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 9)))
-        expected = lark_accepts(oracle, sample)
-        assert gramalign_accepts(grammar, sample) == expected, sample
-        verdicts.add(expected)
-    assert verdicts == {True, False}
+    agrees_with_lark_on_random_texts(f'start: T+\n%ignore " "\nT: /{pattern}/\n',
+                                     ['"', "a", "b", "c", "x", " ", "\\", '"a"', "cc"], 1500, 9, pattern)
 
 
 @pytest.mark.parametrize("pattern, reason", [
