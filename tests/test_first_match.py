@@ -55,18 +55,24 @@ def dfa_lexeme(dfa, text: str):
     return found[0] if found else None
 
 
+def nonempty_re_matches(pattern: str, rng: random.Random, alphabet: str, count: int):
+    """(text, re.match's match or None) for ``count`` random texts of up to 12 characters,
+    leaving out texts whose match is empty (an empty lexeme: lark refuses such terminals, and
+    the language has "" where re takes it only when nothing longer comes first)."""
+    compiled = re.compile(pattern)
+    for _ in range(count):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        found = compiled.match(text)
+        if found is None or found.group():
+            yield text, found.group() if found else None
+
+
 @pytest.mark.parametrize("seed", range(300))
 def test_first_match_of_accepted_shapes_is_res(seed):
     rng = random.Random(seed)
     pattern = random_shape(rng)
     dfa = first_match_dfa(pattern)
-    compiled = re.compile(pattern)
-    for _ in range(300):
-        text = "".join(rng.choice("abc\n") for _ in range(rng.randint(0, 12)))
-        found = compiled.match(text)
-        expected = found.group() if found else None
-        if expected == "":
-            continue  # an empty lexeme: lark refuses such terminals anyway
+    for text, expected in nonempty_re_matches(pattern, rng, "abc\n", 300):
         assert dfa_lexeme(dfa, text) == expected, (pattern, text)
 
 
@@ -270,13 +276,7 @@ def test_greedy_patterns_take_res_first_route(seed):
     except LazyQuantifierError:
         pytest.skip(f"too large: {pattern}")
     lexemes = greedy_first_matches(pattern, language) or language
-    compiled = re.compile(pattern)
-    for _ in range(200):
-        text = "".join(rng.choice("abcA\né") for _ in range(rng.randint(0, 12)))
-        found = compiled.match(text)
-        expected = found.group() if found else None
-        if expected == "":
-            continue  # the empty lexeme: the language has it, re takes it only where nothing longer comes first
+    for text, expected in nonempty_re_matches(pattern, rng, "abcA\né", 200):
         assert longest_lexeme(lexemes, text) == expected, (pattern, text)
 
 
