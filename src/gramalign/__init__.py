@@ -48,6 +48,7 @@ _TORCH_NAMES = {
     "GrammarLogitsProcessor": "gramalign.integrations.hf",
     "vocabulary_for_model": "gramalign.integrations.hf",
     "generate": "gramalign.integrations.generate",
+    "generate_infill": "gramalign.integrations.generate",
     "generate_as": "gramalign.integrations.typed",
     "stream": "gramalign.integrations.typed",
     "Generation": "gramalign.integrations.generation",
@@ -73,5 +74,5 @@ __all__ = [
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "unpack_token_bitmask_numpy", "GrammarLogitsProcessor", "vocabulary_for_model",
     "GAP", "InfillChecker", "InfillError", "InfillResult",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
-    "masked_sample", "smc_sample", "fim_sample", "FimResult", "generate", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
+    "masked_sample", "smc_sample", "fim_sample", "FimResult", "generate", "generate_infill", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
 ]

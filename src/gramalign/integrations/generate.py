@@ -99,3 +99,60 @@ def generate(model, tokenizer, prompt: "str | Sequence[dict]", *, grammar: "Gram
     text = grammar.vocabulary.decode_bytes(sample.token_ids).decode("utf-8", errors="replace")
     return Generation(text, sample.token_ids, sample.finished, sample.logprob, sample.log_weight, particles,
                       log_normaliser, checks, asap, sample.forced_tokens, time.perf_counter() - start)
+
+
+FIM_MARKERS = (("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),  # StarCoder and its descendants
+               ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),  # Qwen2.5-Coder
+               ("<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"))  # DeepSeek-Coder
+"""Prefix, suffix and middle markers of the fill-in-the-middle templates recognised by name."""
+
+
+def fim_prompt_ids(tokenizer, prefix: str, suffix: str, template=None) -> list[int]:
+    """The prompt of a fill-in-the-middle model in prefix-suffix-middle order: the
+    tokenizer's own markers (one of :data:`FIM_MARKERS`), or ``template(prefix, suffix)``
+    returning the prompt as a string or as token ids."""
+    if template is not None:
+        made = template(prefix, suffix)
+        return (list(tokenizer(made, add_special_tokens=False).input_ids) if isinstance(made, str)
+                else [int(t) for t in made])
+    known = tokenizer.get_vocab()
+    for markers in FIM_MARKERS:
+        if all(marker in known for marker in markers):
+            pre, suf, mid = (known[marker] for marker in markers)
+            return [pre, *tokenizer(prefix, add_special_tokens=False).input_ids,
+                    suf, *tokenizer(suffix, add_special_tokens=False).input_ids, mid]
+    raise ValueError(f"the tokenizer has none of the fill-in-the-middle markers gramalign knows "
+                     f"({', '.join(markers[0] for markers in FIM_MARKERS)}): pass template=, a function "
+                     "(prefix, suffix) -> the prompt as a string or token ids")
+
+
+def generate_infill(model, tokenizer, prefix: str, suffix: str, *, grammar: "Grammar | CompiledGrammar",
+                    max_new_tokens: int = 128, template=None, budget_s: "float | None" = 1.0,
+                    seed: "int | np.random.Generator | None" = None) -> Generation:
+    """The middle between ``prefix`` and ``suffix`` from a transformers causal LM trained for
+    fill-in-the-middle, such that ``prefix + middle + suffix`` follows ``grammar``
+    (:func:`gramalign.fim_sample`: each token of the middle must still let the suffix follow,
+    each step samples the model restricted to those tokens). The prompt is the model's FIM
+    template (see :func:`fim_prompt_ids`; ``template`` for another); the middle ends with the
+    vocabulary's EOS. ``budget_s`` bounds each infilling check (an undecided check lets its
+    token through: ``constraint_checks`` counts the checks). ``text`` is the middle.
+
+    >>> out = generate_infill(model, tokenizer, "def f(x):\\n    return ", "\\n", grammar=g)  # doctest: +SKIP
+    """
+    from ..masking.infill import InfillChecker
+    from ..samplers.fim import fim_sample
+
+    language_model = model if isinstance(model, HFLanguageModel) else HFLanguageModel(model)
+    if isinstance(grammar, Grammar):
+        grammar = compile(grammar, vocabulary_for_model(tokenizer, language_model.model))
+    elif not isinstance(grammar, CompiledGrammar):
+        raise TypeError(f"grammar must be a gramalign Grammar or CompiledGrammar, got {type(grammar).__name__}")
+    prompt_ids = fim_prompt_ids(tokenizer, prefix, suffix, template)
+    start = time.perf_counter()
+    language_model.reset()
+    result = fim_sample(language_model, grammar, prefix, suffix, prompt_ids=prompt_ids,
+                        max_new_tokens=max_new_tokens, rng=np.random.default_rng(seed),
+                        checker=InfillChecker(grammar, budget_s=budget_s))
+    return Generation(text=result.middle.decode("utf-8", errors="replace"), token_ids=result.token_ids,
+                      finished=result.finished, logprob=result.logprob, constraint_checks=result.checks,
+                      seconds=time.perf_counter() - start)
