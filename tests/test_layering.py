@@ -20,30 +20,33 @@ ALLOWED = {
 }
 
 
-def _imported(path: Path, root: Path = PACKAGE) -> set[str]:
-    """The gramalign top-level parts (``grammar``, ``errors``...) a module imports; a name
-    taken from the package itself (``from .. import __version__``) is ``__init__``."""
+def _import_targets(path: Path, root: Path = PACKAGE) -> list[list[str]]:
+    """What a module imports from gramalign, as paths below the package (``["grammar",
+    "dfa"]``); a name taken from a package (``from .. import x``) is that package's ``x``."""
     parts = path.relative_to(root).with_suffix("").parts
     package = parts[:-1]  # the folder holds the module, __init__.py included
-    found = set()
+    found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:  # relative: resolve against the module's package
                 base = package[:len(package) - node.level + 1]
                 target = list(base) + (node.module.split(".") if node.module else [])
-                names = [target] if node.module else [list(base) + [a.name] for a in node.names]
+                found += [target] if node.module else [list(base) + [a.name] for a in node.names]
             elif node.module and node.module.split(".")[0] == "gramalign":
-                names = [node.module.split(".")[1:]]
-            else:
-                continue
+                found.append(node.module.split(".")[1:])
         elif isinstance(node, ast.Import):
-            names = [a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == "gramalign"]
-        else:
-            continue
-        for name in names:
-            if name:
-                is_module = (root / name[0]).is_dir() or (root / f"{name[0]}.py").exists()
-                found.add(name[0] if is_module else "__init__")
+            found += [a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == "gramalign"]
+    return found
+
+
+def _imported(path: Path, root: Path = PACKAGE) -> set[str]:
+    """The gramalign top-level parts (``grammar``, ``errors``...) a module imports; a name
+    taken from the package itself (``from .. import __version__``) is ``__init__``."""
+    found = set()
+    for name in _import_targets(path, root):
+        if name:
+            is_module = (root / name[0]).is_dir() or (root / f"{name[0]}.py").exists()
+            found.add(name[0] if is_module else "__init__")
     return found
 
 
@@ -109,28 +112,12 @@ def test_the_doc_tree_reader_reads_folders_by_indentation():
                                      "grammar/a.py", "grammar/b/", "errors.py"}
 
 
-def _imported_modules(path: Path, root: Path = PACKAGE) -> set[str]:
-    """The gramalign modules (dotted, below the package) a module imports from."""
-    parts = path.relative_to(root).with_suffix("").parts
-    package = parts[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[:len(package) - node.level + 1]
-            found.add(".".join(list(base) + (node.module.split(".") if node.module else [])))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "gramalign":
-            found.add(".".join(node.module.split(".")[1:]))
-        elif isinstance(node, ast.Import):
-            found.update(".".join(a.name.split(".")[1:]) for a in node.names if a.name.split(".")[0] == "gramalign")
-    return found
-
-
 def test_the_automata_toolkit_knows_no_grammar():
     # grammar/automata/ is regexes and automata: only itself, the compile budgets and the leaves
     allowed = ("grammar.automata", "grammar.limits", *LEAVES)
     wrong = [f"{path.relative_to(PACKAGE)} imports {module}"
              for path in sorted((PACKAGE / "grammar" / "automata").rglob("*.py"))
-             for module in _imported_modules(path)
+             for module in {".".join(name) for name in _import_targets(path)}
              if not any(module == a or module.startswith(a + ".") for a in allowed)]
     assert wrong == []
 

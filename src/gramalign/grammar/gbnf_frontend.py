@@ -313,7 +313,8 @@ def _derives_no_text(grammar: Grammar, rules: dict[str, tuple], start: str) -> G
     """The error for a start rule that derives no text, naming the user's rules that never end."""
     productive = productive_rules({rule.name: rule.alternatives for rule in grammar.rules},
                                   {t.name for t in grammar.terminals})
-    endless = [name for name in rules if _rule_name(name) not in productive and name in _reached(rules, start)]
+    reached = _reached(rules, start)
+    endless = [name for name in rules if _rule_name(name) not in productive and name in reached]
     if len(endless) == 1:
         why = f"every alternative of {endless[0]!r} needs {endless[0]!r} again"
     else:

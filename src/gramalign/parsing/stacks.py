@@ -268,18 +268,7 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
                 for k in range(n_here):
                     if here[0, k] == target:
                         found = k
-                key = (np.int64(here[1, found]) << 32) | np.int64(under)
-                if found >= 0:  # _insert
-                    mask = edges.shape[0] - 1
-                    h = (key * np.int64(-7046029254386353131)) >> np.int64(17)
-                    while True:
-                        h &= mask
-                        if edges[h] == key or edges[h] < 0:
-                            break
-                        h += 1
-                    if edges[h] == key:
-                        continue  # a known edge: its reductions are done or listed
-                if found < 0:
+                if found < 0:  # a new node here
                     here[0, n_here] = target
                     there = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, target,
                                   under)
@@ -290,8 +279,17 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
                     tasks[0, n_task], tasks[1, n_task] = there, -1
                     n_here += 1
                     n_task += 1
-                else:  # a new edge: its reductions
-                    there = here[1, found]
+                    continue
+                there = here[1, found]
+                key = (np.int64(there) << 32) | np.int64(under)
+                mask = edges.shape[0] - 1  # _insert, written out
+                h = (key * np.int64(-7046029254386353131)) >> np.int64(17)
+                while True:
+                    h &= mask
+                    if edges[h] == key or edges[h] < 0:
+                        break
+                    h += 1
+                if edges[h] != key:  # a new edge: its reductions
                     edges[h] = key
                     n_edges += 1
                     alloc = _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
