@@ -105,7 +105,7 @@ def lark_parse_table(grammar: Grammar, *, shared_sets: bool = True, kernel_inclu
     goto_columns = {name: k for k, name in enumerate(nonterminals)}
     rule_index = {id(rule): r for r, rule in enumerate(rules)}
     n_states = len(table.states)
-    action = np.zeros((n_states, len(columns)), dtype=np.int32)
+    action = np.zeros((n_states, len(columns) + 1), dtype=np.int32)  # and the DEFAULT column, empty in LALR(1)
     goto = np.full((n_states, len(nonterminals)), -1, dtype=np.int32)
     for state, entries in table.states.items():
         for symbol, (kind, argument) in entries.items():

@@ -156,6 +156,12 @@ class Grammar:
     parser tells the readings apart. GBNF grammars are read this way (a rule that refers to
     no recursive rule is one terminal), and Lark grammars read with ``parser="earley"``.
     Such a grammar has no layout, lookaheads, word boundaries or counted strings."""
+    lr0: bool = False
+    """The grammar is LR(0), as the grammars of JSON Schemas are by construction: its table
+    has no look-aheads, and the parser reduces as soon as the top state can only reduce
+    (a *default reduction*), so each stack's lexer candidates are exactly the terminals it
+    can shift, found from the states themselves. Where the LR(0) automaton has a conflict,
+    the LALR(1) table is built instead (same language; candidates from look-aheads)."""
     own_longest: tuple[str, ...] = ()
     """In an :attr:`every_split` grammar, the terminals whose lexeme is only their own longest
     match where they start (lark's dynamic lexer takes each terminal's ``re.match`` there): a

@@ -9,7 +9,12 @@ integer construction of :mod:`.lalr_kernels` (LR(0) item sets, then DeRemer and
 Pennello's look-aheads); the tests hold it equal to lark's, state by state.
 
 Action encoding (int32): ``ERROR = 0``; shift to state ``s`` is ``s + 1``; reduce by rule
-``r`` is ``-(r + 1)``; ``ACCEPT`` (on ``$END`` only) is the int32 minimum. lark accepts when
+``r`` is ``-(r + 1)``; ``ACCEPT`` (on ``$END`` only) is the int32 minimum. The table has one
+column per terminal and one more, ``DEFAULT`` (the last): empty in an LALR(1) table; in the
+table of an :attr:`~gramalign.grammar.grammar.Grammar.lr0` grammar, which has no
+look-aheads, the reduction of a state that can only reduce, which the parser makes as soon
+as it lands there (so the top of a stack always shifts, and what it can shift is exactly
+what may come next). lark accepts when
 a reduction on ``$END`` leads to its end state; the table marks that state's ``$END``
 action as ACCEPT, so one loop (reduce while negative, then shift or accept) runs the parser.
 States are numbered breadth first from ``initial_state`` (0), each state's successors in
@@ -32,7 +37,8 @@ from ..errors import GrammarError
 from .grammar import Grammar
 from .limits import active_limits, check_estimate, check_size, check_time
 from .normalize import normalized
-from .lalr_kernels import ACCEPT, FORK, goto_of, lalr_table, lr0_automaton, pack_goto, productive, reduce_loop, rule_defects
+from .lalr_kernels import (ACCEPT, FORK, goto_of, lalr_table, lr0_automaton, lr0_table, pack_goto, productive, reduce_loop,
+                           rule_defects)
 
 ERROR = 0
 END = "$END"
@@ -159,6 +165,11 @@ def _table_arrays(grammar: Grammar) -> tuple:
     # the look-ahead kernel runs uninterrupted: ~20 ns per table cell measured (2-core VM,
     # 122k states x 578 terminals in 1.5 s); refuse up front at half that rate
     check_estimate(10e-9 * n_terminals * int(automaton[0]), "the LALR(1) look-aheads")
+    if grammar.lr0 and not any(len(alternative) == 0 for alternative in alternatives):
+        action, goto, lr0_conflicts = lr0_table(rule_offsets, rule_lhs, n_terminals, *automaton, start_symbol)
+        if not lr0_conflicts:
+            productive_of = lambda: productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1)[:root]  # noqa: E731
+            return terminals, nonterminals, action, goto, np.empty((0, 3), np.int64), rule_lhs, rule_offsets, productive_of
     action, goto, conflicts, overflow = lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, root + 1,
                                                    *automaton, start_symbol, MAX_CONFLICTS)
     if overflow:
@@ -333,7 +344,7 @@ def parse_terminals(table: ParseTable, names: list[str]) -> bool:
                 pending += [(stack, int(b)) for b in table.goto[at + 1:at + 1 + int(table.goto[at])]]
                 continue
             if a > 0:
-                shifted.append(stack + (a - 1,))
+                shifted.append(_default_reduced(table, stack + (a - 1,)))
                 continue
             rule = -a - 1
             stack = stack[:len(stack) - int(table.rule_len[rule])]
@@ -343,3 +354,12 @@ def parse_terminals(table: ParseTable, names: list[str]) -> bool:
                 pending.append((stack, None))
         stacks = list(dict.fromkeys(shifted))
     return False
+
+
+def _default_reduced(table: ParseTable, stack: tuple) -> tuple:
+    """``stack`` after the default reductions of an LR(0) table (none in an LALR(1) one)."""
+    while (a := int(table.action[stack[-1], -1])) < 0:
+        rule = -a - 1
+        stack = stack[:len(stack) - int(table.rule_len[rule])]
+        stack += (table.goto_of(stack[-1], int(table.rule_lhs[rule])),)
+    return stack

@@ -30,7 +30,7 @@ ACCEPT = -(2**31)
 FORK = 1 << 30  # an action from here up lists several actions (a generalized grammar, see lalr.py)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 # the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
-__all__ = ["lalr_table", "lr0_automaton", "productive", "reduce_loop", "rule_defects"]
+__all__ = ["lalr_table", "lr0_automaton", "lr0_table", "productive", "reduce_loop", "rule_defects"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -477,8 +477,8 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     _digraph(reads_offsets, reads[:n_reads], sets)
     includes_offsets, order = _grouped(includer[:n_includes], n_nodes)
     _digraph(includes_offsets, included[:n_includes][order], sets)
-    # the tables
-    action = np.zeros((n_states, n_terminals), dtype=np.int32)
+    # the tables (the last column, DEFAULT, stays empty: an LALR(1) parser reduces on look-ahead)
+    action = np.zeros((n_states, n_terminals + 1), dtype=np.int32)
     goto_source = np.empty(n_nodes, dtype=np.int64)
     goto_symbol = np.empty(n_nodes, dtype=np.int64)
     goto_target = np.empty(n_nodes, dtype=np.int64)
@@ -523,6 +523,63 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
                         n_conflicts += 1
     action[final, end] = ACCEPT
     return action, goto, conflicts[:n_conflicts], overflow
+
+
+@numba.njit(cache=True, nogil=True)
+def lr0_table(rule_offsets, rule_lhs, n_terminals, n_states, kernel_offsets, kernel_items, trans_offsets,
+              trans_symbol, trans_target, start_symbol):
+    """The action and goto tables of an LR(0) grammar, without look-aheads: a state that can
+    only reduce (one complete item, nothing to shift) holds that reduction in its DEFAULT
+    column (the last), which the parser follows right after it lands there; its terminal
+    cells stay empty, so its lexer candidates are none (it is never the top of a stack).
+    The state after ``start`` accepts ``$END``. Returns (action, packed goto, conflicts):
+    the number of states with an LR(0) conflict (a complete item beside another complete
+    item or a shift), where the caller builds the LALR(1) table instead."""
+    n_rules = rule_offsets.shape[0] - 1
+    root_rule = n_rules - 1
+    item_rule = np.empty(rule_offsets[n_rules] + n_rules, dtype=np.int64)
+    for r in range(n_rules):
+        item_rule[rule_offsets[r] + r:rule_offsets[r + 1] + r + 1] = r
+    action = np.zeros((n_states, n_terminals + 1), dtype=np.int32)
+    default = n_terminals
+    n_trans = trans_symbol.shape[0]
+    n_gotos = 0
+    for t in range(n_trans):
+        if trans_symbol[t] >= n_terminals:
+            n_gotos += 1
+    goto_source = np.empty(n_gotos, dtype=np.int64)
+    goto_symbol = np.empty(n_gotos, dtype=np.int64)
+    goto_target = np.empty(n_gotos, dtype=np.int64)
+    n_gotos = 0
+    conflicts = 0
+    final = -1
+    for s in range(n_states):
+        shifts = 0
+        for t in range(trans_offsets[s], trans_offsets[s + 1]):
+            symbol = trans_symbol[t]
+            if symbol < n_terminals:
+                action[s, symbol] = trans_target[t] + 1
+                shifts += 1
+            else:
+                goto_source[n_gotos], goto_symbol[n_gotos], goto_target[n_gotos] = s, symbol - n_terminals, trans_target[t]
+                n_gotos += 1
+                if s == 0 and symbol == start_symbol:
+                    final = trans_target[t]
+        complete = -1
+        n_complete = 0
+        for k in range(kernel_offsets[s], kernel_offsets[s + 1]):
+            item = kernel_items[k]
+            r = item_rule[item]
+            if item - rule_offsets[r] - r == rule_offsets[r + 1] - rule_offsets[r] and r != root_rule:
+                complete = r
+                n_complete += 1
+        if n_complete > 1 or (n_complete == 1 and shifts > 0):
+            conflicts += 1
+        elif n_complete == 1:
+            action[s, default] = -(complete + 1)
+    if final >= 0:
+        action[final, n_terminals - 1] = ACCEPT
+    return action, pack_goto(goto_source, goto_symbol, goto_target, n_states), conflicts
 
 
 # The goto table, packed. Dense, it is [states x nonterminals] and almost empty: a JSON

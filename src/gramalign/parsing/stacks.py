@@ -53,7 +53,8 @@ def node_parent(pool_parent, scratch_parent, node):
 @numba.njit(cache=True, nogil=True)
 def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
                   scratch_parent, exposed, node, column, to_scratch, alloc):
-    """Reduce as the LALR table says for terminal ``column``, then shift it.
+    """Reduce as the LALR table says for terminal ``column``, then shift it (and make the
+    default reductions of an LR(0) table, see ``grammar/lalr.py``, where it lands).
 
     New nodes go to the scratch pool when ``to_scratch`` (look-ahead only) or else to the
     committed pool, from index ``alloc``. Returns ``(new top node, alloc, status)``; the
@@ -65,10 +66,13 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
     """
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     base = SCRATCH_BASE if to_scratch else 0
+    default = action.shape[1] - 1
     while True:
         state = node_state(pool_state, scratch_state, node)
         a = action[state, column]
         if a == 0:
+            if column == default:  # shifted, and the top can shift: done
+                return node, alloc, OK
             return -1, alloc, OK
         if a == ACCEPT:
             return -2, alloc, OK
@@ -96,7 +100,7 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
         node = base + alloc
         alloc += 1
         if a > 0:
-            return node, alloc, OK
+            column = default  # then the reductions of states that can only reduce (LR(0) tables)
 
 
 @numba.njit(cache=True, nogil=True)

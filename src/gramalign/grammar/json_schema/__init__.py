@@ -196,4 +196,4 @@ def _compile(schema, whitespace, max_whitespace, string_escapes, property_order,
         if index is None or exc.pointer == local_pointer(exc.pointer):
             raise
         raise _in_document(exc, index) from None
-    return Grammar(grammar.terminals, grammar.rules, grammar.start, source=source, strict=True)
+    return Grammar(grammar.terminals, grammar.rules, grammar.start, source=source, strict=True, lr0=True)
