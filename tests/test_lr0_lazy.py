@@ -134,6 +134,9 @@ def test_default_reductions_and_conflicts():
 
 def test_an_unknown_symbol_is_a_clear_error():
     class Broken:
+        def is_terminal(self, name):
+            return name == "a"
+
         def alternatives(self, name):
             return {"start": (("a", "missing"),)}.get(name) if name != "a" else None
 
@@ -147,6 +150,7 @@ def test_an_unknown_symbol_is_a_clear_error():
     state = lazy.row(0).shifts["a"]
     with pytest.raises(ga.GrammarError, match="missing"):
         lazy.row(state)
-    empty = LazyLR0(type("Empty", (), {"alternatives": lambda self, n: () if n == "start" else None})(), "start")
+    empty = LazyLR0(type("Empty", (), {"alternatives": lambda self, n: (), "is_terminal": lambda self, n: False})(),
+                    "start")
     with pytest.raises(ga.GrammarError, match="no alternatives"):
         empty.row(0)

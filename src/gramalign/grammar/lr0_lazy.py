@@ -24,6 +24,9 @@ ROOT = "$root"
 
 
 class RuleSource(Protocol):
+    def is_terminal(self, name: str) -> bool:
+        """Is ``name`` a terminal (known without emitting any rule)?"""
+
     def alternatives(self, name: str) -> "tuple[tuple[str, ...], ...] | None":
         """The alternatives of nonterminal ``name``, or None where ``name`` is a terminal."""
 
@@ -52,7 +55,6 @@ class LazyLR0:
         self._source = source
         self.rules: list[tuple[str, tuple[str, ...]]] = [(ROOT, (start,))]
         self._rules_of: dict[str, tuple[int, ...]] = {}
-        self._terminal: dict[str, bool] = {}
         self._closure: dict[str, tuple[tuple[int, int], ...]] = {}
         self.kernels: list[tuple[tuple[int, int], ...]] = [((0, 0),)]
         self._number: dict[tuple[tuple[int, int], ...], int] = {self.kernels[0]: 0}
@@ -64,21 +66,16 @@ class LazyLR0:
         return len(self.kernels)
 
     def is_terminal(self, symbol: str) -> bool:
-        found = self._terminal.get(symbol)
-        if found is None:
-            self._rules_for(symbol)
-            found = self._terminal[symbol]
-        return found
+        return self._source.is_terminal(symbol)
 
     def _rules_for(self, name: str) -> tuple[int, ...]:
         found = self._rules_of.get(name)
         if found is None:
             alternatives = self._source.alternatives(name)
-            if alternatives is not None and not alternatives:
+            if not alternatives:
                 raise GrammarError(f"rule {name!r} has no alternatives")
-            self._terminal[name] = alternatives is None
             first = len(self.rules)
-            self.rules.extend((name, tuple(alternative)) for alternative in alternatives or ())
+            self.rules.extend((name, tuple(alternative)) for alternative in alternatives)
             found = self._rules_of[name] = tuple(range(first, len(self.rules)))
         return found
 
@@ -180,6 +177,9 @@ class GrammarRules:
     def __init__(self, grammar):
         self._alternatives = {rule.name: rule.alternatives for rule in grammar.rules}
         self._terminals = {t.name for t in grammar.terminals}
+
+    def is_terminal(self, name: str) -> bool:
+        return name in self._terminals
 
     def alternatives(self, name: str) -> "tuple[tuple[str, ...], ...] | None":
         if name in self._terminals:

@@ -124,17 +124,26 @@ def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: 
                         approximate=(), max_states: "int | None" = None, strict: bool = True,
                         indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
                         max_depth: int = 32, default_draft: "int | None" = None, registry=None,
-                        limits: "CompileLimits | None" = None) -> Grammar:
+                        limits: "CompileLimits | None" = None, _lazy: bool = False) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
     with applied(limits) as limits:
         if max_states is None:
             max_states = limits.max_states
         return _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction,
-                        approximate, max_states, strict, indent, separators, max_depth, default_draft, registry, limits)
+                        approximate, max_states, strict, indent, separators, max_depth, default_draft, registry, limits,
+                        _lazy)
+
+
+def lazy_json_schema_rules(schema, **options) -> Emitter:
+    """The schema's rules as an :class:`Emitter` that computes each rule when first asked for
+    it (``alternatives``), for an LR(0) automaton built on demand; options as for
+    :func:`compile_json_schema`. Errors of the schema's parts are raised where they are
+    reached; only the schema's syntax and its root are checked here."""
+    return compile_json_schema(schema, **options, _lazy=True)
 
 
 def _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction, approximate,
-             max_states, strict, indent, separators, max_depth, default_draft, registry, limits) -> Grammar:
+             max_states, strict, indent, separators, max_depth, default_draft, registry, limits, lazy=False) -> Grammar:
     if is_schema_type(schema):
         schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):
@@ -181,6 +190,10 @@ def _compile(schema, whitespace, max_whitespace, string_escapes, property_order,
         index = SchemaIndex(schema, draft, document_lookup(registry, prepare))
         source = json_text(schema, sort_keys=True)
         root = frozenset([index.root_location()])
+        if lazy:  # tracking evaluated members where a schema may need it (a later restart is no option)
+            tracked = '"unevaluatedProperties"' in source or '"unevaluatedItems"' in source or registry is not None
+            evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=tracked)
+            return Emitter(evaluator, layout, root, max_states=max_states, lazy=True)
         try:
             evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
             grammar = Emitter(evaluator, layout, root, max_states=max_states).grammar(source)

@@ -62,7 +62,13 @@ class Layout:
 
 
 class Emitter:
-    def __init__(self, evaluator: Evaluator, layout: Layout, root: Ref, *, max_states: int = MAX_STATES):
+    """Rules and terminals of a schema's values. Every rule is registered with a function that
+    computes its alternatives later (``_later``); ``lazy=False`` runs them all at once, and
+    ``lazy=True`` leaves each until :meth:`alternatives` asks for its rule (the rule source of
+    an LR(0) automaton built on demand, see ``grammar/lr0_lazy.py``)."""
+
+    def __init__(self, evaluator: Evaluator, layout: Layout, root: Ref, *, max_states: int = MAX_STATES,
+                 lazy: bool = False):
         self.evaluator = evaluator
         self.layout = layout
         self.max_states = max_states
@@ -72,11 +78,25 @@ class Emitter:
         self._value_rules: dict = {}
         self._memo: dict = {}
         self._value_classes: dict = {}
-        self._pending: list = []  # (rule name, function giving its alternatives): no deep recursion
+        self._pending: dict = {}  # rule name -> function giving its alternatives: no deep recursion
         self.start = self._start_rule(root)
-        while self._pending:
-            name, alternatives = self._pending.pop()
+        if not lazy:
+            while self._pending:
+                name, alternatives = self._pending.popitem()
+                self._rule(name, alternatives())
+
+    def is_terminal(self, name: str) -> bool:
+        """Is ``name`` a terminal? (A terminal is made before any alternative names it.)"""
+        return name in self.terminals
+
+    def alternatives(self, name: str) -> "tuple[tuple[str, ...], ...] | None":
+        """The alternatives of rule ``name``, computed on first call; None for a terminal."""
+        if name in self.terminals:
+            return None
+        alternatives = self._pending.pop(name, None)
+        if alternatives is not None:
             self._rule(name, alternatives())
+        return tuple(self.rules[name])
 
     # ------------------------------------------------------------------ terminals
 
@@ -149,7 +169,7 @@ class Emitter:
         if name is None:
             name = memo[key] = self._fresh(prefix)
             self.rules[name] = []
-            self._pending.append((name, alternatives))
+            self._pending[name] = alternatives
         return name
 
     # ------------------------------------------------------------------ values

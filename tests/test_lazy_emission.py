@@ -1,0 +1,205 @@
+"""A JSON Schema's rules emitted on demand (``lazy_json_schema_rules``), read through
+``ProductiveRules`` (only alternatives that derive some text) by an LR(0) automaton built on
+demand (``LazyLR0``).
+
+Oracle: the eager grammar of the same schema (``Grammar.from_json_schema``, every rule
+emitted, unproductive alternatives dropped by a fixpoint over all of them) and its table,
+read by ``parse_terminals``. Terminal sequences drawn from each side (random derivations of
+the eager grammar, random walks of the lazy automaton), and damaged copies, get the same
+verdict from both. Terminals are matched by their language (pattern and counted length),
+since names follow the order rules are emitted in.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import gramalign as ga
+from gramalign.grammar.json_schema import lazy_json_schema_rules
+from gramalign.grammar.lalr import build_parse_table, parse_terminals
+from gramalign.grammar.lr0_lazy import LazyLR0
+from gramalign.grammar.productive import ProductiveRules
+
+from support.random_schemas import SchemaGenerator
+from support.shared_data import maskbench_files
+
+
+def key(terminal) -> tuple:
+    return terminal.pattern, terminal.length
+
+
+class Lazy:
+    """The lazy side: emitter, productivity, automaton, and an LR(0) parser over them."""
+
+    def __init__(self, schema):
+        self.emitter = lazy_json_schema_rules(schema, strict=False)
+        self.rules = ProductiveRules(self.emitter)
+        self.automaton = LazyLR0(self.rules, self.emitter.start)
+
+    def name_of(self, terminal_key) -> "str | None":
+        for name, terminal in self.emitter.terminals.items():
+            if key(terminal) == terminal_key:
+                return name
+        return None
+
+    def _settle(self, stack: list) -> None:
+        while True:
+            row = self.automaton.row(stack[-1])
+            assert not row.conflict
+            if row.default < 0:
+                return
+            lhs, rhs = self.automaton.rules[row.default]
+            del stack[len(stack) - len(rhs):]
+            stack.append(self.automaton.row(stack[-1]).gotos[lhs])
+
+    def accepts(self, keys: list) -> bool:
+        stack = [0]
+        self._settle(stack)
+        for terminal_key in keys:
+            name = self.name_of(terminal_key)
+            target = self.automaton.row(stack[-1]).shifts.get(name) if name is not None else None
+            if target is None:
+                return False
+            stack.append(target)
+            self._settle(stack)
+        return self.automaton.row(stack[-1]).accepts
+
+    def walk(self, rng: random.Random, max_terminals: int) -> list:
+        stack, keys = [0], []
+        self._settle(stack)
+        for _ in range(max_terminals):
+            row = self.automaton.row(stack[-1])
+            assert row.shifts or row.accepts, "a dead end: a state that neither shifts nor accepts"
+            if not row.shifts or (row.accepts and rng.random() < 0.3):
+                return keys
+            name = rng.choice(sorted(row.shifts))
+            keys.append(key(self.emitter.terminals[name]))
+            stack.append(row.shifts[name])
+            self._settle(stack)
+        return keys if self.automaton.row(stack[-1]).accepts else None
+
+
+class Eager:
+    def __init__(self, schema):
+        self.grammar = ga.Grammar.from_json_schema(schema, strict=False)
+        self.table = build_parse_table(self.grammar)
+        self.by_name = {t.name: t for t in self.grammar.terminals}
+        self.by_key = {key(t): t.name for t in self.grammar.terminals}
+        rules = {rule.name: rule.alternatives for rule in self.grammar.rules}
+        self.rules = rules
+        # the fewest terminals each nonterminal derives (a fixpoint), for derivations that end
+        self.shortest = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, alternatives in rules.items():
+                for alternative in alternatives:
+                    if all(s in self.by_name or s in self.shortest for s in alternative):
+                        n = sum(self.shortest.get(s, 1) for s in alternative)
+                        if n < self.shortest.get(name, 1 << 30):
+                            self.shortest[name] = n
+                            changed = True
+
+    def accepts(self, keys: list) -> bool:
+        names = [self.by_key.get(k) for k in keys]
+        return None not in names and parse_terminals(self.table, names)
+
+    def derive(self, rng: random.Random, depth: int = 0, symbol: "str | None" = None) -> list:
+        symbol = symbol or self.grammar.start
+        if symbol in self.by_name:
+            return [key(self.by_name[symbol])]
+        alternatives = [a for a in self.rules[symbol] if all(s in self.by_name or s in self.shortest for s in a)]
+        if depth > 6:
+            alternative = min(alternatives, key=lambda a: sum(self.shortest.get(s, 1) for s in a))
+        else:
+            alternative = rng.choice(alternatives)
+        return [k for s in alternative for k in self.derive(rng, depth + 1, s)]
+
+
+def damaged(rng: random.Random, keys: list, pool: list) -> list:
+    keys = list(keys)
+    i = rng.randrange(len(keys) + 1)
+    kind = rng.randrange(3)
+    if kind == 0 and keys:
+        del keys[min(i, len(keys) - 1)]
+    elif kind == 1:
+        keys.insert(i, rng.choice(pool))
+    elif keys:
+        keys[min(i, len(keys) - 1)] = rng.choice(pool)
+    return keys
+
+
+def assert_same_language(schema, seed: int, samples: int = 25) -> int:
+    eager, lazy = Eager(schema), Lazy(schema)
+    rng = random.Random(seed)
+    pool = list(eager.by_key)
+    checked = 0
+    for _ in range(samples):
+        sentence = eager.derive(rng)
+        assert lazy.accepts(sentence), (json.dumps(schema), sentence)
+        walked = lazy.walk(rng, 60)
+        if walked is not None:
+            assert eager.accepts(walked), (json.dumps(schema), walked)
+        for keys in (damaged(rng, sentence, pool), damaged(rng, walked or sentence, pool)):
+            assert lazy.accepts(keys) == eager.accepts(keys), (json.dumps(schema), keys)
+        checked += 1
+    return checked
+
+
+UNIONS = {"anyOf": [
+    {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+    {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "array", "items": {"type": "string"}}},
+     "required": ["kind", "y"]},
+    {"type": "array", "items": {"$ref": "#"}}]}
+UNPRODUCTIVE = {"type": "object", "properties": {
+    "never": {"not": {}}, "deep": {"type": "object", "properties": {"x": {"allOf": [{"type": "string"},
+                                                                                  {"type": "integer"}]}},
+                                   "required": ["x"]},
+    "fine": {"type": "boolean"}}}
+
+
+@pytest.mark.parametrize("schema", [UNIONS, UNPRODUCTIVE], ids=["unions", "unproductive"])
+def test_lazy_rules_have_the_eager_grammars_language(schema):
+    assert assert_same_language(schema, 3, 60) == 60
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_schemas_lazy_and_eager_agree(seed):
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(8):
+        schema = SchemaGenerator(rng).schema()
+        try:
+            Eager(schema)
+        except ga.SchemaCompileError:
+            continue
+        checked += assert_same_language(schema, seed, 10)
+    assert checked >= 30
+
+
+def test_maskbench_schemas_lazy_and_eager_agree():
+    checked = 0
+    for path in maskbench_files()[::97][:25]:
+        schema = json.loads(path.read_text(encoding="utf-8"))["schema"]
+        try:
+            Eager(schema)
+        except ga.GramalignError:
+            continue
+        checked += assert_same_language(schema, 11, 6)
+    assert checked >= 100
+
+
+def test_unvisited_parts_are_not_emitted():
+    wide = {"type": "object", "properties": {
+        "small": {"type": "integer"},
+        "big": {"type": "object", "properties": {f"p{i}": {"type": "object", "properties": {
+            f"q{j}": {"type": "string", "pattern": f"^x{j}[a-z]+$"} for j in range(20)}} for i in range(20)}}}}
+    lazy = Lazy(wide)
+    assert lazy.accepts([key(t) for t in []]) is False  # an object must be written
+    eager = Eager(wide)
+    rows_after_root = len(lazy.emitter.rules) - len(lazy.emitter._pending)
+    assert rows_after_root < len(eager.grammar.rules) / 5
+    assert assert_same_language(wide, 5, 20) == 20
