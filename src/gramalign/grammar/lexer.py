@@ -137,14 +137,14 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "i
         dfas.append(dfa)
 
     # Bytes that no terminal tells apart form one class: the product walks classes only.
-    byte_class, representative = _joint_byte_classes(dfas)
+    byte_class, representative = joint_byte_classes(dfas)
     # One class table for all terminal DFAs: global state = offset of its terminal + local state.
     sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     owner = np.repeat(np.arange(len(dfas)), sizes)
     big = np.concatenate([table[:, class_of_byte[representative]]
-                          for class_of_byte, table in map(_byte_classes_of, dfas)])
+                          for class_of_byte, table in map(byte_classes_of, dfas)])
     np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)
 
     words = (len(ranked) + 63) // 64
@@ -224,7 +224,7 @@ def _initial_states_after(dfas, offsets, tracked: np.ndarray, after_word: np.nda
 _CLASSES: "weakref.WeakKeyDictionary[ByteDFA, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()
 
 
-def _byte_classes_of(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
+def byte_classes_of(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
     """(class of each byte, its table over classes) of one terminal DFA, kept with the DFA:
     terminals (a ``format``, a JSON string body) recur in every grammar that uses them."""
     found = _CLASSES.get(dfa)
@@ -234,11 +234,11 @@ def _byte_classes_of(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
     return found
 
 
-def _joint_byte_classes(dfas) -> tuple[np.ndarray, np.ndarray]:
+def joint_byte_classes(dfas) -> tuple[np.ndarray, np.ndarray]:
     """(class of each byte, a byte of each class) for bytes that every DFA treats alike:
     the common refinement of their own classes, numbered in the lexicographic order of the
     per-DFA class vectors (deterministic, so lexer states keep their numbers)."""
-    stacked = np.stack([_byte_classes_of(d)[0] for d in dfas], axis=1)  # [256, dfas]
+    stacked = np.stack([byte_classes_of(d)[0] for d in dfas], axis=1)  # [256, dfas]
     _, representative, byte_class = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
     return byte_class.reshape(256).astype(np.int64), representative.astype(np.int64)
 

@@ -176,7 +176,8 @@ class GrammarRules:
 
     def __init__(self, grammar):
         self._alternatives = {rule.name: rule.alternatives for rule in grammar.rules}
-        self._terminals = {t.name for t in grammar.terminals}
+        self.terminals = {t.name: t for t in grammar.terminals}
+        self._terminals = set(self.terminals)
 
     def is_terminal(self, name: str) -> bool:
         return name in self._terminals
