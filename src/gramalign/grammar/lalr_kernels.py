@@ -28,6 +28,7 @@ from .automata.member_sets import added_members, find_members, hash_members
 
 ACCEPT = -(2**31)
 FORK = 1 << 30  # an action from here up lists several actions (a generalized grammar, see lalr.py)
+UNBUILT = -(2**31) + 1  # the DEFAULT cell of a state whose row is not built yet (see parser_tables_lazy.py)
 _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 # the index of a word's lowest set bit, by de Bruijn multiplication (numba has no ctz)
 __all__ = ["lalr_table", "lr0_automaton", "lr0_table", "productive", "reduce_loop", "rule_defects"]

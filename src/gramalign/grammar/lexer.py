@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -73,6 +74,13 @@ class LexerDFA:
     @property
     def num_states(self) -> int:
         return int(self.transitions.shape[0])
+
+    @cached_property
+    def is_start(self) -> np.ndarray:
+        """uint8 [states]: 1 at the starts (the lexeme is empty there), what kernels test."""
+        flags = np.zeros(self.num_states, dtype=np.uint8)
+        flags[:self.num_starts] = 1
+        return flags
 
     @property
     def words(self) -> int:

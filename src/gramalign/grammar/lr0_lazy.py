@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from ..errors import GrammarError
 
 ROOT = "$root"
@@ -181,6 +183,14 @@ class GrammarRules:
 
     def is_terminal(self, name: str) -> bool:
         return name in self._terminals
+
+    def first_bytes(self):
+        """uint8 [256]: the bytes some terminal's lexeme starts with."""
+        first = np.zeros(256, dtype=np.uint8)
+        for terminal in self.terminals.values():
+            dfa = terminal.dfa
+            first |= (dfa.transitions[dfa.initial] >= 0).astype(np.uint8)
+        return first
 
     def alternatives(self, name: str) -> "tuple[tuple[str, ...], ...] | None":
         if name in self._terminals:

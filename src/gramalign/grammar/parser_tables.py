@@ -99,9 +99,9 @@ class ParserTables:
 
     @cached_property
     def lexer_arrays(self) -> tuple:
-        """``lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte``: the lexer DFA."""
+        """``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte``: the lexer DFA."""
         lx = self.lexer
-        return lx.transitions, lx.accept_bits, lx.alive_bits, np.int32(lx.num_starts), lx.class_byte
+        return lx.transitions, lx.accept_bits, lx.alive_bits, lx.is_start, lx.class_byte
 
     @cached_property
     def lr_arrays(self) -> tuple:

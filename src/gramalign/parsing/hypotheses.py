@@ -20,7 +20,7 @@ a newline lexeme ends outside brackets, the parser is fed the newline terminal a
 indent or the dedents its column calls for.
 
 Argument order of the kernels: the ``ParserTables.kernel_args()`` arrays first (named
-``lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs,
+``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs,
 rule_len, term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
 tracks_column``), then the pools (:meth:`.stacks.StackPool.arrays`), then the rest.
 """
@@ -88,7 +88,7 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
 
 
 @numba.njit(cache=True, nogil=True)
-def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
                       scratch_alloc):
@@ -98,7 +98,7 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
     only whether the current lexeme can become a terminal the stack can take.
     """
     q = hyp[LEXEME]
-    if q < lx_starts:
+    if lx_is_start[q] != 0:
         return True, OK
     node = hyp[STACK]
     reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
@@ -227,7 +227,7 @@ def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state,
                        pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
                        n_out, ended):
@@ -266,7 +266,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, 
         if _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row) < 0:
             return n_out, alloc, SHADOWS_FULL
         n_out += 1
-    if q < lx_starts:
+    if lx_is_start[q] != 0:
         return n_out, alloc, OK
     winner = lowest_common_bit(lx_accept[q], cand)
     if winner < 0:
@@ -606,7 +606,7 @@ def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id
 
 
 @numba.njit(cache=True, nogil=True)
-def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                   term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column,
                   pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
@@ -627,7 +627,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
         n_next = 0
         for h in range(n_current):
             n_next, alloc, status = advance_hypothesis(
-                lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next,
                 unremembered)
@@ -648,7 +648,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, actio
     n_out = 0
     for h in range(n_current):
         viable, status = hypothesis_viable(
-            lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
+            lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
             cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column, pool_state,
             pool_parent, scratch_state, scratch_parent, exposed, current[h], 0)
         if status != OK:
@@ -681,7 +681,7 @@ def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_pa
 
 
 @numba.njit(cache=True, nogil=True)
-def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                           term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                           tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                           end_column):
@@ -699,7 +699,7 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byt
         blocks = hyps[h, BLOCKS]
         alloc = 0
         ends_with_newline = False
-        if q >= lx_starts:
+        if lx_is_start[q] == 0:
             state = node_state(pool_state, scratch_state, node)
             winner = lowest_common_bit(lx_accept[q], cand_bits[state])
             if winner < 0 or end_effects[winner, NEEDS_TEXT]:

@@ -75,8 +75,8 @@ class IncrementalParser:
 
     def can_end(self, hyps: np.ndarray) -> bool:
         """Is the text so far a complete sentence?"""
-        starts = self.tables.lexer.num_starts
-        if not any(q < starts or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
+        is_start = self.tables.lexer.is_start
+        if not any(is_start[q] or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
             return False  # mid-lexeme, and no terminal accepts it yet
         while True:  # every fill asks: the loop without until_it_fits' closure
             result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,

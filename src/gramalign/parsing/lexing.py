@@ -2,7 +2,7 @@
 code-point counters it carries), and the terminals a lexer state can still end as.
 
 Kernels take the arrays of ``ParserTables.kernel_args()`` they need under the names
-``lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte`` (the lexer), ``reach_bits,
+``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte`` (the lexer), ``reach_bits,
 reach_done`` (the lazily filled winners cache) and ``layout, tracks_column``.
 """
 

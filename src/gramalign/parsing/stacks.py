@@ -27,8 +27,8 @@ import numpy as np
 
 from ..errors import GrammarError
 from ..grammar.lalr import ACCEPT
-from ..grammar.lalr_kernels import FORK, goto_of
-from .state import FORK_LIMIT, OK, POOL_FULL, SCRATCH_BASE, SCRATCH_FULL
+from ..grammar.lalr_kernels import FORK, UNBUILT, goto_of
+from .state import FORK_LIMIT, NEED_STATE, OK, POOL_FULL, SCRATCH_BASE, SCRATCH_FULL
 
 FORKED = -3
 """The top :func:`feed_terminal` returns where the table forks: :func:`feed_all` follows it."""
@@ -74,6 +74,9 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
             if column == default:  # shifted, and the top can shift: done
                 return node, alloc, OK
             return -1, alloc, OK
+        if a == UNBUILT:  # landed in a state whose row is not built yet (lazy tables)
+            exposed[1] = state
+            return -1, alloc, NEED_STATE
         if a == ACCEPT:
             return -2, alloc, OK
         if alloc >= capacity:
@@ -574,7 +577,8 @@ class StackPool:
     and so of which stacks it would behave the same on.
     """
 
-    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent", "exposed", "memo", "memo_top")
+    __slots__ = ("state", "parent", "used", "scratch_state", "scratch_parent", "exposed", "memo", "memo_top",
+                 "on_need")
 
     def __init__(self, initial_state: int, capacity: int = 1024):
         self.state = np.empty(capacity, dtype=np.int32)
@@ -584,7 +588,8 @@ class StackPool:
         self.used = 1
         self.scratch_state = np.empty(4096, dtype=np.int32)
         self.scratch_parent = np.empty(4096, dtype=np.int32)
-        self.exposed = np.full(1, SCRATCH_BASE, dtype=np.int64)
+        self.exposed = np.full(2, SCRATCH_BASE, dtype=np.int64)  # and [1]: the state a NEED_STATE asks for
+        self.on_need = None  # lazy tables: builds the state a kernel stopped at (NEED_STATE)
         self.forget()
 
     def forget(self) -> None:
@@ -600,7 +605,8 @@ class StackPool:
         twin.used = self.used
         twin.scratch_state = np.empty_like(self.scratch_state)
         twin.scratch_parent = np.empty_like(self.scratch_parent)
-        twin.exposed = np.full(1, SCRATCH_BASE, dtype=np.int64)
+        twin.exposed = np.full(2, SCRATCH_BASE, dtype=np.int64)
+        twin.on_need = self.on_need
         twin.forget()
         return twin
 
@@ -611,6 +617,8 @@ class StackPool:
         elif status == SCRATCH_FULL:
             self.scratch_state = np.empty(2 * self.scratch_state.shape[0], dtype=np.int32)
             self.scratch_parent = np.empty(2 * self.scratch_parent.shape[0], dtype=np.int32)
+        elif status == NEED_STATE and self.on_need is not None:
+            self.on_need(int(self.exposed[1]))
         elif status == FORK_LIMIT:
             raise GrammarError(f"the grammar is too ambiguous here: its parses of one terminal took more than "
                                f"{MAX_FORK_STEPS:,} steps (a generalized grammar; make the ambiguous rules "
@@ -627,7 +635,7 @@ class StackPool:
         while True:
             result = call(self.arrays())
             status = result[-1] if isinstance(result, tuple) else result
-            if status != POOL_FULL and status != SCRATCH_FULL and status != FORK_LIMIT:
+            if status != POOL_FULL and status != SCRATCH_FULL and status != FORK_LIMIT and status != NEED_STATE:
                 return result
             self.grow(status)
 

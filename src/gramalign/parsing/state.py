@@ -26,6 +26,7 @@ SCRATCH_FULL = 2  # the scratch pool needs to grow
 SHADOWS_FULL = 3  # a hypothesis needs more shadow slots: widen the rows and call again
 HYPOTHESES_FULL = 4  # more live hypotheses than the output rows hold: more rows and call again
 FORK_LIMIT = 5  # a generalized parser's forks took too much work on one terminal: an error
+NEED_STATE = 6  # a stack landed in a parser state not built yet (exposed[1]): build it and call again
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

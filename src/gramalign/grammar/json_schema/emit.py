@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+import numpy as np
+
 from ...errors import SchemaCompileError
 from ..automata.algebra import MAX_STATES, difference, intersect
 from ..automata.dfa import ByteDFA, StateLimitError
@@ -84,6 +86,14 @@ class Emitter:
             while self._pending:
                 name, alternatives = self._pending.popitem()
                 self._rule(name, alternatives())
+
+    @staticmethod
+    def first_bytes() -> np.ndarray:
+        """uint8 [256]: 1 for each byte some lexeme of any schema's grammar may start with
+        (punctuation, whitespace, a quote, a number, a literal), known before the rules are."""
+        first = np.zeros(256, dtype=np.uint8)
+        first[list(b'{}[],:"-0123456789tfn \t\n\r')] = 1
+        return first
 
     def is_terminal(self, name: str) -> bool:
         """Is ``name`` a terminal? (A terminal is made before any alternative names it.)"""

@@ -127,7 +127,7 @@ class LexicalContexts:
         self._refused: dict[int, int] = {}
         self._lock = threading.Lock()
         lexer = tables.lexer
-        self._starts_any = np.any(lexer.transitions[:lexer.num_starts] >= 0, axis=0).astype(np.uint8)
+        self._starts_any = np.any(lexer.transitions[lexer.is_start != 0] >= 0, axis=0).astype(np.uint8)
         # per parser state: the lexer start of its candidates, then the same after a word character
         self.candidate_id = tables.candidate_id.tolist()
         self.half = len(self.candidate_id) // 2
@@ -189,7 +189,7 @@ class LexicalContexts:
         tables = self.tables
         lexer = tables.lexer
         start = key[0]
-        if (start < lexer.num_starts or (self._twins and start in self._twins) or self.reads_before
+        if (lexer.is_start[start] or (self._twins and start in self._twins) or self.reads_before
                 or self.every_split):
             return None
         refused = self._refused.get(key[1], 0)
@@ -327,14 +327,14 @@ class LexicalContexts:
                 positions, groups = scratch
                 if self.every_split:
                     n_groups, n_written = classify_tokens_every_split(
-                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
+                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.is_start,
                         lexer.class_byte, self._starts_any, cand, tables.reach_bits, tables.reach_done, shadow_states,
                         shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
                         trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), positions,
                         groups, max_nodes)
                 else:
                     n_groups, n_written = classify_tokens(
-                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, np.int32(lexer.num_starts),
+                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.is_start,
                         lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]),
                         np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word, tables.reach_bits,
                         tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte,

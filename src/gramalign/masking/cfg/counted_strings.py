@@ -95,7 +95,7 @@ class LengthFilter:
         self._counted = [k for k, t in enumerate(tables.lexer.terminals) if t.length is not None]
         self._dfas = {k: tables.lexer.terminals[k].dfa for k in self._counted}
         self._block_start = tables.lexer.block_start
-        self._starts = tables.lexer.num_starts
+        self._is_start = tables.lexer.is_start
         self._rows: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -109,7 +109,7 @@ class LengthFilter:
         the string inside them and go on are also checked by the exact walk; the filter
         agrees with it, as it counts only up to the closing quote."""
         q, count = int(hyp[LEXEME]), int(hyp[COLUMN])
-        if q < self._starts:  # a token may open a counted string (counted from 0) and go on in it
+        if self._is_start[q]:  # a token may open a counted string (counted from 0) and go on in it
             kind = int(self._kinds[self._trans[q, 0x22]]) if self._trans[q, 0x22] >= 0 else 0
             count = 0
         else:
@@ -159,10 +159,10 @@ class LengthFilter:
     def _growth_of(self, q: int) -> tuple:
         found = self._growth.get(q)
         if found is None:
-            kind = int(self._kinds[q if q >= self._starts else self._trans[q, 0x22]])
+            kind = int(self._kinds[self._trans[q, 0x22] if self._is_start[q] else q])
             terminal = self._counted[(kind - COUNTED) >> 1]
             dfa = self._dfas[terminal]
-            local = dfa.initial if q < self._starts else q - int(self._block_start[terminal])
+            local = dfa.initial if self._is_start[q] else q - int(self._block_start[terminal])
             found = self._growth[q] = growth_of(dfa, local, self._trie, self._size)
         return found
 

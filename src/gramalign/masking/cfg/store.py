@@ -59,7 +59,7 @@ class GrammarMaskStore:
         lexer = tables.lexer
         self._accepting_any = tables.accepting
         self._can_continue = np.any(lexer.transitions >= 0, axis=1)
-        self._starts = lexer.num_starts
+        self._is_start = lexer.is_start
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._every_split = bool(tables.layout[EVERY_SPLIT] == 1)
         # (top parser state, lexer state, shadows) -> (context, part) for parts computed
@@ -158,7 +158,7 @@ class GrammarMaskStore:
         part = np.empty_like(row)
         for h, allowed in enumerate(filters):
             hyp = hyps[h:h + 1]
-            if allowed is not None and hyp[0, LEXEME] >= self._starts:
+            if allowed is not None and not self._is_start[hyp[0, LEXEME]]:
                 hyp = hyp.copy()
                 hyp[0, COLUMN] = -1
             self._fill_unbounded(parser, hyp, part)
@@ -188,7 +188,7 @@ class GrammarMaskStore:
             entry = self.contexts.classified(fields, state, hyp[0])
             part, depth = self.stack_parts.part(parser, hyp, entry, fields, self.walk)
         write_part(entry, part, row, overwrite)
-        accepting = q >= self._starts and self._accepting_any[q]
+        accepting = not self._is_start[q] and self._accepting_any[q]
         if not accepting:
             if depth == 0 and self._newline < 0 and len(self._by_top) < STACK_CACHE_ENTRIES:
                 self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (entry, part)

@@ -30,7 +30,7 @@ case, where the comparisons would cost more than they save)."""
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
                       node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, rows, out_words):
@@ -81,7 +81,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                 if levels[above, h, shadow_column(k)] >= 0:
                     simple = False
                     break
-            if simple and q >= lx_starts:
+            if simple and lx_is_start[q] == 0:
                 for w in range(words):
                     if lx_accept[q, w] & cand_bits[state, w]:
                         simple = False  # the lexeme could end here: take the general path
@@ -139,7 +139,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
             was_known = memo[3] >= 1
             was_node = memo[0]
             n_out, alloc, status = advance_hypothesis(
-                lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, action, goto, rule_lhs, rule_len,
+                lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out,
                 memo)
@@ -164,7 +164,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, a
                     usable[depth, kept] = 0
                     known[depth, kept] = 0
                 lexeme = levels[depth, k, LEXEME]
-                alive = lexeme < lx_starts
+                alive = lx_is_start[lexeme] != 0
                 if not alive:
                     reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done,
                                               lexeme)
@@ -312,7 +312,7 @@ def _group_of(reach, group_reach, n_groups):
 
 
 @numba.njit(cache=True, nogil=True)
-def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, term_column, cand, cid,
+def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, starts_any, term_column, cand, cid,
                     cid_after_word, ends_in_word, reach_bits, reach_done, shadow_states, shadow_cands, start,
                     node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, group_reach, n_groups,
                     skip_first, skip_rows, out_positions, out_groups, max_nodes):
@@ -407,7 +407,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                 alive = (flags & ALIVE) != 0
             needs_parser = False
             forks = False  # an ignored lexeme may end here: two branches, the general path's job
-            if not (depth == 1 or q < lx_starts or went_on_accepts):
+            if not (depth == 1 or lx_is_start[q] != 0 or went_on_accepts):
                 flags = state_flags[q]
                 if flags == 0:
                     flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
@@ -498,7 +498,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
                     n_out += 1
                 else:
                     went_on = -1
-            if depth == 1 or q < lx_starts or went_on_accepts:
+            if depth == 1 or lx_is_start[q] != 0 or went_on_accepts:
                 continue  # no lexeme can end before this byte (or longest match forbids it)
             flags = state_flags[q]
             if flags == 0:
@@ -580,7 +580,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, sta
 
 
 @numba.njit(cache=True, nogil=True)
-def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_starts, lx_class_byte, starts_any, cand,
+def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, starts_any, cand,
                                 reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth,
                                 subtree_end, token_start, token_ids, max_depth, group_reach, n_groups, out_positions,
                                 out_groups, max_nodes):
@@ -644,7 +644,7 @@ def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_starts, lx_cla
                 flags = _state_flags(went_on, lx_accept, lx_alive, cand, state_flags, state_winner)
             alive = (flags & ALIVE) != 0
         splits = split_above[above]
-        if not (depth == 1 or q < lx_starts or splits) and starts_any[byte]:
+        if not (depth == 1 or lx_is_start[q] != 0 or splits) and starts_any[byte]:
             flags = state_flags[q]
             if flags == 0:
                 flags = _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner)
