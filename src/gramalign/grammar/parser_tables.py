@@ -82,6 +82,8 @@ class ParserTables:
     tracks_column: np.ndarray  # int32 [lexer states]: what the COLUMN field counts there (NEWLINE, COUNTED)
     start_bits: np.ndarray  # uint64 [lexer starts, words]: the terminals each start tracks (see lexer_starts)
 
+    version = 0  # lazy tables (parser_tables_lazy.py) count their growth here; these never grow
+
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays (the reachable winners counted whole, though filled lazily)."""

@@ -27,9 +27,15 @@ class IncrementalParser:
     def __init__(self, tables: ParserTables, pool: StackPool | None = None):
         self.tables = tables
         self.pool = pool if pool is not None else StackPool(tables.table.initial_state)
-        self._args = tables.kernel_args()
-        self._accepting = tables.accepting
+        self.pool.on_need = getattr(tables, "build", None)  # lazy tables build a state where a stack lands
+        self._bind()
         self.rows = INITIAL_HYPOTHESES  # output rows of feed, doubled when text needs more
+
+    def _bind(self) -> None:
+        """Read the tables' arrays (again, after lazy tables grew: see ``version``)."""
+        self._version = self.tables.version
+        self._args = self.tables.kernel_args()
+        self._accepting = self.tables.accepting
 
     def initial_state(self) -> np.ndarray:
         hyp = np.full((1, HYPOTHESIS_FIELDS), -1, dtype=np.int32)
@@ -49,6 +55,8 @@ class IncrementalParser:
         while True:
             out = np.empty((rows, hyps.shape[1]), dtype=np.int32)
             pool = self.pool
+            if self._version != self.tables.version:
+                self._bind()
             count, used, status, offset = advance_bytes(*self._args, *pool.arrays(), hyps, array,
                                                         pool.used, out)
             if status == OK:
@@ -75,10 +83,14 @@ class IncrementalParser:
 
     def can_end(self, hyps: np.ndarray) -> bool:
         """Is the text so far a complete sentence?"""
+        if self._version != self.tables.version:
+            self._bind()
         is_start = self.tables.lexer.is_start
         if not any(is_start[q] or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
             return False  # mid-lexeme, and no terminal accepts it yet
         while True:  # every fill asks: the loop without until_it_fits' closure
+            if self._version != self.tables.version:
+                self._bind()
             result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,
                                                    self.tables.end_column)
             if status == OK:

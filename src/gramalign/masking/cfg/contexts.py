@@ -126,14 +126,32 @@ class LexicalContexts:
         self._derived_count: dict[int, int] = {}
         self._refused: dict[int, int] = {}
         self._lock = threading.Lock()
+        self._version = -1
+        self.bind()
+
+    def bind(self) -> None:
+        """Read the tables (again, after lazy tables grew: see ``ParserTables.version``)."""
+        tables = self.tables
+        if self._version == tables.version:
+            return
+        self._version = tables.version
         lexer = tables.lexer
-        self._starts_any = np.any(lexer.transitions[lexer.is_start != 0] >= 0, axis=0).astype(np.uint8)
+        # bytes a lexeme may start with; lazy tables, whose starts arrive later, name every one
+        # their grammar may ever start with, so no classification misses a later start's
+        starts_any = getattr(tables, "starts_any", None)
+        self._starts_any = (starts_any if starts_any is not None else
+                            np.any(lexer.transitions[lexer.is_start != 0] >= 0, axis=0).astype(np.uint8))
         # per parser state: the lexer start of its candidates, then the same after a word character
-        self.candidate_id = tables.candidate_id.tolist()
+        # (lazy tables keep this list current themselves, so a new row costs no copy here)
+        listed = getattr(tables, "candidate_list", None)
+        self.candidate_id = listed if listed is not None else tables.candidate_id.tolist()
         self.half = len(self.candidate_id) // 2
-        self._start_after_word = {self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
+        self._start_after_word = {} if not self.reads_before else {
+            self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
         self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
         self._twins = counted_block_twins(tables)
+        if self.text is not None:
+            self.text.bind()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -152,6 +170,8 @@ class LexicalContexts:
     def of(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
         """The context of the hypothesis ``hyp`` (its row as ``fields``) whose stack's top
         parser state is ``state``."""
+        if self._version != self.tables.version:
+            self.bind()
         cid = self.candidate_id
         shadow1, shadow2 = fields[SHADOW1], fields[SHADOW2]
         twin = self._twins.get(fields[LEXEME]) if self._twins else None
@@ -175,6 +195,7 @@ class LexicalContexts:
         entry = self.of(fields, state, hyp)
         if entry.derived_reach is None:
             return entry
+        self.bind()
         cid = self.candidate_id
         key = (fields[LEXEME], cid[state], -1, -1, -1, -1)
         self._refused[key[1]] = self._refused.get(key[1], 0) + 1

@@ -72,8 +72,9 @@ class StackParts:
                     return found, depth
         pool.exposed[0] = SCRATCH_BASE
         allowed = np.empty(entry.group_reach.shape[0], dtype=np.bool_)
-        lr = self.tables.lr_arrays
-        pool.until_it_fits(lambda arrays: stack_shifts_each(*lr, *arrays, node, free, entry.group_reach, allowed))
+        tables = self.tables  # its arrays read at each try: lazy tables grow where a stack lands
+        pool.until_it_fits(lambda arrays: stack_shifts_each(*tables.lr_arrays, *arrays, node, free, entry.group_reach,
+                                                            allowed))
         if entry.derived_reach is not None and not allowed.all():
             return None, 0  # a derived context's groups are exact only where all are allowed
         groups = None if allowed.all() else np.flatnonzero(allowed).tolist()

@@ -53,19 +53,31 @@ class GrammarMaskStore:
         self.vocabulary = vocabulary
         self.trie = trie
         self.width = bitmask_width(vocabulary.size)
-        self._args = tables.kernel_args()
         self.contexts = LexicalContexts(tables, trie, self.width, shared, text_blocks)
         self.stack_parts = StackParts(tables, trie, self.width)
-        lexer = tables.lexer
-        self._accepting_any = tables.accepting
-        self._can_continue = np.any(lexer.transitions >= 0, axis=1)
-        self._is_start = lexer.is_start
+        self._can_continue = np.zeros(0, dtype=bool)
+        self._lengths = None
+        self._bind()
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._every_split = bool(tables.layout[EVERY_SPLIT] == 1)
         # (top parser state, lexer state, shadows) -> (context, part) for parts computed
         # from the top of the stack alone: the fast path of fill().
         self._by_top: dict[tuple[int, ...], tuple[ContextMasks, tuple]] = {}
-        self._lengths = LengthFilter(tables, trie, vocabulary.size, self.width) if LengthFilter.needed(tables) else None
+
+    def _bind(self) -> None:
+        """Read the tables' arrays (again, after lazy tables grew: see ``ParserTables.version``);
+        rows never change once written, so only what new rows add is computed."""
+        tables = self.tables
+        self._version = tables.version
+        lexer = tables.lexer
+        self._args = tables.kernel_args()
+        self._accepting_any = tables.accepting
+        done = self._can_continue.shape[0]
+        self._can_continue = np.concatenate([self._can_continue, np.any(lexer.transitions[done:] >= 0, axis=1)])
+        self._is_start = lexer.is_start
+        if LengthFilter.needed(tables):
+            self._lengths = LengthFilter(tables, self.trie, self.vocabulary.size, self.width)
+        self.contexts.bind()
 
     @property
     def num_contexts(self) -> int:
@@ -107,6 +119,8 @@ class GrammarMaskStore:
         scratch = row if zeroed else np.zeros_like(row)
         rows = max(INITIAL_HYPOTHESES, parser.rows)
         while True:
+            if self._version != self.tables.version:
+                self._bind()
             status = walk_trie_grammar(*self._args, *parser.pool.arrays(), hyps, trie.node_byte,
                                        trie.node_depth, trie.subtree_end, trie.token_start,
                                        trie.token_ids, trie.max_depth, rows, scratch)
@@ -124,6 +138,8 @@ class GrammarMaskStore:
 
     def fill(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
         """Write into ``row`` (uint32 words) the non-EOS tokens allowed after ``hyps``."""
+        if self._version != self.tables.version:
+            self._bind()
         if self._lengths is not None:
             filters = [self._lengths.allowed(hyp) for hyp in hyps]
             if any(f is not None for f in filters):
@@ -172,6 +188,8 @@ class GrammarMaskStore:
     def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray,
                          overwrite: bool = False) -> None:
         """OR this hypothesis's allowed tokens into ``row`` (or overwrite ``row`` with them)."""
+        if self._version != self.tables.version:
+            self._bind()
         tables = self.tables
         fields = hyp[0].tolist()
         if len(fields) > HYPOTHESIS_FIELDS and fields[HYPOTHESIS_FIELDS] >= 0:
@@ -262,6 +280,7 @@ class GrammarMaskStore:
         if any(len(shadows) > 2 for _, shadows in readings):
             return None
         ended = np.full((len(readings), hyp.shape[0]), -1, dtype=np.int32)
+        self.contexts.bind()  # lazy tables may have built the states the stacks landed in
         after_word = int(end_effects[winner, ENDS_IN_WORD])  # the start of its candidate set:
         for row, (node, shadows) in zip(ended, readings):
             row[STACK] = node

@@ -607,6 +607,13 @@ class TextCover:
         self.position_of = self.slices[0].position_of  # token id -> position in the whole trie
         self._steps: dict = {}  # per alphabet, step_bytes of the lexer's byte classes, on first use
         self._owner = next(_OWNERS)  # tells this grammar's memo answers from another's
+        self._classes = tables.lexer.class_byte
+
+    def bind(self) -> None:
+        """Lazy tables grew: byte classes may be finer now (more terminals), so steps again."""
+        if self._classes is not self.tables.lexer.class_byte:
+            self._steps = {}
+            self._classes = self.tables.lexer.class_byte
 
     def cover(self, start: int, cand: np.ndarray) -> "Cover | None":
         """The :class:`Cover` of the context at lexer state ``start`` under candidates

@@ -1,0 +1,308 @@
+"""Parser tables built where the parser goes: the arrays of :class:`.parser_tables.ParserTables`
+for a grammar whose rules arrive on demand (a JSON Schema's, ``json_schema.lazy_json_schema_rules``).
+
+A parser state's row (its shifts, gotos, default reduction, candidate set and lexer start) is
+written the first time a stack lands in it; until then its ``DEFAULT`` cell holds ``UNBUILT``
+and the kernel that lands there stops with ``NEED_STATE`` (the state in ``exposed[1]``, see
+:mod:`gramalign.parsing.stacks`), and :meth:`LazyParserTables.build` writes the row. Building
+a row asks the LR(0) automaton (:mod:`.lr0_lazy`) for it, which asks the rule source for the
+rules it predicts (only alternatives proved to derive text, :mod:`.productive`), and the lazy
+lexer (:mod:`.lexer_lazy`) for the start of its candidate set. Arrays grow by reallocation
+(``version`` counts the reallocations, so readers that keep arrays know to read them again);
+rows once written never change, so everything keyed by state ids stays valid.
+
+The table's columns: terminal ``j`` (the lazy lexer's terminal ``j``) in column ``j``, then
+``$END`` (column ``end_column``), then ``DEFAULT``; the columns are reserved ahead and grow by
+doubling. JSON Schema grammars have no layout, ignored terminals, lookaheads, word boundaries
+or forks; counted strings are marked as their blocks appear.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import GrammarError
+from .lalr import ACCEPT
+from .lalr_kernels import pack_goto
+from .lexer import characters_to_close, character_starts
+from .lexer_lazy import LazyLexer
+from .lr0_lazy import LazyLR0
+from .parser_tables import (COUNTED, COUNTED_BOUNDS, KIND_MASK, LOOKAHEAD_STATE, MAX_COUNT, MAX_NEED, NEED_SHIFT,
+                            NEEDS_TEXT, OWN_LONGEST)
+from .productive import ProductiveRules
+
+UNBUILT = -(2**31) + 1
+"""The ``DEFAULT`` cell of a parser state numbered but not built yet (no rule is that large)."""
+
+class LazyParserTables:
+    """See the module docstring. Readers use the same attribute names as ``ParserTables``."""
+
+    def __init__(self, source, start: str, *, max_states: int = 1 << 22):
+        """``source``: the rules (``is_terminal``, ``alternatives``) and ``terminals`` (name ->
+        Terminal) of the grammar, emitted as they are asked for."""
+        self.source = source
+        self.rules = ProductiveRules(source)
+        self.automaton = LazyLR0(self.rules, start)
+        self.lexer = LazyLexer()
+        self.max_states = max_states
+        self.lock = threading.RLock()
+        self.version = 0
+        self._column: dict[str, int] = {}
+        self._nonterminal: dict[str, int] = {}
+        self._gotos: list[tuple[int, int, int]] = []
+        self._built = 0
+        self._counted: list[int] = []
+        self.every_split = False
+        self.reads_before = False
+        self.has_layout = False
+        self._terms_cap = 64
+        self._states_cap = 64
+        self.action = np.zeros((self._states_cap, self._terms_cap + 2), dtype=np.int32)
+        self.action[:, -1] = UNBUILT
+        self.candidate_bits = np.zeros((self._states_cap, 1), dtype=np.uint64)
+        self.candidate_id = np.zeros(2 * self._states_cap, dtype=np.int32)
+        self.candidate_list = [0] * (2 * self._states_cap)  # the same as a list, for Python readers
+        self.rule_lhs = np.zeros(64, dtype=np.int32)
+        self.rule_len = np.zeros(64, dtype=np.int32)
+        self.term_column = np.zeros(0, dtype=np.int32)
+        self.end_effects = np.zeros((0, 5), dtype=np.int32)
+        self.layout = np.full(COUNTED_BOUNDS, -1, dtype=np.int32)
+        self._lexer_states = 0
+        self._lexer_terminals = 0
+        # per lexer state, capacity arrays; the public names are views of the states there are
+        self._tracks = np.zeros(0, dtype=np.int32)
+        self._reach = np.zeros((0, 1), dtype=np.uint64)
+        self._done = np.zeros(0, dtype=np.uint8)
+        self._accepting = np.zeros(0, dtype=bool)
+        self._start_bits = np.zeros((0, 1), dtype=np.uint64)  # the terminals a start tracks
+        self._lexer_views()
+        # the bytes any lexeme of the grammar may start with, known before its starts are built
+        self.starts_any = np.asarray(source.first_bytes(), dtype=np.uint8)
+        self.goto = pack_goto(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 1)
+        self.initial_state = 0
+        self.build(0)
+
+    # ------------------------------------------------------------------ what readers see
+
+    @property
+    def end_column(self) -> int:
+        return self._terms_cap
+
+    @property
+    def table(self):
+        return self
+
+    @property
+    def num_states(self) -> int:
+        return self.automaton.num_states
+
+    @property
+    def lr_arrays(self) -> tuple:
+        return self.action, self.goto, self.rule_lhs, self.rule_len, self.term_column
+
+    @property
+    def lexer_arrays(self) -> tuple:
+        lx = self.lexer
+        return lx.transitions, lx.accept_bits, lx.alive_bits, lx.is_start, lx.class_byte
+
+    def kernel_args(self) -> tuple:
+        return (*self.lexer_arrays, *self.lr_arrays, self.candidate_bits, self.candidate_id, self.reach_bits,
+                self.reach_done, self.layout, self.end_effects, self.tracks_column)
+
+    def terminal_id(self, name: str) -> int:
+        return self._column[name] if name != "$END" else self.end_column
+
+    # ------------------------------------------------------------------ growth
+
+    def build(self, state: int) -> None:
+        """Write parser state ``state``'s row (and whatever it needs: rules, terminals, its
+        lexer start), and the rows of the states one shift or goto away, under the lock. A
+        mask looks a token ahead, a few lexemes, so the neighbours are built with the state:
+        a kernel stopped by an unbuilt state (NEED_STATE) starts again from scratch."""
+        with self.lock:
+            if self.action[state, -1] == UNBUILT:
+                self._build(state)
+            row = self.automaton.row(state)
+            for target in (*row.shifts.values(), *row.gotos.values()):
+                if self.action[target, -1] == UNBUILT:
+                    self._build(target)
+
+    def _build(self, state: int) -> None:
+        """Write parser state ``state``'s row (the lock is held)."""
+        if True:
+            row = self.automaton.row(state)
+            if row.conflict:
+                raise GrammarError("the grammar is not LR(0) here (a state can reduce and shift, or reduce two "
+                                   "ways): it needs the eager LALR(1) table")
+            if self.automaton.num_states > self.max_states:
+                raise GrammarError(f"the parser needs more than {self.max_states} states")
+            columns = [self._terminal_column(name) for name in row.shifts]
+            self._reserve(self.automaton.num_states)
+            action = self.action
+            action[state, :] = 0
+            for column, target in zip(columns, row.shifts.values()):
+                action[state, column] = target + 1
+            if row.accepts:
+                action[state, self.end_column] = ACCEPT
+            if row.default >= 0:
+                self._rule(row.default)
+                action[state, -1] = -(row.default + 1)
+            for name, target in row.gotos.items():
+                self._gotos.append((state, self._nonterminal_id(name), target))
+            if row.gotos:
+                self._pack_gotos()
+            bits = self.candidate_bits[state]
+            bits[:] = 0
+            for column in columns:
+                bits[column >> 6] |= np.uint64(1) << np.uint64(column & 63)
+            start = self.lexer.add_start(columns)
+            self.candidate_id[state] = self.candidate_id[state + self._states_cap] = start
+            self.candidate_list[state] = self.candidate_list[state + self._states_cap] = start
+            self._lexer_grown()
+            self.start_bits[start] = bits
+            self.version += 1  # a row is written: readers' copies of candidate_id are stale
+
+    def _rule(self, r: int) -> None:
+        if r >= self.rule_lhs.shape[0]:
+            size = max(r + 1, 2 * self.rule_lhs.shape[0])
+            self.rule_lhs = _grown(self.rule_lhs, size)
+            self.rule_len = _grown(self.rule_len, size)
+            self.version += 1
+        lhs, rhs = self.automaton.rules[r]
+        self.rule_lhs[r] = self._nonterminal_id(lhs)
+        self.rule_len[r] = len(rhs)
+
+    def _nonterminal_id(self, name: str) -> int:
+        found = self._nonterminal.get(name)
+        if found is None:
+            found = self._nonterminal[name] = len(self._nonterminal)
+        return found
+
+    def _pack_gotos(self) -> None:
+        gotos = np.array(self._gotos, dtype=np.int64).reshape(-1, 3)
+        self.goto = pack_goto(gotos[:, 0], gotos[:, 1], gotos[:, 2], self._states_cap)
+        self.version += 1
+
+    def _terminal_column(self, name: str) -> int:
+        found = self._column.get(name)
+        if found is not None:
+            return found
+        terminal = self.source.terminals[name]
+        if terminal.lookahead is not None or terminal.ends_in_word is not None:
+            raise GrammarError(f"terminal {name}: lookaheads and word boundaries need the eager parser tables")
+        k = self.lexer.add_terminal(terminal)
+        self._column[name] = k
+        if k >= self._terms_cap:
+            self._terms_cap *= 2
+            grown = np.zeros((self.action.shape[0], self._terms_cap + 2), dtype=np.int32)
+            grown[:, :k] = self.action[:, :k]
+            grown[:, -2] = self.action[:, -2]
+            grown[:, -1] = self.action[:, -1]
+            self.action = grown
+            self.version += 1
+        self.term_column = np.append(self.term_column, np.int32(k))
+        effects = np.zeros((1, 5), dtype=np.int32)
+        effects[0, LOOKAHEAD_STATE] = effects[0, OWN_LONGEST] = -1
+        effects[0, NEEDS_TEXT] = terminal.needs_text_after
+        self.end_effects = np.concatenate([self.end_effects, effects])
+        words = self.lexer.words
+        if words > self.candidate_bits.shape[1]:
+            wider = np.zeros((self.candidate_bits.shape[0], words), dtype=np.uint64)
+            wider[:, :self.candidate_bits.shape[1]] = self.candidate_bits
+            self.candidate_bits = wider
+        if terminal.length is not None:
+            fewest, most = terminal.length
+            if not (0 <= fewest <= MAX_COUNT and -1 <= most <= MAX_COUNT):
+                raise GrammarError(f"terminal {terminal.name}: length bounds {terminal.length} outside "
+                                   f"0..{MAX_COUNT} (the most may be -1: no bound)")
+            self._counted.append(k)
+            self.layout = np.append(self.layout, np.array([fewest, most], dtype=np.int32))
+        self.version += 1
+        return k
+
+    def _reserve(self, states: int) -> None:
+        """Room for ``states`` parser states; new states are UNBUILT."""
+        if states <= self._states_cap:
+            return
+        cap = self._states_cap
+        while cap < states:
+            cap *= 2
+        action = np.zeros((cap, self.action.shape[1]), dtype=np.int32)
+        action[:self._states_cap] = self.action
+        action[self._states_cap:, -1] = UNBUILT
+        bits = np.zeros((cap, self.candidate_bits.shape[1]), dtype=np.uint64)
+        bits[:self._states_cap] = self.candidate_bits
+        ids = np.zeros(2 * cap, dtype=np.int32)
+        ids[:self._states_cap] = self.candidate_id[:self._states_cap]
+        ids[cap:cap + self._states_cap] = self.candidate_id[self._states_cap:]
+        self.action, self.candidate_bits, self.candidate_id = action, bits, ids
+        self.candidate_list = ids.tolist()
+        self._states_cap = cap
+        self._pack_gotos()
+        self.version += 1
+
+    def _lexer_views(self) -> None:
+        n = self._lexer_states
+        self.tracks_column, self.reach_bits, self.reach_done = self._tracks[:n], self._reach[:n], self._done[:n]
+        self.accepting, self.start_bits = self._accepting[:n], self._start_bits[:n]
+
+    def _lexer_grown(self) -> None:
+        """The per-lexer-state arrays, for the states the lexer has now (capacity doubling:
+        rows already there are not copied at each growth)."""
+        lexer = self.lexer
+        n, old, words = lexer.num_states, self._lexer_states, lexer.words
+        if n == old and self._reach.shape[1] == words:
+            return
+        if n > self._tracks.shape[0] or words != self._reach.shape[1]:
+            cap = max(n, 2 * self._tracks.shape[0], 64)
+            tracks = np.zeros(cap, dtype=np.int32)
+            tracks[:old] = self._tracks[:old]
+            reach = np.zeros((cap, words), dtype=np.uint64)
+            done = np.zeros(cap, dtype=np.uint8)
+            if words == self._reach.shape[1]:
+                reach[:old] = self._reach[:old]
+                done[:old] = self._done[:old]  # else cached reaches name fewer terminals: again
+            accepting = np.zeros(cap, dtype=bool)
+            accepting[:old] = self._accepting[:old]
+            starts = np.zeros((cap, words), dtype=np.uint64)
+            starts[:old, :self._start_bits.shape[1]] = self._start_bits[:old]
+            self._tracks, self._reach, self._done, self._accepting, self._start_bits = (
+                tracks, reach, done, accepting, starts)
+        self._accepting[old:n] = np.any(lexer.accept_bits[old:n] != 0, axis=1)
+        for j, k in enumerate(self._counted):
+            self._mark_counted(k, COUNTED + 2 * j, self._tracks, old)
+        if len(lexer.terminals) != self._lexer_terminals:  # finer byte classes with new terminals
+            lexer.byte_class, lexer.class_byte = lexer.byte_classes()
+            self._lexer_terminals = len(lexer.terminals)
+        self._lexer_states = n
+        self._lexer_views()
+        self.version += 1
+
+    def _mark_counted(self, k: int, kind: int, tracks: np.ndarray, old: int) -> None:
+        """As ``parser_tables._mark_counted``, for the states added since ``old``."""
+        lexer = self.lexer
+        terminal, first = lexer.terminals[k], lexer.block_start[k]
+        dfa = terminal.dfa
+        word, bit = k >> 6, np.uint64(1) << np.uint64(k & 63)
+        alive = old + np.flatnonzero((lexer.alive_bits[old:lexer.num_states, word] & bit) != 0)
+        shared = alive[(lexer.is_start[alive] == 0) & ((alive < first) | (alive >= first + dfa.num_states))]
+        if shared.size:
+            raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
+                               "opening quote; its length cannot be counted")
+        if first < old:
+            return  # its block is marked already (or not entered yet)
+        need = characters_to_close(dfa)
+        if kind + 1 > KIND_MASK or need.max(initial=0) > MAX_NEED:
+            raise GrammarError(f"the counted string terminal {terminal.name} cannot be counted: too many counted "
+                               "terminals, or a contents language whose strings need too many characters to end")
+        block = tracks[first:first + dfa.num_states]
+        block[:] = kind + (need << NEED_SHIFT)
+        block[character_starts(dfa)] += 1
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    grown = np.zeros(size, dtype=array.dtype)
+    grown[:array.shape[0]] = array
+    return grown

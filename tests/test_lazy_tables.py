@@ -1,0 +1,128 @@
+"""Parser tables built where the parser goes (grammar/parser_tables_lazy.py): a JSON Schema's
+rules emitted on demand, LR(0) states and lexer starts built when a stack first lands there.
+
+Oracles: the eager grammar and tables of the same schema: the incremental parser accepts the
+same texts (instances jsonschema judges, and damaged copies), and matchers give the same
+masks along random walks, with brute force over the vocabulary at some steps.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+
+import gramalign as ga
+from gramalign.grammar.json_schema import lazy_json_schema_rules
+from gramalign.grammar.parser_tables_lazy import LazyParserTables
+from gramalign.masking.cfg import GrammarMaskStore
+from gramalign.masking.compiler import CompiledGrammar, token_trie
+from gramalign.parsing import IncrementalParser
+
+from support.mask_walks import lockstep_walks
+from support.random_schemas import InstanceGenerator, SchemaGenerator, serialize
+from support.shared_data import maskbench_files
+from support.vocabularies import gpt2_vocabulary
+
+
+def lazy_tables(schema) -> LazyParserTables:
+    emitter = lazy_json_schema_rules(schema, strict=False)
+    return LazyParserTables(emitter, emitter.start)
+
+
+def lazy_compiled(schema, vocab) -> CompiledGrammar:
+    store = GrammarMaskStore(lazy_tables(schema), vocab, token_trie(vocab))
+    return CompiledGrammar(ga.Grammar.from_json_schema(schema, strict=False), vocab, store=store)
+
+
+SCHEMAS = {
+    "object": {"type": "object", "properties": {
+        "id": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}},
+        "kind": {"anyOf": [{"type": "null"}, {"enum": ["a", "bc"]},
+                           {"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"]}]},
+        "nested": {"type": "object", "properties": {"deep": {"type": "array", "items": {"type": "number"}}}},
+    }, "required": ["id"]},
+    "recursive": {"$defs": {"node": {"type": "object", "properties": {
+        "value": {"type": "string", "pattern": "^[a-z]+$"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "required": ["value"]}}, "$ref": "#/$defs/node"},
+    "counted": {"type": "object", "properties": {"name": {"type": "string", "minLength": 3, "maxLength": 200},
+                                                 "code": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 90}},
+                "required": ["name"]},
+    "formats": {"type": "object", "properties": {"when": {"type": "string", "format": "date"},
+                                                 "mail": {"type": "string", "format": "email"},
+                                                 "n": {"type": "number", "exclusiveMaximum": 10}}},
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_lazy_tables_accept_what_the_eager_tables_accept(name):
+    schema = SCHEMAS[name]
+    eager = IncrementalParser(ga.compile(ga.Grammar.from_json_schema(schema, strict=False), gpt2_vocabulary())
+                              .store.tables)
+    lazy = IncrementalParser(lazy_tables(schema))
+    rng = random.Random(len(name))
+    validator = jsonschema.Draft202012Validator(schema)
+    checked = 0
+    for value in InstanceGenerator(rng, schema).candidates(40):
+        text = serialize(value)
+        for candidate in (text, text[:-1], text[1:], text.replace(",", ",,", 1)):
+            data = candidate.encode()
+            assert lazy.accepts(data) == eager.accepts(data), candidate
+            assert lazy.is_prefix(data) == eager.is_prefix(data), candidate
+            checked += 1
+        assert lazy.accepts(text.encode()) == validator.is_valid(value) or not eager.accepts(text.encode())
+    assert checked >= 100
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_masks_of_lazy_and_eager_tables_agree_along_random_walks(name):
+    vocab = gpt2_vocabulary()
+    schema = SCHEMAS[name]
+    eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+    assert lockstep_walks(lazy_compiled(schema, vocab), eager, 7, 4, 40) >= 40
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_schemas_lazy_and_eager_masks_agree(seed):
+    vocab = gpt2_vocabulary()
+    rng = random.Random(seed)
+    compared = 0
+    for _ in range(5):
+        schema = SchemaGenerator(rng).schema()
+        try:
+            eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+        except ga.SchemaCompileError:
+            continue
+        compared += lockstep_walks(lazy_compiled(schema, vocab), eager, seed, 2, 25)
+    assert compared >= 20
+
+
+def test_maskbench_schemas_lazy_and_eager_masks_agree():
+    vocab = gpt2_vocabulary()
+    compared = schemas = 0
+    for path in maskbench_files()[::83][:30]:
+        schema = json.loads(path.read_text(encoding="utf-8"))["schema"]
+        try:
+            eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+        except ga.GramalignError:
+            continue
+        compared += lockstep_walks(lazy_compiled(schema, vocab), eager, schemas, 2, 30)
+        schemas += 1
+    assert schemas >= 20 and compared >= 600
+
+
+def test_only_the_visited_part_is_built():
+    wide = {"type": "object", "properties": {
+        "small": {"type": "integer"},
+        "big": {"type": "object", "properties": {f"p{i}": {"type": "object", "properties": {
+            f"q{j}": {"type": "string", "pattern": f"^x{j}[a-z]+$"} for j in range(20)}} for i in range(20)}}}}
+    tables = lazy_tables(wide)
+    parser = IncrementalParser(tables)
+    assert parser.accepts(b'{"small":3}')
+    eager = ga.compile(ga.Grammar.from_json_schema(wide, strict=False), gpt2_vocabulary()).store.tables
+    built = int((tables.action[:tables.num_states, -1] != -(2**31) + 1).sum())
+    assert built < eager.table.num_states / 10
+    assert tables.lexer.num_states < eager.lexer.num_states / 5
