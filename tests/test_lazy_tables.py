@@ -126,3 +126,46 @@ def test_only_the_visited_part_is_built():
     built = int((tables.action[:tables.num_states, -1] != -(2**31) + 1).sum())
     assert built < eager.table.num_states / 10
     assert tables.lexer.num_states < eager.lexer.num_states / 5
+
+
+def test_an_error_in_a_part_reached_later_is_raised_where_it_is_reached():
+    bad = {"type": "object", "properties": {"bad": {"type": "string", "pattern": "(?<=a)b"}}}
+    schema = {"type": "object", "properties": {
+        "ok": {"type": "integer"},
+        "deep": {"type": "object", "properties": {"inner": {"type": "object", "properties": {"more": bad}}}}}}
+    with pytest.raises(ga.SchemaCompileError, match="lookbehind"):
+        ga.Grammar.from_json_schema(schema, strict=False)  # the eager compile refuses it at once
+    vocab = gpt2_vocabulary()
+    compiled = lazy_compiled_without_eager(schema, vocab)
+    byte_token = {data: t for t, data in enumerate(vocab.token_bytes) if len(data) == 1}
+    matcher = compiled.matcher()
+    for char in '{"ok":1}':
+        assert byte_token[char.encode()] in matcher.allowed_token_ids().tolist()
+        matcher.accept_token(byte_token[char.encode()])
+    assert matcher.can_terminate()
+    matcher = compiled.matcher()
+    text = '{"deep":{"inner":{"more":{'
+    for k, char in enumerate(text):
+        try:
+            matcher.allowed_token_ids()
+        except ga.SchemaCompileError as exc:  # reached: the parser's look-ahead is near the bad part
+            assert k >= len('{"deep":{'), k  # not at the root: inside the parts that lead there
+            assert (exc.pointer, exc.keyword) == ("/properties/deep/properties/inner/properties/more/properties/bad",
+                                                  "pattern")
+            break
+        matcher.accept_token(byte_token[char.encode()])
+    else:
+        pytest.fail("the bad part was never reached")
+    before = matcher.num_accepted_tokens
+    with pytest.raises(ga.SchemaCompileError, match="lookbehind"):  # the same error each time
+        matcher.allowed_token_ids()
+    assert matcher.num_accepted_tokens == before  # the matcher is unchanged
+    matcher.rollback(before)  # and the part of the language away from it still works
+    for char in '{"ok":1}':
+        matcher.accept_token(byte_token[char.encode()])
+    assert matcher.can_terminate()
+
+
+def lazy_compiled_without_eager(schema, vocab) -> CompiledGrammar:
+    store = GrammarMaskStore(lazy_tables(schema), vocab, token_trie(vocab))
+    return CompiledGrammar(None, vocab, store=store)

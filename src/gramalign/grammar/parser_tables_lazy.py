@@ -19,11 +19,12 @@ or forks; counted strings are marked as their blocks appear.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
 
-from ..errors import GrammarError
+from ..errors import GramalignError, GrammarError, SchemaCompileError
 from .lalr import ACCEPT
 from .lalr_kernels import pack_goto
 from .lexer import characters_to_close, character_starts
@@ -120,49 +121,59 @@ class LazyParserTables:
         """Write parser state ``state``'s row (and whatever it needs: rules, terminals, its
         lexer start), and the rows of the states one shift or goto away, under the lock. A
         mask looks a token ahead, a few lexemes, so the neighbours are built with the state:
-        a kernel stopped by an unbuilt state (NEED_STATE) starts again from scratch."""
+        a kernel stopped by an unbuilt state (NEED_STATE) starts again from scratch. An error
+        (a part of the schema that cannot be compiled) is raised for ``state`` only, leaving
+        it unbuilt; a neighbour that fails stays unbuilt until a stack lands there."""
         with self.lock:
             if self.action[state, -1] == UNBUILT:
                 self._build(state)
             row = self.automaton.row(state)
             for target in (*row.shifts.values(), *row.gotos.values()):
                 if self.action[target, -1] == UNBUILT:
-                    self._build(target)
+                    try:
+                        self._build(target)
+                    except GramalignError:
+                        pass
 
     def _build(self, state: int) -> None:
-        """Write parser state ``state``'s row (the lock is held)."""
-        if True:
+        """Write parser state ``state``'s row (the lock is held). What can fail (emitting its
+        rules, its terminals, its lexer start) comes first; the row is written last, its
+        DEFAULT cell (which says "built") at the very end."""
+        try:
             row = self.automaton.row(state)
-            if row.conflict:
-                raise GrammarError("the grammar is not LR(0) here (a state can reduce and shift, or reduce two "
-                                   "ways): it needs the eager LALR(1) table")
-            if self.automaton.num_states > self.max_states:
-                raise GrammarError(f"the parser needs more than {self.max_states} states")
-            columns = [self._terminal_column(name) for name in row.shifts]
-            self._reserve(self.automaton.num_states)
-            action = self.action
-            action[state, :] = 0
-            for column, target in zip(columns, row.shifts.values()):
-                action[state, column] = target + 1
-            if row.accepts:
-                action[state, self.end_column] = ACCEPT
-            if row.default >= 0:
-                self._rule(row.default)
-                action[state, -1] = -(row.default + 1)
-            for name, target in row.gotos.items():
-                self._gotos.append((state, self._nonterminal_id(name), target))
-            if row.gotos:
-                self._pack_gotos()
-            bits = self.candidate_bits[state]
-            bits[:] = 0
-            for column in columns:
-                bits[column >> 6] |= np.uint64(1) << np.uint64(column & 63)
-            start = self.lexer.add_start(columns)
-            self.candidate_id[state] = self.candidate_id[state + self._states_cap] = start
-            self.candidate_list[state] = self.candidate_list[state + self._states_cap] = start
-            self._lexer_grown()
-            self.start_bits[start] = bits
-            self.version += 1  # a row is written: readers' copies of candidate_id are stale
+        except RecursionError:  # the evaluator recurses once per nested subschema
+            raise SchemaCompileError(f"the schema nests too deeply (Python's recursion limit is "
+                                     f"{sys.getrecursionlimit()})") from None
+        if row.conflict:
+            raise GrammarError("the grammar is not LR(0) here (a state can reduce and shift, or reduce two "
+                               "ways): it needs the eager LALR(1) table")
+        if self.automaton.num_states > self.max_states:
+            raise GrammarError(f"the parser needs more than {self.max_states} states")
+        columns = [self._terminal_column(name) for name in row.shifts]
+        start = self.lexer.add_start(columns)
+        self._lexer_grown()
+        self._reserve(self.automaton.num_states)
+        if row.default >= 0:
+            self._rule(row.default)
+        bits = np.zeros(self.candidate_bits.shape[1], dtype=np.uint64)
+        for column in columns:
+            bits[column >> 6] |= np.uint64(1) << np.uint64(column & 63)
+        self.start_bits[start] = bits
+        # nothing below fails: the row
+        self.candidate_bits[state] = bits
+        self.candidate_id[state] = self.candidate_id[state + self._states_cap] = start
+        self.candidate_list[state] = self.candidate_list[state + self._states_cap] = start
+        if row.gotos:
+            self._gotos.extend((state, self._nonterminal_id(name), target) for name, target in row.gotos.items())
+            self._pack_gotos()
+        action = self.action
+        action[state, :-1] = 0
+        for column, target in zip(columns, row.shifts.values()):
+            action[state, column] = target + 1
+        if row.accepts:
+            action[state, self.end_column] = ACCEPT
+        action[state, -1] = -(row.default + 1) if row.default >= 0 else 0
+        self.version += 1  # a row is written: readers' copies of candidate_id are stale
 
     def _rule(self, r: int) -> None:
         if r >= self.rule_lhs.shape[0]:

@@ -103,9 +103,10 @@ class Emitter:
         """The alternatives of rule ``name``, computed on first call; None for a terminal."""
         if name in self.terminals:
             return None
-        alternatives = self._pending.pop(name, None)
-        if alternatives is not None:
+        alternatives = self._pending.get(name)
+        if alternatives is not None:  # taken off once computed: a part that fails fails again
             self._rule(name, alternatives())
+            del self._pending[name]
         return tuple(self.rules[name])
 
     # ------------------------------------------------------------------ terminals
