@@ -165,6 +165,23 @@ class Gramalign(Engine):
         return matcher.can_terminate()
 
 
+class GramalignLazy(Gramalign):
+    """gramalign with the schema's rules, LR(0) states and lexer starts built where the parser
+    goes (grammar/parser_tables_lazy.py; not yet what ``ga.compile`` does, issue 35)."""
+
+    name = "gramalign-lazy"
+
+    def compile(self, schema):
+        from gramalign.grammar.json_schema import lazy_json_schema_rules
+        from gramalign.grammar.parser_tables_lazy import LazyParserTables
+        from gramalign.masking.cfg import GrammarMaskStore
+        from gramalign.masking.compiler import CompiledGrammar, token_trie
+
+        emitter = lazy_json_schema_rules(schema, strict=False)
+        store = GrammarMaskStore(LazyParserTables(emitter, emitter.start), self.vocab, token_trie(self.vocab))
+        return CompiledGrammar(None, self.vocab, store=store)
+
+
 class LLGuidance(Engine):
     name = "llguidance"
 
@@ -264,7 +281,7 @@ class OutlinesCore(Engine):
         return matcher.is_finished()
 
 
-ENGINES = {cls.name: cls for cls in (Gramalign, XGrammar, LLGuidance, OutlinesCore)}
+ENGINES = {cls.name: cls for cls in (Gramalign, GramalignLazy, XGrammar, LLGuidance, OutlinesCore)}
 
 
 def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool]]) -> dict:
