@@ -12,6 +12,7 @@ import json
 import random
 
 import jsonschema
+import numpy as np
 import pytest
 
 import gramalign as ga
@@ -169,3 +170,25 @@ def test_an_error_in_a_part_reached_later_is_raised_where_it_is_reached():
 def lazy_compiled_without_eager(schema, vocab) -> CompiledGrammar:
     store = GrammarMaskStore(lazy_tables(schema), vocab, token_trie(vocab))
     return CompiledGrammar(None, vocab, store=store)
+
+
+def test_terminals_added_past_64_after_contexts_were_classified():
+    # The counted string of "a" is classified while the lexer has a few terminals; "more" then
+    # brings 80 keys, and "b", a string of the same automaton with other bounds, takes its
+    # context from a's (twins), with terminal bitsets of two words now.
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 100},
+        "more": {"type": "object", "properties": {
+            **{f"key{i}": {"type": "integer"} for i in range(80)},
+            "b": {"type": "string", "maxLength": 120}}}}}
+    vocab = gpt2_vocabulary()
+    lazy = lazy_compiled_without_eager(schema, vocab)
+    eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+    byte_token = {data: t for t, data in enumerate(vocab.token_bytes) if len(data) == 1}
+    a, b = lazy.matcher(), eager.matcher()
+    for char in '{"a":"xy","more":{"key3":1,"b":"zz"}}':
+        assert np.array_equal(a.allowed_token_ids(), b.allowed_token_ids()), char
+        a.accept_token(byte_token[char.encode()])
+        b.accept_token(byte_token[char.encode()])
+    assert a.can_terminate() and b.can_terminate()
+    assert lazy.store.tables.lexer.words == 2

@@ -144,16 +144,7 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "i
             raise GrammarError(f"terminal {terminal.name} matches the empty string")
         dfas.append(dfa)
 
-    # Bytes that no terminal tells apart form one class: the product walks classes only.
-    byte_class, representative = joint_byte_classes(dfas)
-    # One class table for all terminal DFAs: global state = offset of its terminal + local state.
-    sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
-    offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    owner = np.repeat(np.arange(len(dfas)), sizes)
-    big = np.concatenate([table[:, class_of_byte[representative]]
-                          for class_of_byte, table in map(byte_classes_of, dfas)])
-    np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)
+    byte_class, representative, sizes, offsets, owner, big = product_inputs(dfas)
 
     words = (len(ranked) + 63) // 64
     # A product state is the array of its members' global states, in terminal order (each
@@ -202,6 +193,23 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "i
         accept_bits[block, t >> 6] = np.where(dfa.accepting, bit, np.uint64(0))
     return LexerDFA(ranked, transitions, start_offsets.shape[0] - 1, accept_bits, alive_bits,
                     byte_class, representative, block_start)
+
+
+def product_inputs(dfas) -> tuple:
+    """What the product kernel reads, for terminal automata ``dfas``: (class of each byte, a
+    byte of each class, each DFA's size, its first global state, the DFA of each global
+    state, the table int32 [global states, classes]). Bytes no terminal tells apart form one
+    class, so the product walks classes only; a global state is the offset of its terminal
+    plus its local state."""
+    byte_class, representative = joint_byte_classes(dfas)
+    sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
+    offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    owner = np.repeat(np.arange(len(dfas)), sizes)
+    big = np.concatenate([table[:, class_of_byte[representative]]
+                          for class_of_byte, table in map(byte_classes_of, dfas)])
+    np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)
+    return byte_class, representative, sizes, offsets, owner, big
 
 
 def _initial_states_after(dfas, offsets, tracked: np.ndarray, after_word: np.ndarray):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Terminal
-from .lexer import byte_classes_of, joint_byte_classes, terminal_index
+from .lexer import joint_byte_classes, product_inputs, terminal_index
 from .lexer_kernels import copy_block, multi_member_product
 from .limits import active_limits
 
@@ -112,14 +112,7 @@ class LazyLexer:
         dfas = [self._dfas[t] for t in terms.tolist()]
         # the eager lexer's product kernel, over this set's terminals alone
         if dfas:
-            byte_class, representative = joint_byte_classes(dfas)
-            sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
-            offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
-            np.cumsum(sizes, out=offsets[1:])
-            owner = np.repeat(np.arange(len(dfas)), sizes)
-            big = np.concatenate([table[:, class_of_byte[representative]]
-                                  for class_of_byte, table in map(byte_classes_of, dfas)])
-            np.add(big, offsets[owner].astype(np.int32)[:, None], out=big, where=big >= 0)
+            byte_class, _, _, offsets, owner, big = product_inputs(dfas)
             initial = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
             rows, flat, member_offsets, overflowed = multi_member_product(
                 big, initial, np.array([0, len(dfas)], dtype=np.int64), self.max_states)

@@ -371,6 +371,14 @@ def _mark_counted(lexer: LexerDFA, k: int, kind: int, tracks_column: np.ndarray)
     if first < 0 or shared.size:
         raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
                            "opening quote; its length cannot be counted")
+    mark_counted_block(terminal, first, kind, tracks_column)
+
+
+def mark_counted_block(terminal: Terminal, first: int, kind: int, tracks_column: np.ndarray) -> None:
+    """Write ``kind`` (``kind + 1`` between two characters) and the characters still needed
+    to close into ``tracks_column`` for the block of counted ``terminal`` from lexer state
+    ``first``."""
+    dfa = terminal.dfa
     need = characters_to_close(dfa)
     if kind + 1 > KIND_MASK or need.max(initial=0) > MAX_NEED:
         raise GrammarError(f"the counted string terminal {terminal.name} cannot be counted: too many counted "

@@ -27,11 +27,10 @@ import numpy as np
 from ..errors import GramalignError, GrammarError, SchemaCompileError
 from .lalr import ACCEPT
 from .lalr_kernels import pack_goto
-from .lexer import characters_to_close, character_starts
 from .lexer_lazy import LazyLexer
 from .lr0_lazy import LazyLR0
-from .parser_tables import (COUNTED, COUNTED_BOUNDS, KIND_MASK, LOOKAHEAD_STATE, MAX_COUNT, MAX_NEED, NEED_SHIFT,
-                            NEEDS_TEXT, OWN_LONGEST)
+from .parser_tables import (COUNTED, COUNTED_BOUNDS, LOOKAHEAD_STATE, MAX_COUNT, NEEDS_TEXT, OWN_LONGEST,
+                            mark_counted_block)
 from .productive import ProductiveRules
 
 UNBUILT = -(2**31) + 1
@@ -302,15 +301,8 @@ class LazyParserTables:
         if shared.size:
             raise GrammarError(f"the counted string terminal {terminal.name} overlaps another terminal after its "
                                "opening quote; its length cannot be counted")
-        if first < old:
-            return  # its block is marked already (or not entered yet)
-        need = characters_to_close(dfa)
-        if kind + 1 > KIND_MASK or need.max(initial=0) > MAX_NEED:
-            raise GrammarError(f"the counted string terminal {terminal.name} cannot be counted: too many counted "
-                               "terminals, or a contents language whose strings need too many characters to end")
-        block = tracks[first:first + dfa.num_states]
-        block[:] = kind + (need << NEED_SHIFT)
-        block[character_starts(dfa)] += 1
+        if first >= old:  # else its block is marked already (or not entered yet)
+            mark_counted_block(terminal, first, kind, tracks)
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:

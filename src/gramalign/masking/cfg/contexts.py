@@ -259,7 +259,8 @@ class LexicalContexts:
                 base = self.entries.setdefault((canonical, TWIN, first, -1, -1, -1), base)
         if terminal == first:
             return base
-        reach = np.zeros_like(base.group_reach)
+        # as wide as the terminals are now: lazy tables may have added some since base was classified
+        reach = np.zeros((base.group_reach.shape[0], self.tables.lexer.words), dtype=np.uint64)
         has = (base.group_reach[:, first >> 6] >> np.uint64(first & 63)) & np.uint64(1)
         reach[:, terminal >> 6] = has << np.uint64(terminal & 63)
         entry = ContextMasks(base.inside, reach, base.group_masks, base.dependent_ids)
