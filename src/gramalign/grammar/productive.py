@@ -17,6 +17,10 @@ from collections import deque
 from typing import Protocol
 
 
+DEPTH_FIRST_EXPANSIONS = 64
+"""Rules one depth-first attempt at a proof may expand before the breadth-first search decides."""
+
+
 class ExpandableRules(Protocol):
     def is_terminal(self, name: str) -> bool:
         """Is ``name`` a terminal (known without expanding any rule)?"""
@@ -70,6 +74,12 @@ class ProductiveRules:
             return True
         if name in self._refuted:
             return False
+        # First one derivation, depth first, the alternative with fewest unproved symbols
+        # first: a union of objects with required members is proved along one member chain,
+        # where a breadth-first search expanded every member's value at every level.
+        budget = [DEPTH_FIRST_EXPANSIONS]
+        if self._derivation(name, set(), budget):
+            return True
         seen, frontier = {name}, deque([name])
         while frontier:
             symbol = frontier.popleft()
@@ -84,6 +94,31 @@ class ProductiveRules:
                         frontier.append(s)
         # everything ``name`` reaches is expanded: what is not proved there never will be
         self._refuted.update(s for s in seen if s not in self._proved)
+        return name in self._proved
+
+    def _derivation(self, name: str, path: set, budget: list) -> bool:
+        """Try to prove ``name`` along one derivation (depth first, at most ``budget[0]`` more
+        expansions). Proofs come from the worklist, so this is sound; a failure proves nothing
+        (a symbol on ``path`` counts as unproved), and the breadth-first search decides."""
+        if name in self._proved:
+            return True
+        if name in path or name in self._refuted or budget[0] <= 0:
+            return False
+        if name not in self._rules:
+            budget[0] -= 1
+            self._expand(name)
+            if name in self._proved:
+                return True
+        path.add(name)
+        is_terminal = self._source.is_terminal
+        proved = self._proved
+        ranked = sorted(self._rules[name], key=lambda a: sum(s not in proved and not is_terminal(s) for s in a))
+        for alternative in ranked:
+            if all(self._derivation(s, path, budget) for s in alternative if not is_terminal(s)):
+                break
+            if budget[0] <= 0:
+                break
+        path.discard(name)
         return name in self._proved
 
     def alternatives(self, name: str) -> "tuple[tuple[str, ...], ...] | None":
