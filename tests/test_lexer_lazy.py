@@ -53,6 +53,10 @@ def assert_lexers_agree(terminals, sets: list, seed: int, texts: int = 30) -> No
     rng.shuffle(order)
     lazy_start = {k: lazy.add_start(sets[k]) for k in order}
     assert lazy.add_start(sets[order[0]]) == lazy_start[order[0]]  # once per set
+    byte_class, representative = lazy.byte_classes()  # refined terminal by terminal: the same partition
+    pairs = set(zip(eager.byte_class.tolist(), byte_class.tolist()))
+    assert len(pairs) == len(set(eager.byte_class.tolist())) == len(set(byte_class.tolist()))
+    assert byte_class[representative].tolist() == list(range(len(representative)))
     assert lazy.is_start[:lazy.num_states].sum() == len({tuple(sorted(s)) for s in sets})
     for k in range(len(sets)):
         assert lazy.is_start[lazy_start[k]]

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Terminal
-from .lexer import joint_byte_classes, product_inputs, terminal_index
+from .lexer import byte_classes_of, product_inputs, terminal_index
 from .lexer_kernels import copy_block, multi_member_product
 from .limits import active_limits
 
@@ -40,6 +40,8 @@ class LazyLexer:
         self._alive = np.zeros((64, 1), dtype=np.uint64)
         self._is_start = np.zeros(64, dtype=np.uint8)
         self.block_start = np.zeros(0, dtype=np.int64)  # per terminal, -1 until a lexeme first becomes it alone
+        self._byte_class = np.zeros(256, dtype=np.int64)
+        self._representative = np.zeros(1, dtype=np.int64)
         self._members: dict[bytes, int] = {}  # product state by its members (terminal, local state) pairs
         self._starts: dict[bytes, int] = {}
         self._views()
@@ -65,6 +67,11 @@ class LazyLexer:
         self.terminals.append(terminal)
         self._dfas.append(dfa)
         self.block_start = np.append(self.block_start, np.int64(-1))
+        # the byte classes refined by this terminal's (the lexer's rows are whole 256-byte rows,
+        # so a finer partition later leaves every row right)
+        own = byte_classes_of(dfa)[0].astype(np.int64)
+        _, self._representative, self._byte_class = np.unique(self._byte_class * 256 + own, return_index=True,
+                                                              return_inverse=True)
         words = (len(self.terminals) + 63) // 64
         if words > self.words:
             self._accept = _widened(self._accept, words)
@@ -185,9 +192,7 @@ class LazyLexer:
 
     def byte_classes(self) -> tuple[np.ndarray, np.ndarray]:
         """(class of each byte, a byte of each class) that every terminal so far treats alike."""
-        if not self._dfas:
-            return np.zeros(256, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        return joint_byte_classes(self._dfas)
+        return self._byte_class.reshape(256), self._representative.astype(np.int64)
 
 
 def _grown(array: np.ndarray, rows: int, zero: bool = False) -> np.ndarray:
