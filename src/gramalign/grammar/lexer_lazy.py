@@ -116,6 +116,8 @@ class LazyLexer:
         found = self._starts.get(key)
         if found is not None:
             return found
+        if len(terms) == 1:  # most candidate sets of JSON (a colon, a key): the terminal's own row
+            return self._single_start(key, int(terms[0]))
         dfas = [self._dfas[t] for t in terms.tolist()]
         # the eager lexer's product kernel, over this set's terminals alone
         if dfas:
@@ -175,6 +177,22 @@ class LazyLexer:
                     self._accept[state, t >> 6] |= bit
         start = int(local[0])
         self._is_start[start] = 1
+        self._starts[key] = start
+        self._views()
+        return start
+
+    def _single_start(self, key: bytes, t: int) -> int:
+        """The start of a set of one terminal: its DFA's initial row, as a state of its own
+        (a start is never re-entered), leading into the terminal's block."""
+        first = self._block(t)
+        self._room(1)
+        start = self.num_states
+        row = first + self._dfas[t].initial
+        self._transitions[start] = self._transitions[row]
+        self._alive[start] = self._alive[row]
+        self._accept[start] = self._accept[row]
+        self._is_start[start] = 1
+        self.num_states += 1
         self._starts[key] = start
         self._views()
         return start
