@@ -149,7 +149,9 @@ class LexicalContexts:
         self._start_after_word = {} if not self.reads_before else {
             self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
         self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
-        self._twins = counted_block_twins(tables)
+        if lexer.num_states != getattr(self, "_twins_for", -1):  # counted blocks come with new lexer states
+            self._twins = counted_block_twins(tables)
+            self._twins_for = lexer.num_states
         if self.text is not None:
             self.text.bind()
 

@@ -83,21 +83,26 @@ class LengthFilter:
     terminals, so a token that opens one starts with its quote) are checked from 0."""
 
     def __init__(self, tables: ParserTables, trie: TokenTrie, vocab_size: int, width: int):
+        self._trie = trie
+        self._size = vocab_size
+        self._width = width
+        self._growth: dict[int, tuple] = {}
+        self._rows: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.bind(tables)
+
+    def bind(self, tables: ParserTables) -> None:
+        """Read the tables (again, after lazy tables grew); rows computed so far stay: a lexer
+        state's rows never change."""
         self._kinds = tables.tracks_column & KIND_MASK
         # the most characters a counted string's state still needs before its quote
         self._need = int((tables.tracks_column >> NEED_SHIFT).max(initial=0))
         self._layout = tables.layout
         self._trans = tables.lexer.transitions
-        self._trie = trie
-        self._size = vocab_size
-        self._width = width
-        self._growth: dict[int, tuple] = {}
         self._counted = [k for k, t in enumerate(tables.lexer.terminals) if t.length is not None]
         self._dfas = {k: tables.lexer.terminals[k].dfa for k in self._counted}
         self._block_start = tables.lexer.block_start
         self._is_start = tables.lexer.is_start
-        self._rows: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
 
     @staticmethod
     def needed(tables: ParserTables) -> bool:

@@ -75,7 +75,9 @@ class GrammarMaskStore:
         done = self._can_continue.shape[0]
         self._can_continue = np.concatenate([self._can_continue, np.any(lexer.transitions[done:] >= 0, axis=1)])
         self._is_start = lexer.is_start
-        if LengthFilter.needed(tables):
+        if self._lengths is not None:
+            self._lengths.bind(tables)
+        elif LengthFilter.needed(tables):
             self._lengths = LengthFilter(tables, self.trie, self.vocabulary.size, self.width)
         self.contexts.bind()
 
