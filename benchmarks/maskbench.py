@@ -295,13 +295,30 @@ def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool
         compiled = engine.compile(document["schema"])
         engine.fill(engine.matcher(compiled), bitmask)
     except Exception as exc:  # noqa: BLE001 - any refusal is a compile error of that engine
-        message = " ".join(str(exc).split())
-        # gramalign refuses on purpose with a GramalignError; any other exception is a bug. The
-        # other engines' exception types do not tell, so theirs all count as refusals.
-        deliberate = engine.name != "gramalign" or any(c.__name__ == "GramalignError" for c in type(exc).__mro__)
-        return {"status": "compile_error", "error": f"{type(exc).__name__}: {message[:300]}",
-                "deliberate": deliberate}
+        return _refusal(engine, exc)
     ttfm = (time.perf_counter() - started) * 1e6
+    try:
+        return _walk_all(engine, compiled, walks, bitmask, ttfm, before)
+    except Exception as exc:  # noqa: BLE001 - gramalign-lazy compiles a part when a walk reaches it
+        if not engine.name.startswith("gramalign") or not _deliberate(exc):
+            raise
+        return _refusal(engine, exc, " (raised in a mask: the walk reached the part)")
+
+
+def _deliberate(exc: Exception) -> bool:
+    return any(c.__name__ == "GramalignError" for c in type(exc).__mro__)
+
+
+def _refusal(engine: Engine, exc: Exception, where: str = "") -> dict:
+    message = " ".join(str(exc).split())
+    # gramalign refuses on purpose with a GramalignError; any other exception is a bug. The
+    # other engines' exception types do not tell, so theirs all count as refusals.
+    deliberate = not engine.name.startswith("gramalign") or _deliberate(exc)
+    return {"status": "compile_error", "error": f"{type(exc).__name__}: {message[:300]}{where}",
+            "deliberate": deliberate}
+
+
+def _walk_all(engine: Engine, compiled, walks, bitmask, ttfm: float, before: int) -> dict:
     masks, preempted, accepted_walks, valid_rejected, invalid_accepted = [], [], [], 0, 0
     walk_masks = []  # fills per walk, so callers can total masks over chosen walks
     for ids, valid in walks:
