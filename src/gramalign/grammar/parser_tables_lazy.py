@@ -26,15 +26,12 @@ import numpy as np
 
 from ..errors import GramalignError, GrammarError, SchemaCompileError
 from .lalr import ACCEPT
-from .lalr_kernels import pack_goto
+from .lalr_kernels import UNBUILT, pack_goto
 from .lexer_lazy import LazyLexer
 from .lr0_lazy import LazyLR0
 from .parser_tables import (COUNTED, COUNTED_BOUNDS, LOOKAHEAD_STATE, MAX_COUNT, NEEDS_TEXT, OWN_LONGEST,
                             mark_counted_block)
 from .productive import ProductiveRules
-
-UNBUILT = -(2**31) + 1
-"""The ``DEFAULT`` cell of a parser state numbered but not built yet (no rule is that large)."""
 
 class LazyParserTables:
     """See the module docstring. Readers use the same attribute names as ``ParserTables``."""
@@ -52,10 +49,8 @@ class LazyParserTables:
         self._column: dict[str, int] = {}
         self._nonterminal: dict[str, int] = {}
         self._gotos: list[tuple[int, int, int]] = []
-        self._built = 0
         self._counted: list[int] = []
-        self.every_split = False
-        self.reads_before = False
+        self.reads_before = False  # no word boundaries in a JSON Schema's terminals (ParserTables' meaning)
         self.has_layout = False
         self._terms_cap = 64
         self._states_cap = 64
