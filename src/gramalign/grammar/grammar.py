@@ -157,7 +157,8 @@ class Grammar:
     no recursive rule is one terminal), and Lark grammars read with ``parser="earley"``.
     Such a grammar has no layout, lookaheads, word boundaries or counted strings."""
     lr0: bool = False
-    """The grammar is LR(0), as the grammars of JSON Schemas are by construction: its table
+    """The grammar is LR(0), as the grammars of JSON Schemas are by construction (their eager
+    tables stay LALR(1), whose masks share more, see ``json_schema/__init__.py``): its table
     has no look-aheads, and the parser reduces as soon as the top state can only reduce
     (a *default reduction*), so each stack's lexer candidates are exactly the terminals it
     can shift, found from the states themselves. Where the LR(0) automaton has a conflict,
