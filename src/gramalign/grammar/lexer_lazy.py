@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from .grammar import Terminal
-from .lexer import byte_classes_of, product_inputs, terminal_index
+from .lexer import byte_classes_of, product_inputs, terminal_bits, terminal_index
 from .lexer_kernels import copy_block, multi_member_product
 from .limits import active_limits
 
@@ -202,11 +202,7 @@ class LazyLexer:
 
     def bits_of(self, names) -> np.ndarray:
         """The uint64 bitset of the named terminals."""
-        bits = np.zeros(self.words, dtype=np.uint64)
-        for name in names:
-            index = self.terminal_index(name)
-            bits[index >> 6] |= np.uint64(1) << np.uint64(index & 63)
-        return bits
+        return terminal_bits(self.terminals, names)
 
     def byte_classes(self) -> tuple[np.ndarray, np.ndarray]:
         """(class of each byte, a byte of each class) that every terminal so far treats alike."""

@@ -14,25 +14,18 @@ where nothing is left to expand, every nonterminal it reaches that is not proved
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
+
+from .lr0_lazy import RuleSource
 
 
 DEPTH_FIRST_EXPANSIONS = 64
 """Rules one depth-first attempt at a proof may expand before the breadth-first search decides."""
 
 
-class ExpandableRules(Protocol):
-    def is_terminal(self, name: str) -> bool:
-        """Is ``name`` a terminal (known without expanding any rule)?"""
-
-    def alternatives(self, name: str) -> "tuple[tuple[str, ...], ...] | None":
-        """The alternatives of nonterminal ``name`` (expanding it), None for a terminal."""
-
-
 class ProductiveRules:
     """A rule source (see :mod:`.lr0_lazy`) that offers only alternatives deriving some text."""
 
-    def __init__(self, source: ExpandableRules):
+    def __init__(self, source: RuleSource):
         self._source = source
         self._rules: dict[str, tuple[tuple[str, ...], ...]] = {}
         self._proved: set[str] = set()

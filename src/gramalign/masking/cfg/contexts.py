@@ -127,6 +127,7 @@ class LexicalContexts:
         self._refused: dict[int, int] = {}
         self._lock = threading.Lock()
         self._version = -1
+        self._twins_for = -1  # lexer states when the counted-block twins were last listed
         self.bind()
 
     def bind(self) -> None:
@@ -149,7 +150,7 @@ class LexicalContexts:
         self._start_after_word = {} if not self.reads_before else {
             self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
         self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
-        if lexer.num_states != getattr(self, "_twins_for", -1):  # counted blocks come with new lexer states
+        if lexer.num_states != self._twins_for:  # counted blocks come with new lexer states
             self._twins = counted_block_twins(tables)
             self._twins_for = lexer.num_states
         if self.text is not None:
