@@ -33,10 +33,12 @@ from .masking.bitmask import allocate_token_bitmask_numpy, bitmask_width, unpack
 from .masking.compiler import CompiledGrammar, compile
 from .masking.gc_guard import freeze_gc, gc_paused
 from .masking.infill import InfillChecker, InfillResult
+from .masking.infill_candidates import InfillCandidates
 from .masking.matcher import GrammarMatcher
 from .masking.warm_up import warm_up
-from .samplers import (ASApSampler, FimResult, LanguageModel, Sample, SamplingOptions, SMCResult, TableModel,
-                       awrs_sample, fim_sample, masked_sample, smc_sample)
+from .samplers import (ASApSampler, DenoisingModel, DiffusionResult, FimResult, LanguageModel, Sample, SamplingOptions,
+                       SMCResult, TableDenoiser, TableModel, awrs_sample, diffusion_sample, fim_sample, masked_sample,
+                       smc_sample)
 from .tokens import Vocabulary
 
 __version__ = "0.1.0"
@@ -53,6 +55,7 @@ _TORCH_NAMES = {
     "stream": "gramalign.integrations.typed",
     "Generation": "gramalign.integrations.generation",
     "HFLanguageModel": "gramalign.integrations.hf_model",
+    "HFDenoiser": "gramalign.integrations.hf_model",
 }
 
 
@@ -72,7 +75,8 @@ __all__ = [
     "RegexError", "GrammarSourceError", "LarkGrammarError", "GbnfError", "BitmaskError", "SchemaCompileError", "SchemaKeywordWarning", "StringRejected", "TokenRejected", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "allocate_token_bitmask_numpy", "apply_token_bitmask_inplace",
     "bitmask_width", "compile", "parse_as", "unpack_token_bitmask", "unpack_token_bitmask_numpy", "GrammarLogitsProcessor", "vocabulary_for_model",
-    "GAP", "InfillChecker", "InfillError", "InfillResult",
+    "GAP", "InfillCandidates", "InfillChecker", "InfillError", "InfillResult",
+    "DenoisingModel", "DiffusionResult", "TableDenoiser", "diffusion_sample", "HFDenoiser",
     "ModelError", "ParticlesExhausted", "SamplingError", "ASApSampler", "LanguageModel", "Sample", "SamplingOptions", "SMCResult", "TableModel", "awrs_sample",
     "masked_sample", "smc_sample", "fim_sample", "FimResult", "generate", "generate_infill", "generate_as", "stream", "IncompleteGeneration", "Generation", "HFLanguageModel", "freeze_gc", "gc_paused", "warm_up",
 ]

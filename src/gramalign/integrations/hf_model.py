@@ -93,3 +93,38 @@ class HFLanguageModel:
         logits = out.logits[0, -num_positions:, : self.vocab_size]
         return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
 
+
+
+class HFDenoiser:
+    """A transformers masked-LM style denoiser (LLaDA, Dream, a ``...ForMaskedLM``) behind
+    the samplers' :class:`~gramalign.samplers.diffusion.DenoisingModel` protocol: one forward
+    pass over the whole sequence (bidirectional attention, no cache) gives each position's
+    token log-probabilities. ``mask_id`` is the model's mask token. ``shift=True`` is for
+    models trained as Dream is, whose output at position ``i - 1`` predicts the token at
+    ``i``: the logits move one position right (position 0 keeps its own).
+
+    >>> import torch, transformers
+    >>> config = transformers.BertConfig(vocab_size=12, hidden_size=8, num_hidden_layers=1,
+    ...                                  num_attention_heads=2, intermediate_size=16)
+    >>> denoiser = HFDenoiser(transformers.BertForMaskedLM(config).eval(), mask_id=11)
+    >>> denoiser.token_logprobs([1, 11, 11]).shape
+    (3, 12)
+    """
+
+    def __init__(self, model, *, mask_id: int, shift: bool = False, vocab_size: "int | None" = None):
+        self.model = model
+        width = model.get_output_embeddings().weight.shape[0]
+        self.vocab_size = int(vocab_size if vocab_size is not None else width)
+        self.mask_id = int(mask_id)
+        self.shift = bool(shift)
+
+    @torch.no_grad()
+    def token_logprobs(self, ids: Sequence[int]) -> np.ndarray:
+        """Float64 ``[len(ids), vocab_size]``: each position's token log-probabilities."""
+        row = [int(t) for t in ids]
+        if not row:
+            raise ValueError("the sequence is empty")
+        logits = self.model(input_ids=torch.tensor([row])).logits[0, :, : self.vocab_size]
+        if self.shift:
+            logits = torch.cat([logits[:1], logits[:-1]], dim=0)
+        return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
