@@ -133,48 +133,56 @@ class LazyLexer:
             byte_class = np.zeros(256, dtype=np.int64)
             flat, member_offsets = np.zeros(0, np.int64), np.zeros(2, np.int64)
             owner = offsets = None
-        # number the product states: the start always anew, the others shared by members
+        # number the product states: the start always anew, the others shared by members,
+        # a state's key its members as (terminal index, its local state) pairs, the same
+        # state in every start
+        if len(flat):
+            pairs_all = np.stack([terms[owner[flat]], flat - offsets[owner[flat]]], axis=1)
+            keys = pairs_all.tobytes()
         local = np.empty(rows.shape[0], dtype=np.int64)
         fresh = []
+        width = 16  # bytes per (terminal, state) pair
         for i in range(rows.shape[0]):
-            members = flat[member_offsets[i]:member_offsets[i + 1]]
-            # members as (terminal index, its local state): what is the same state in every start
-            pairs = np.stack([terms[owner[members]], members - offsets[owner[members]]], axis=1) if len(members) \
-                else np.zeros((0, 2), np.int64)
-            member_key = pairs.tobytes()
+            lo, hi = int(member_offsets[i]), int(member_offsets[i + 1])
+            member_key = keys[lo * width:hi * width] if hi > lo else b""
             state = self._members.get(member_key) if i else None
             if state is None:
                 state = -1 - len(fresh)
-                fresh.append((i, member_key, pairs))
+                fresh.append((i, member_key, lo, hi))
             local[i] = state
         if owner is not None and fresh:  # blocks first: copying one may grow the arrays
-            fresh_rows = rows[[i for i, _, _ in fresh]]
+            fresh_rows = rows[[i for i, _, _, _ in fresh]]
             singles = -2 - fresh_rows[fresh_rows <= -2].astype(np.int64)
             for k in np.unique(owner[singles]).tolist():
                 self._block(int(terms[k]))
             block_of = self.block_start[terms]
         self._room(len(fresh))
         base = self.num_states
-        for j, (i, member_key, pairs) in enumerate(fresh):
+        for j, (i, member_key, _, _) in enumerate(fresh):
             local[i] = base + j
             if i:
                 self._members[member_key] = base + j
         self.num_states += len(fresh)
-        for j, (i, member_key, pairs) in enumerate(fresh):
-            state = base + j
-            targets = rows[i][byte_class].astype(np.int64)
+        if fresh:
+            index = np.array([i for i, _, _, _ in fresh], dtype=np.int64)
+            targets = rows[index][:, byte_class].astype(np.int64)  # [fresh, 256]
             out = np.where(targets >= 0, local[np.maximum(targets, 0)], -1)
             single = targets <= -2
             if single.any():
                 g = -2 - targets[single]
                 k = owner[g]
                 out[single] = block_of[k] + g - offsets[k]
-            self._transitions[state] = out
-            for t, q in pairs.tolist():
-                bit = np.uint64(1) << np.uint64(t & 63)
-                self._alive[state, t >> 6] |= bit
-                if self._dfas[t].accepting[q]:
-                    self._accept[state, t >> 6] |= bit
+            self._transitions[base:base + len(fresh)] = out
+            # each member's terminal is alive in its product state, and accepts where its state does
+            counts = np.array([hi - lo for _, _, lo, hi in fresh], dtype=np.int64)
+            member_rows = np.concatenate([pairs_all[lo:hi] for _, _, lo, hi in fresh]) if counts.sum() \
+                else np.zeros((0, 2), np.int64)
+            state_of = base + np.repeat(np.arange(len(fresh)), counts)
+            t, q = member_rows[:, 0], member_rows[:, 1]
+            bits = np.left_shift(np.uint64(1), (t & 63).astype(np.uint64))
+            np.bitwise_or.at(self._alive, (state_of, t >> 6), bits)
+            accepts = np.array([bool(self._dfas[a].accepting[b]) for a, b in member_rows.tolist()], dtype=bool)
+            np.bitwise_or.at(self._accept, (state_of[accepts], t[accepts] >> 6), bits[accepts])
         start = int(local[0])
         self._is_start[start] = 1
         self._starts[key] = start
