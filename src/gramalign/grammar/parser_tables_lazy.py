@@ -48,7 +48,8 @@ class LazyParserTables:
         self.version = 0
         self._column: dict[str, int] = {}
         self._nonterminal: dict[str, int] = {}
-        self._gotos: list[tuple[int, int, int]] = []
+        self._gotos = np.zeros((64, 3), dtype=np.int64)  # (source, nonterminal, target) rows, capacity doubling
+        self._num_gotos = 0
         self._counted: list[int] = []
         self.reads_before = False  # no word boundaries in a JSON Schema's terminals (ParserTables' meaning)
         self.has_layout = False
@@ -158,7 +159,11 @@ class LazyParserTables:
         self.candidate_id[state] = self.candidate_id[state + self._states_cap] = start
         self.candidate_list[state] = self.candidate_list[state + self._states_cap] = start
         if row.gotos:
-            self._gotos.extend((state, self._nonterminal_id(name), target) for name, target in row.gotos.items())
+            entries = [(state, self._nonterminal_id(name), target) for name, target in row.gotos.items()]
+            if self._num_gotos + len(entries) > self._gotos.shape[0]:
+                self._gotos = _grown(self._gotos, max(2 * self._gotos.shape[0], self._num_gotos + len(entries)))
+            self._gotos[self._num_gotos:self._num_gotos + len(entries)] = entries
+            self._num_gotos += len(entries)
             self._pack_gotos()
         action = self.action
         action[state, :-1] = 0
@@ -186,7 +191,7 @@ class LazyParserTables:
         return found
 
     def _pack_gotos(self) -> None:
-        gotos = np.array(self._gotos, dtype=np.int64).reshape(-1, 3)
+        gotos = self._gotos[:self._num_gotos]
         self.goto = pack_goto(gotos[:, 0], gotos[:, 1], gotos[:, 2], self._states_cap)
         self.version += 1
 
@@ -301,6 +306,6 @@ class LazyParserTables:
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:
-    grown = np.zeros(size, dtype=array.dtype)
+    grown = np.zeros((size,) + array.shape[1:], dtype=array.dtype)
     grown[:array.shape[0]] = array
     return grown
