@@ -1,4 +1,5 @@
-"""Latency of the infilling check (issue 37) on the builtin JSON or SQL grammar.
+"""Latency of the infilling check (issue 37) on the builtin JSON or SQL grammar, on JSON
+Schemas, and a synthetic multi-region infilling task with a toy denoiser.
 
 Valid texts of a target length (JSON: arrays of random mask walks of the grammar, joined with
 ", "; SQL: walks joined with "; "), then spans of 0-8 bytes blanked at random positions (the gaps); every check's status
@@ -6,19 +7,31 @@ is counted and its wall time and CPU time (the thread's own, which other process
 shared core do not inflate) measured. Prints p50/p99 per (length, gaps) and the share of
 ``undecided``; ``impossible`` on these texts would be a soundness bug and is reported.
 
+``--schemas N`` does the same on N MaskBench schemas (their valid test instances, compact,
+1-8 gaps each; needs GRAMALIGN_DATA_DIR). ``--regions N`` runs the multi-region task on N
+texts of the builtin JSON grammar: 1-4 spans of 1-6 bytes removed (masked, one byte token per
+position), refilled by a toy byte-level denoiser that puts ``--fidelity`` of its mass on the
+removed byte and the rest on printable ASCII, once unconstrained (its most confident masked
+position and token, step by step) and once with ``gramalign.diffusion_sample``; it reports
+the share of valid texts (CPython's json) and the constraint's time per text.
+
     taskset -c 0 .venv/bin/python benchmarks/infill.py [--grammar json|sql] [--lengths 64 256 1024 4096]
-        [--gaps 1 8 64] [--checks 50] [--budget 1.0]
+        [--gaps 1 8 64] [--checks 50] [--budget 1.0] [--schemas 50] [--regions 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import random
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 import gramalign as ga
 
@@ -66,7 +79,17 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=50, help="checks per (length, gaps)")
     parser.add_argument("--budget", type=float, default=1.0, help="budget_s of each check")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--schemas", type=int, default=0, help="also check N MaskBench schemas' instances")
+    parser.add_argument("--regions", type=int, default=0, help="also run the multi-region task on N texts")
+    parser.add_argument("--fidelity", type=float, default=0.1, help="the toy denoiser's mass on the removed byte")
+    parser.add_argument("--only-extras", action="store_true", help="skip the length x gaps table")
     args = parser.parse_args()
+    if args.schemas:
+        schema_checks(args.schemas, args.seed, args.budget)
+    if args.regions:
+        multi_region(args.regions, args.seed, args.budget, args.fidelity)
+    if args.only_extras:
+        return
     grammar = ga.Grammar.builtin(args.grammar)
     checker = ga.InfillChecker(grammar, budget_s=args.budget)
     pool = random_texts(grammar, 300, seed=args.seed, max_bytes=200)
@@ -97,6 +120,137 @@ def main() -> None:
     checks = sum(total.values())
     print(f"# {checks} checks: undecided {total['undecided'] / checks:.1%}, impossible (unsound here) "
           f"{total['impossible']}")
+
+
+def schema_checks(count: int, seed: int, budget: float) -> None:
+    """Checks on valid instances of ``count`` MaskBench schemas (compact JSON, 1-8 gaps)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from json_schema_conformance import sample_paths
+
+    if not os.environ.get("GRAMALIGN_DATA_DIR"):
+        raise SystemExit("--schemas needs GRAMALIGN_DATA_DIR (the shared data)")
+    rng = random.Random(seed)
+    paths = sample_paths(0, 0)
+    rng.shuffle(paths)
+    times, statuses, used, refused, skipped = [], Counter(), 0, 0, 0
+    by_length = {"<= 256": [], "257-1024": [], "> 1024": []}
+    for path in paths:
+        if used == count:
+            break
+        document = json.loads(path.read_text())
+        instances = [json.dumps(t["data"], separators=(",", ":"), ensure_ascii=False).encode()
+                     for t in document["tests"] if t["valid"]]
+        if not instances:
+            continue
+        try:
+            checker = ga.InfillChecker(ga.Grammar.from_json_schema(document["schema"], strict=False), budget_s=budget)
+        except ga.GramalignError:
+            refused += 1
+            continue
+        used += 1
+        for text in instances[:5]:
+            if not checker._accepts(text):  # a valid instance gramalign's grammar refuses (docs/json_schema.md)
+                skipped += 1
+                continue
+            segments = blanked(text, rng, rng.randint(1, 8))
+            started = time.perf_counter()
+            result = checker.check(segments)
+            elapsed = time.perf_counter() - started
+            times.append(elapsed)
+            statuses[result.status] += 1
+            key = "<= 256" if len(text) <= 256 else "257-1024" if len(text) <= 1024 else "> 1024"
+            by_length[key].append(elapsed)
+    print(f"# JSON Schemas: {used} schemas ({refused} refused by the compiler skipped; {skipped} instances the "
+          f"grammar rejects skipped), {len(times)} checks of "
+          f"valid instances with 1-8 gaps: p50 {percentile(times, 0.5) * 1e3:.2f} ms, p99 "
+          f"{percentile(times, 0.99) * 1e3:.2f} ms, max {max(times) * 1e3:.2f} ms; {dict(statuses)}; undecided "
+          f"{statuses['undecided'] / len(times):.1%}, impossible (unsound here) {statuses['impossible']}")
+    for key, values in by_length.items():
+        if values:
+            print(f"#   instances {key} bytes: {len(values)} checks, p50 {percentile(values, 0.5) * 1e3:.2f} ms, "
+                  f"p99 {percentile(values, 0.99) * 1e3:.2f} ms")
+
+
+class ToyDenoiser:
+    """Byte tokens (0-255), EOS 256, MASK 257: at each position ``fidelity`` of the mass on
+    the original text's byte there (EOS past its end), the rest on printable ASCII, every
+    score then multiplied by log-normal noise (sigma 1.5), so that the best token is often
+    wrong."""
+
+    def __init__(self, text: bytes, length: int, fidelity: float, rng: random.Random):
+        self.vocab_size, self.mask_id = 258, 257
+        noise = np.zeros(258)
+        noise[0x20:0x7F] = 1.0
+        noise /= noise.sum()
+        self.table = np.tile(noise * (1 - fidelity), (length, 1))
+        truth = list(text) + [256] * (length - len(text))
+        self.table[np.arange(length), truth] += fidelity
+        self.table *= np.exp(1.5 * np.array([[rng.gauss(0, 1) for _ in range(258)] for _ in range(length)]))
+        self.seconds = 0.0
+
+    def token_logprobs(self, ids) -> np.ndarray:
+        started = time.perf_counter()
+        out = np.log(self.table / self.table.sum(axis=1, keepdims=True))
+        self.seconds += time.perf_counter() - started
+        return out
+
+
+def multi_region(count: int, seed: int, budget: float, fidelity: float) -> None:
+    """Spans removed from valid JSON texts, refilled with and without the constraint."""
+    grammar = ga.Grammar.builtin("json")
+    vocab = ga.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [b"<eos>", b"<mask>"],
+                                           eos_token_ids=[256])
+    compiled = ga.compile(grammar, vocab)
+    checker = ga.InfillChecker(compiled, budget_s=budget)
+    candidates = ga.InfillCandidates(compiled, vocab)
+    pool = random_texts(grammar, 300, seed=seed, max_bytes=120)
+    rng = random.Random(seed)
+    valid_free = valid_constrained = finished = 0
+    spent, steps, rejected, undecided = [], 0, 0, 0
+    for _ in range(count):
+        text = json_text(pool, rng, rng.randint(40, 160))
+        ids = list(text)
+        for _ in range(rng.randint(1, 4)):
+            start = rng.randrange(len(ids))
+            for p in range(start, min(len(ids), start + rng.randint(1, 6))):
+                ids[p] = 257
+        model = ToyDenoiser(text, len(ids), fidelity, rng)
+        free = _unconstrained(model, ids)
+        valid_free += _is_json(free)
+        started = time.perf_counter()
+        result = ga.diffusion_sample(model, compiled, ids, checker=checker, candidates=candidates)
+        spent.append(time.perf_counter() - started - model.seconds)
+        steps += result.steps
+        rejected += result.rejected
+        undecided += result.undecided
+        finished += result.finished
+        valid_constrained += result.finished and _is_json(result.text)
+    print(f"# multi-region infilling, {count} JSON texts of 40-160 bytes, 1-4 spans of 1-6 bytes, toy denoiser "
+          f"(fidelity {fidelity}): valid unconstrained {valid_free / count:.1%}, constrained {valid_constrained / count:.1%} "
+          f"(finished {finished / count:.1%}); constraint time per text p50 {percentile(spent, 0.5) * 1e3:.1f} ms, "
+          f"p99 {percentile(spent, 0.99) * 1e3:.1f} ms, per step {sum(spent) / max(steps, 1) * 1e3:.2f} ms; "
+          f"rejected proposals {rejected}, undecided checks {undecided}")
+
+
+def _unconstrained(model: ToyDenoiser, ids: list[int]) -> bytes:
+    """The denoiser alone: the most confident masked position and its best token, one per step."""
+    block = list(ids)
+    while 257 in block:
+        rows = model.token_logprobs(block)
+        masked = [p for p, t in enumerate(block) if t == 257]
+        rows[:, 257] = -np.inf
+        position = masked[int(np.argmax(rows[masked].max(axis=1)))]
+        block[position] = int(np.argmax(rows[position]))
+    end = block.index(256) if 256 in block else len(block)
+    return bytes(block[:end])
+
+
+def _is_json(data: "bytes | None") -> bool:
+    try:
+        json.loads(data)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 if __name__ == "__main__":

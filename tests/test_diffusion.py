@@ -217,10 +217,14 @@ def test_rejection_budget_gives_an_incomplete_block_or_the_witness():
 def test_bad_arguments_are_clear_errors():
     vocab = regex_vocab()
     compiled = ga.compile(ga.Grammar.from_regex("abcabc"), vocab)
-    with pytest.raises(ga.InfillError, match="length must be"):
+    with pytest.raises(ga.InfillError, match="block must be"):
         ga.diffusion_sample(random_denoiser(len(REGEX_TOKENS), REGEX_MASK, 0), compiled, 0)
     with pytest.raises(ValueError, match="tokens but the grammar"):
         ga.diffusion_sample(random_denoiser(3, 2, 0), compiled, 2)
+    with pytest.raises(ga.InfillError, match="outside the vocabulary"):
+        ga.diffusion_sample(random_denoiser(len(REGEX_TOKENS), REGEX_MASK, 0), compiled, [REGEX_MASK, 99])
+    with pytest.raises(ga.InfillError, match="fixed tokens are part of no sentence"):
+        ga.diffusion_sample(random_denoiser(len(REGEX_TOKENS), REGEX_MASK, 0), compiled, [5, REGEX_MASK])
     with pytest.raises(ga.InfillError, match="outside the sequence"):
         InfillCandidates(compiled, vocab).at([REGEX_MASK], 3, REGEX_MASK)
 
@@ -249,3 +253,30 @@ def test_hf_denoiser_shift_and_decoding():
         else:
             assert ga.InfillChecker(compiled).check_tokens(list(result.token_ids), vocab, JSON_MASK).completable
     assert finished >= 1
+
+
+def test_multi_region_blocks_keep_their_fixed_tokens():
+    vocab = json_vocab()
+    compiled = ga.compile(ga.Grammar.builtin("json"), vocab)
+    checker = ga.InfillChecker(compiled, budget_s=5.0)
+    rng = random.Random(3)
+    texts = [[0, 4, 6, 5, 6, 2, 8, 7, 12, 3, 1], [2, 8, 7, 0, 4, 1, 6, 9, 10, 7, 13, 4, 3]]  # [1,23,{"a":true}], ...
+    for ids in texts:
+        assert json.loads(vocab.decode_bytes(ids)) is not None  # (the texts themselves are JSON)
+    finished = 0
+    for seed in range(16):
+        ids = list(rng.choice(texts))
+        for _ in range(rng.randint(1, 3)):  # regions of 1-2 tokens removed
+            start, width = rng.randrange(len(ids)), rng.randint(1, 2)
+            ids[start:start + width] = [JSON_MASK] * len(ids[start:start + width])
+        result = ga.diffusion_sample(random_denoiser(len(JSON_TOKENS), JSON_MASK, seed), compiled, ids, rng=seed,
+                                     checker=checker)
+        for position, token in enumerate(ids):
+            if token != JSON_MASK:
+                assert result.token_ids[position] == token
+        if result.finished:
+            finished += 1
+            json.loads(result.text)
+        else:  # masks no single token fills (a gap is read as any text): stopped, never invalid
+            assert result.text is None and checker.check_tokens(list(result.token_ids), vocab, JSON_MASK).completable
+    assert finished >= 4

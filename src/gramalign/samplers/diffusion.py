@@ -92,15 +92,16 @@ class DiffusionResult:
     witness: bool = False
 
 
-def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, length: int, *,
+def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, block: "int | Sequence[int]", *,
                      prompt_ids: Sequence[int] = (), temperature: float = 0.0,
                      max_rejections: int = 1000, witness: bool = False,
                      rng: "np.random.Generator | int | None" = None,
                      checker: "InfillChecker | None" = None,
                      candidates: "InfillCandidates | None" = None) -> DiffusionResult:
-    """Decode a block of ``length`` masks after ``prompt_ids`` one token per step (see the
-    module docstring). The block is the grammar's whole text: it ends at its first EOS,
-    and the positions after it become EOS. ``temperature`` 0 takes the most likely token
+    """Decode ``block`` after ``prompt_ids`` one token per step (see the module docstring):
+    ``block`` is a number of masks, or token ids with ``model.mask_id`` where tokens are to
+    be decoded (multi-region infilling: the other ids stay). The block is the grammar's whole
+    text: it ends at its first EOS, and the positions after it become EOS. ``temperature`` 0 takes the most likely token
     at the most confident position; above 0 the token there is drawn from the model's
     distribution at that temperature (restricted to tokens not ruled out). ``checker``
     (default: one for ``compiled``, 1 s per check) and ``candidates`` may be shared across
@@ -113,12 +114,19 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, length: i
     if model.vocab_size != compiled.vocabulary.size:
         raise ValueError(f"the model has {model.vocab_size} tokens but the grammar was compiled for a vocabulary "
                          f"of {compiled.vocabulary.size}")
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise InfillError(f"length must be a positive int, not {length!r}")
+    mask_id = int(model.mask_id)
+    if isinstance(block, bool) or (isinstance(block, int) and block < 1):
+        raise InfillError(f"block must be a positive number of masks or a sequence of token ids, not {block!r}")
+    block = [mask_id] * block if isinstance(block, int) else [int(t) for t in block]
+    if not block:
+        raise InfillError("block holds no token ids")
+    length = len(block)
     if not 0 <= temperature < float("inf"):
         raise InfillError(f"temperature must be 0 or more, not {temperature!r}")
     vocabulary = compiled.vocabulary
-    mask_id = int(model.mask_id)
+    outside = [t for t in block if t != mask_id and not 0 <= t < vocabulary.size]
+    if outside:
+        raise InfillError(f"token id {outside[0]} of the block is outside the vocabulary (size {vocabulary.size})")
     rng = np.random.default_rng(rng)
     checker = checker if checker is not None else InfillChecker(compiled)
     candidates = candidates if candidates is not None else InfillCandidates(compiled, vocabulary)
@@ -128,8 +136,13 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, length: i
     if 0 <= mask_id < vocabulary.size:
         usable[mask_id] = False
     prompt = [int(t) for t in prompt_ids]
-    block = [mask_id] * length
     checks = rejected = undecided = steps = 0
+    if any(t != mask_id for t in block):
+        first = checker.check_tokens(block, vocabulary, mask_id)
+        checks, undecided = 1, int(first.status == "undecided")
+        if first.impossible:
+            why = first.reason or "no filling of its masks completes them"
+            raise InfillError(f"the block's fixed tokens are part of no sentence of the grammar ({why})")
     prefix = _Prefix(compiled)
     while mask_id in block:
         steps += 1
