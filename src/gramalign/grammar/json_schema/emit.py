@@ -749,9 +749,11 @@ def _distinct_constants(refs: list) -> bool:
     return all(len(k) == 1 for k in keys) and len(set().union(*keys)) == len(refs)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _exclusive_refs(a: Ref, b: Ref) -> bool:
     """Whether one ref holds the negation of (a subset of) the other's literals, or the two
-    hold constants of different JSON values: then no value is in both."""
+    hold constants of different JSON values: then no value is in both. (Cached: an object
+    union asks again for every pair of its competing refs in each of its states.)"""
     if any(isinstance(lit, tuple) and lit[0] == "not" and lit[1] <= other
            for ref, other in ((a, b), (b, a)) for lit in ref):
         return True

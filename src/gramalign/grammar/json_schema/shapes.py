@@ -26,7 +26,8 @@ from typing import Union
 from ..automata.algebra import MAX_STATES, difference, intersect, union
 from ..automata.dfa import DEAD, ByteDFA
 from .numbers import decimals
-from .strings import CountedStrings, any_string_contents, literal_contents_dfa, string_contents_dfa, with_length
+from .strings import (COUNTED_PATTERN_LENGTH, CountedStrings, any_string_contents, lengths_upward_closed,
+                      literal_contents_dfa, string_contents_dfa, with_length)
 
 Literal = Union[str, tuple]
 Ref = frozenset  # of literals; the empty frozenset is "any value"
@@ -277,6 +278,9 @@ def meet_strings(a, b, max_states: int = MAX_STATES):
             other = _clean_dfa(intersect(other, counted.contents, max_states=max_states))
             if other is None:
                 return None
+        if max(counted.minimum, counted.maximum or 0) > COUNTED_PATTERN_LENGTH and lengths_upward_closed(other):
+            counted = CountedStrings(counted.minimum, counted.maximum, other)
+            return None if counted.is_empty(max_states=max_states) else counted
         return _clean_dfa(with_length(other, counted.minimum, counted.maximum, max_states=max_states))
     return _meet_leaves(a, b, any_string_contents(), max_states)
 

@@ -185,7 +185,99 @@ def counted_or_dfa(contents: "ByteDFA | CountedStrings", minimum: int, maximum: 
     # lengths (anyOf of maxLength 0..999) would have to build every other one against
     if contents is any_string_contents() and (max(minimum, maximum or 0) > COUNTED_LENGTH or maximum == 0):
         return CountedStrings(minimum, maximum)
+    if max(minimum, maximum or 0) > COUNTED_PATTERN_LENGTH and lengths_upward_closed(contents):
+        return CountedStrings(minimum, maximum, contents)
     return with_length(contents, minimum, maximum, max_states=max_states)
+
+
+COUNTED_PATTERN_LENGTH = 16
+"""Length bounds above this on a ``pattern``'s (or another language's) strings are counted by
+the parser where :func:`lengths_upward_closed` says that is exact: as one automaton the
+pattern's states are multiplied by every length (``^(?:\\S+\\s+){0,9}\\S+$`` with
+``maxLength: 200``: over 50,000 states, refused; with 120: 37,000 states, 250 ms to spell)."""
+
+MAX_UPWARD_STATES = 4096
+"""Contents automata larger than this are not examined (their bounds are built, as before)."""
+
+_CONTINUATIONS = np.zeros(256, dtype=np.int64)  # continuation bytes after a leading byte
+_CONTINUATIONS[0xC0:0xE0] = 1
+_CONTINUATIONS[0xE0:0xF0] = 2
+_CONTINUATIONS[0xF0:0xF8] = 3
+_UPWARD = AutomatonCache("contents whose lengths can be counted", 1 << 20, size=lambda closed: 1)
+
+
+def lengths_upward_closed(contents: ByteDFA) -> bool:
+    """Whether, from every state between two code points, the completions' lengths (in code
+    points) are every length from the shortest up. Then a parser that counts code points and
+    knows each state's shortest completion (``lexer.characters_to_close``) reads length
+    bounds exactly: a prefix whose count plus shortest completion fits the most can always be
+    completed to any length up to it. Where a completion length is missing (``^(ab)+$``: even
+    lengths; ``^a$`` after the ``a``: none but 0) a prefix could be allowed that no length
+    within the bounds completes, so the bounds must be built into the automaton.
+
+    The state sets reached after k code points from each such state are iterated until they
+    repeat (the sequence is then periodic): a state whose completions once had a length and
+    then lack one fails."""
+    if contents.initial == DEAD or contents.num_states > MAX_UPWARD_STATES:
+        return False
+    found = _UPWARD.get(contents.digest)
+    if found is None:
+        found = _lengths_upward_closed(contents)
+        _UPWARD.put(contents.digest, found)
+    return found
+
+
+def _lengths_upward_closed(contents: ByteDFA) -> bool:
+    between, steps = _character_steps(contents)
+    accepting = contents.accepting[between]
+    reach = np.eye(len(between), dtype=bool)
+    started = np.zeros(len(between), dtype=bool)  # some completion length seen already
+    seen = set()
+    for _ in range(4 * len(between) + 64):
+        accepts = reach[:, accepting].any(axis=1)
+        if (started & ~accepts).any():
+            return False
+        started |= accepts
+        key = reach.tobytes()
+        if key in seen:  # periodic from here: nothing new can fail
+            return bool(started.all())
+        seen.add(key)
+        reach = (reach.astype(np.float32) @ steps) > 0
+    return False
+
+
+def _character_steps(contents: ByteDFA) -> "tuple[list[int], np.ndarray]":
+    """(the states between two code points, reached from the initial state by whole ones;
+    float32 [k, k] over them: 1 where one code point, a leading byte and its continuation
+    bytes, leads from one to the other)."""
+    table = contents.transitions
+    continuation = np.arange(0x80, 0xC0)
+    leads = [np.flatnonzero(_LEADING_BYTES & (_CONTINUATIONS == extra)) for extra in range(4)]
+    index = {contents.initial: 0}
+    order, successors = [contents.initial], []
+    position = 0
+    while position < len(order):
+        state = order[position]
+        position += 1
+        found = set()
+        for extra, columns in enumerate(leads):
+            reached = np.unique(table[state, columns])
+            reached = reached[reached != DEAD]
+            for _ in range(extra):
+                if not reached.size:
+                    break
+                reached = np.unique(table[reached][:, continuation])
+                reached = reached[reached != DEAD]
+            found.update(reached.tolist())
+        for target in found:
+            if target not in index:
+                index[target] = len(order)
+                order.append(target)
+        successors.append(found)
+    steps = np.zeros((len(order), len(order)), dtype=np.float32)
+    for row, found in enumerate(successors):
+        steps[row, [index[t] for t in found]] = 1.0
+    return order, steps
 
 
 _LEADING_BYTES = np.array([not 0x80 <= b <= 0xBF for b in range(256)])  # bytes that start a code point
