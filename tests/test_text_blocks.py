@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import gramalign as ga
+from gramalign.grammar.json_schema import strings
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing import IncrementalParser
 from gramalign.parsing.lexing import fill_reach
@@ -207,9 +208,10 @@ def test_coverage_reuses_a_scratch_it_never_clears():
 
 
 @pytest.mark.parametrize("max_length", [3, 12, 40, 100])
-def test_a_bounded_string_admits_as_many_bytes_of_text_as_characters_remain(max_length):
+def test_a_bounded_string_admits_as_many_bytes_of_text_as_characters_remain(max_length, monkeypatch):
     vocab = ga.Vocabulary.from_token_bytes([b'"', b"a", b"</s>"], eos_token_ids=[2])
-    # the pattern (any string) keeps the bound in the automaton: alone, it would be counted
+    # the bound in the automaton, not counted (counted patterns: test_counted_patterns.py)
+    monkeypatch.setattr(strings, "COUNTED_PATTERN_LENGTH", 1 << 30)
     schema = {"type": "string", "maxLength": max_length, "pattern": "^[\\s\\S]*$"}
     compiled = ga.compile(ga.Grammar.from_json_schema(schema), vocab)
     assert not any(t.length for t in compiled.store.tables.lexer.terminals)

@@ -100,12 +100,12 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, block: "i
                      candidates: "InfillCandidates | None" = None) -> DiffusionResult:
     """Decode ``block`` after ``prompt_ids`` one token per step (see the module docstring):
     ``block`` is a number of masks, or token ids with ``model.mask_id`` where tokens are to
-    be decoded (multi-region infilling: the other ids stay). The block is the grammar's whole
-    text: it ends at its first EOS, and the positions after it become EOS. ``temperature`` 0 takes the most likely token
-    at the most confident position; above 0 the token there is drawn from the model's
-    distribution at that temperature (restricted to tokens not ruled out). ``checker``
-    (default: one for ``compiled``, 1 s per check) and ``candidates`` may be shared across
-    calls.
+    be decoded (multi-region infilling: the other ids stay). The block is the grammar's
+    whole text: it ends at its first EOS, and the positions after it become EOS.
+    ``temperature`` 0 takes the most likely token at the most confident position; above 0
+    the token there is drawn from the model's distribution at that temperature (restricted
+    to tokens not ruled out). ``checker`` (default: one for ``compiled``, 1 s per check) and
+    ``candidates`` may be shared across calls.
 
     The check reads each remaining mask as a gap of any length, as the paper does, so a
     block can keep masks that no single token fills (a short block, a small vocabulary):
