@@ -131,6 +131,7 @@ def test_filter_never_removes_what_the_check_keeps_json():
             ids[0] = JSON_MASK
         position = rng.choice([p for p, t in enumerate(ids) if t == JSON_MASK])
         allowed = candidates.at(ids, position, JSON_MASK)
+        assert np.array_equal(candidates.masked(ids, JSON_MASK)[position], allowed)  # one pass, the same rows
         for token in np.flatnonzero(~allowed[:JSON_MASK]).tolist():
             trial = ids.copy()
             trial[position] = token

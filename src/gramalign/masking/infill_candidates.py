@@ -27,6 +27,8 @@ be empty or hold anything, so a masked neighbour constrains nothing. EOS rules f
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from ..errors import InfillError
@@ -62,6 +64,11 @@ def adjacent_bytes(grammar: Grammar) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return pairs, first, last
 
 
+CACHED_ROWS = 256
+"""Rows kept per filter (least recently used out): a row is the vocabulary's size in bytes,
+and most masked positions share the few whose neighbours are masks too."""
+
+
 class InfillCandidates:
     """The filter of one grammar and vocabulary (see the module docstring); rows are cached
     by what decides them (the neighbours), so most masked positions share one row."""
@@ -86,7 +93,7 @@ class InfillCandidates:
         # a token on its own: every byte pair inside it possible (a single byte: some lexeme holds it)
         possible = self.pairs.any(axis=0) | self.pairs.any(axis=1) | self.first | self.last
         self._alone = np.array([_inside_ok(b, self.pairs, possible) for b in self._bytes]) & ~self._eos
-        self._rows: dict[tuple, np.ndarray] = {}
+        self._rows: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
 
     def at(self, ids, position: int, mask_id: int, *, end: bool = True) -> np.ndarray:
         """bool ``[vocabulary.size]``: the tokens that may stand at ``position`` of ``ids``
@@ -95,15 +102,41 @@ class InfillCandidates:
         ids = [int(t) for t in ids]
         if not 0 <= position < len(ids):
             raise InfillError(f"position {position} is outside the sequence of {len(ids)} ids")
+        return self._cached(self._key(ids, position, mask_id, end))
+
+    def masked(self, ids, mask_id: int, *, end: bool = True) -> "dict[int, np.ndarray]":
+        """:meth:`at` for every position of ``ids`` that holds ``mask_id``, in one pass."""
+        ids = [int(t) for t in ids]
         eos = self.vocabulary.eos_token_ids
-        eos_before = any(t in eos for t in ids[:position] if t != mask_id)
-        text_after = any(t != mask_id and t not in eos for t in ids[position + 1:])
+        text_after = [False] * (len(ids) + 1)  # some fixed non-EOS token after each position
+        for p in range(len(ids) - 1, -1, -1):
+            text_after[p] = text_after[p + 1] or (ids[p] != mask_id and ids[p] not in eos)
+        rows, eos_before = {}, False
+        for p, token in enumerate(ids):
+            if token == mask_id:
+                rows[p] = self._cached(self._key(ids, p, mask_id, end, eos_before, text_after[p + 1]))
+            elif token in eos:
+                eos_before = True
+        return rows
+
+    def _key(self, ids: list, position: int, mask_id: int, end: bool, eos_before: "bool | None" = None,
+             text_after: "bool | None" = None) -> tuple:
+        eos = self.vocabulary.eos_token_ids
+        if eos_before is None:
+            eos_before = any(t in eos for t in ids[:position] if t != mask_id)
+            text_after = any(t != mask_id and t not in eos for t in ids[position + 1:])
         left = ids[position - 1] if position else _EDGE
         right = ids[position + 1] if position + 1 < len(ids) else (_EDGE if end else mask_id)
-        key = (None if left == mask_id else left, None if right == mask_id else right, eos_before, text_after, end)
+        return None if left == mask_id else left, None if right == mask_id else right, eos_before, text_after, end
+
+    def _cached(self, key: tuple) -> np.ndarray:
         row = self._rows.get(key)
         if row is None:
             row = self._rows[key] = self._row(*key)
+            if len(self._rows) > CACHED_ROWS:
+                self._rows.popitem(last=False)
+        else:
+            self._rows.move_to_end(key)
         return row
 
     def _row(self, left, right, eos_before: bool, text_after: bool, end: bool) -> np.ndarray:
@@ -115,7 +148,7 @@ class InfillCandidates:
         # a gap beside the token may hold anything, or nothing (then what lies beyond it): no constraint
         if left == _EDGE:
             keep &= self.first[self._head]
-        elif left is not None and left not in eos and self._bytes[left]:
+        elif left is not None and self._bytes[left]:  # (an EOS on the left returned above)
             keep &= self.pairs[self._bytes[left][-1], self._head]
         if right == _EDGE or (right is not None and right in eos):  # the text ends after the token
             keep &= self.last[self._tail]

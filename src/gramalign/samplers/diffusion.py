@@ -153,8 +153,8 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, block: "i
         rows = logprobs[len(prompt):].copy()
         masked = [p for p in range(length) if block[p] == mask_id]
         leftmost = prefix.extend(block, mask_id)
-        for p in masked:
-            allowed = usable & candidates.at(block, p, mask_id)
+        for p, row in candidates.masked(block, mask_id).items():
+            allowed = usable & row
             if p == leftmost and prefix.mask is not None:
                 allowed &= prefix.mask
             rows[p, ~allowed] = -np.inf
