@@ -151,9 +151,10 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, block: "i
             raise ModelError(f"{type(model).__name__}.token_logprobs returned shape {logprobs.shape}, expected "
                              f"({len(prompt) + length}, {vocabulary.size})")
         rows = logprobs[len(prompt):].copy()
-        masked = [p for p in range(length) if block[p] == mask_id]
+        filters = candidates.masked(block, mask_id)
+        masked = list(filters)
         leftmost = prefix.extend(block, mask_id)
-        for p, row in candidates.masked(block, mask_id).items():
+        for p, row in filters.items():
             allowed = usable & row
             if p == leftmost and prefix.mask is not None:
                 allowed &= prefix.mask
@@ -161,9 +162,7 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, block: "i
         while True:
             position, token = _propose(rows, masked, temperature, rng)
             if position is None:
-                if not witness:
-                    return DiffusionResult(tuple(block), False, None, steps, checks, rejected, undecided)
-                return _with_witness(block, checker, vocabulary, mask_id, steps, checks, rejected, undecided)
+                return _incomplete(block, witness, checker, vocabulary, mask_id, steps, checks, rejected, undecided)
             trial = block.copy()
             trial[position] = token
             if token in vocabulary.eos_token_ids:  # the text ends: the rest of the block is EOS
@@ -177,9 +176,7 @@ def diffusion_sample(model: DenoisingModel, compiled: CompiledGrammar, block: "i
             rows[position, token] = -np.inf
             rejected += 1
             if rejected >= max_rejections:
-                if not witness:
-                    return DiffusionResult(tuple(block), False, None, steps, checks, rejected, undecided)
-                return _with_witness(block, checker, vocabulary, mask_id, steps, checks, rejected, undecided)
+                return _incomplete(block, witness, checker, vocabulary, mask_id, steps, checks, rejected, undecided)
     eos = next((p for p, t in enumerate(block) if t in vocabulary.eos_token_ids), length)
     return DiffusionResult(tuple(block), True, vocabulary.decode_bytes(block[:eos]), steps, checks, rejected,
                            undecided)
@@ -200,7 +197,10 @@ def _propose(rows: np.ndarray, masked: list[int], temperature: float, rng) -> "t
     return position, int(rng.choice(len(row), p=weights / weights.sum()))
 
 
-def _with_witness(block, checker, vocabulary, mask_id, steps, checks, rejected, undecided) -> DiffusionResult:
+def _incomplete(block, witness, checker, vocabulary, mask_id, steps, checks, rejected, undecided) -> DiffusionResult:
+    """The block as it stands (masks left), with the check's witness as ``text`` if asked."""
+    if not witness:
+        return DiffusionResult(tuple(block), False, None, steps, checks, rejected, undecided)
     verdict = checker.check_tokens(block, vocabulary, mask_id)
     checks += 1
     text = verdict.text if verdict.completable else None
