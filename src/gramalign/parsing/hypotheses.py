@@ -33,7 +33,8 @@ import numpy as np
 from ..bitsets import intersects, lowest_common_bit, several_common_bits
 from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, EVERY_SPLIT, INDENT_COLUMN,
                                      LOOKAHEAD_STATE, NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL, OWN_LONGEST)
-from .lexing import free_terminal, lexer_step, newline_column, next_column, reachable_winners
+from .lexing import (free_terminal, lexeme_escapes_shadows, lexer_step, newline_column, next_column,
+                     reachable_winners, shadow_covers)
 from .stacks import (FORKED, feed_all, feed_any, feed_terminal, has_forks, merge_stacks, node_parent, node_state,
                      same_stack)
 from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_FULL, SCRATCH_BASE,
@@ -227,10 +228,75 @@ def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _any_shadowed(out, first, n_out):
+    """Has some row of ``out[first:n_out]`` a shadow?"""
+    slots = shadow_slots(out.shape[1])
+    for h in range(first, n_out):
+        for k in range(slots):
+            if out[h, shadow_column(k)] >= 0:
+                return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first, n_out):
+    """Remove from ``out[first:n_out]`` (order kept) the rows whose shadows leave their
+    lexeme no way on (:func:`.lexing.lexeme_escapes_shadows`); returns the rows left."""
+    kept = first
+    for h in range(first, n_out):
+        if _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out[h]):
+            if kept != h:
+                out[kept] = out[h]
+            kept += 1
+    return kept
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, row):
+    """:func:`.lexing.lexeme_escapes_shadows` for a hypothesis row."""
+    q = row[LEXEME]
+    cand = cand_bits[node_state(pool_state, scratch_state, row[STACK])]
+    slots = shadow_slots(row.shape[0])
+    shadowed = False
+    for k in range(slots):
+        shadow = row[shadow_column(k)]
+        if shadow == q and shadow_covers(lx_alive[q], cand, cand_bits[row[shadow_column(k) + 1]]):
+            return False  # the common case, settled before anything is allocated
+        shadowed = shadowed or shadow >= 0
+    if not shadowed:
+        return True
+    states = np.empty(slots, np.int32)
+    cands = np.zeros((slots, cand_bits.shape[1]), np.uint64)
+    for k in range(slots):
+        column = shadow_column(k)
+        states[k] = row[column]
+        if states[k] >= 0:
+            cands[k] = cand_bits[row[column + 1]]
+    return lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, states, cands)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state,
                        pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
                        n_out, ended):
+    """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``, without those whose
+    shadows leave no way on (see :func:`.lexing.lexeme_escapes_shadows` and :func:`_successors`)."""
+    first = n_out
+    n_out, alloc, status = _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto,
+                                       rule_lhs, rule_len, term_column, cand_bits, cand_id, layout, end_effects,
+                                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent,
+                                       exposed, hyp, byte, to_scratch, alloc, out, n_out, ended)
+    if status == OK and byte >= 0x80 and _any_shadowed(out, first, n_out):  # (ASCII starts or ends a character)
+        n_out = _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first,
+                               n_out)
+    return n_out, alloc, status
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
+                term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
+                scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out, n_out, ended):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: "the lexeme goes on" and "the lexeme ended just

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..bitsets import lowest_common_bit, one_bit
+from ..bitsets import intersects, lowest_common_bit, one_bit
 from ..grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, NEWLINE, NEWLINE_TERMINAL, TAB_SIZE
 
 
@@ -113,6 +113,126 @@ def reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, 
     if not reach_done[q]:
         fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
     return reach_bits[q]
+
+
+SHADOW_SEARCH_WIDTH = 256
+"""Distinct joint states per byte that :func:`lexeme_escapes_shadows` follows before it
+gives up (answering yes)."""
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _between_characters(lx_trans, lx_accept, lx_alive, q, cand):
+    """Can a lexeme in lexer state ``q`` end here or go on with a byte that starts a
+    character (its automaton is not inside a multi-byte character)?"""
+    if intersects(lx_accept[q], cand):
+        return True
+    for byte in range(256):
+        if 0x80 <= byte < 0xC0:
+            continue
+        t = lx_trans[q, byte]
+        if t >= 0 and intersects(lx_alive[t], cand):
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def shadow_covers(alive, cand, shadow_cand):
+    """Is every terminal of ``cand`` still alive (``alive``) also a shadow's candidate? Then
+    a shadow in the lexeme's own state accepts wherever the lexeme could end."""
+    for w in range(cand.shape[0]):
+        if alive[w] & cand[w] & ~shadow_cand[w]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, shadow_states, shadow_cands):
+    """Can a lexeme in lexer state ``q`` (candidates ``cand``) finish the character it is
+    inside of, if any, with no shadow accepting on the way (longest match, or a lookahead
+    past a lexeme, forbids that) and none dying? ``shadow_states`` are lexer states (-1
+    for none), each with its candidates ``shadow_cands``.
+
+    Each alone is not enough: after ``x and`` and the byte 0xC2, the new lexeme may become
+    a NAME (U+00AA) and the shadow, the longer NAME ``and...``, does not accept; but the
+    byte that completes the letter completes the longer NAME too, and any other kills the
+    lexeme, so a mask that let 0xC2 through would leave nothing allowed after it. The
+    search walks the lexeme and the shadows together through continuation bytes
+    (0x80-0xBF), breadth first, until the lexeme is between characters, a shadow died out
+    or ``SHADOW_SEARCH_WIDTH`` distinct joint states at one depth would be exceeded (then
+    it answers yes): it closes no way on. Between characters the next byte decides each
+    shadow at once in the grammars met so far (a word character makes the longer NAME,
+    another ends it), so the search stops there; callers run it only after a byte
+    0x80 and up. A shadow in the lexeme's own state whose candidates include the lexeme's
+    live ones accepts wherever the lexeme could end: no at once (the case most calls meet).
+    """
+    slots = shadow_states.shape[0]
+    any_shadow = False
+    for k in range(slots):
+        if shadow_states[k] == q and shadow_covers(lx_alive[q], cand, shadow_cands[k]):
+            return False  # the shadow accepts wherever the lexeme can end (common: the hot case)
+        if shadow_states[k] >= 0:
+            any_shadow = True
+    if not any_shadow or _between_characters(lx_trans, lx_accept, lx_alive, q, cand):
+        return True
+    lexeme = np.empty((2, SHADOW_SEARCH_WIDTH), np.int32)
+    shadows = np.empty((2, SHADOW_SEARCH_WIDTH, slots), np.int32)
+    moved = np.empty(slots, np.int32)
+    lexeme[0, 0] = q
+    shadows[0, 0] = shadow_states
+    size = 1
+    now = 0
+    for _ in range(3):  # at most three continuation bytes finish a character
+        after = 1 - now
+        n_after = 0
+        for i in range(size):
+            for byte in range(0x80, 0xC0):
+                went_on = lx_trans[lexeme[now, i], byte]
+                if went_on < 0 or not intersects(lx_alive[went_on], cand):
+                    continue
+                violated = False
+                left = 0
+                for k in range(slots):
+                    s = shadows[now, i, k]
+                    t = -1 if s < 0 else lx_trans[s, byte]
+                    if t >= 0:
+                        if intersects(lx_accept[t], shadow_cands[k]) or (
+                                t == went_on and shadow_covers(lx_alive[t], cand, shadow_cands[k])):
+                            violated = True  # now, or wherever the lexeme could end
+                            break
+                        if not intersects(lx_alive[t], shadow_cands[k]):
+                            t = -1
+                    moved[k] = t
+                    if t >= 0:
+                        left += 1
+                if violated:
+                    continue
+                if left == 0:
+                    return True
+                seen = False
+                for j in range(n_after):
+                    if lexeme[after, j] == went_on:
+                        same = True
+                        for k in range(slots):
+                            if shadows[after, j, k] != moved[k]:
+                                same = False
+                                break
+                        if same:
+                            seen = True
+                            break
+                if seen:  # (before the test below, which costs a scan of the bytes)
+                    continue
+                if _between_characters(lx_trans, lx_accept, lx_alive, went_on, cand):
+                    return True
+                if n_after == SHADOW_SEARCH_WIDTH:
+                    return True
+                lexeme[after, n_after] = went_on
+                shadows[after, n_after] = moved
+                n_after += 1
+        if n_after == 0:
+            return False
+        size = n_after
+        now = after
+    return True
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -19,7 +19,7 @@ import numpy as np
 from ...bitsets import intersects, lowest_common_bit, several_common_bits
 from ...grammar.parser_tables import EVERY_SPLIT
 from ...parsing.hypotheses import advance_hypothesis, repeats_kept, usable_meets
-from ...parsing.lexing import fill_reach, free_terminal, lexer_step, reachable_winners
+from ...parsing.lexing import fill_reach, free_terminal, lexeme_escapes_shadows, lexer_step, reachable_winners
 from ...parsing.stacks import node_parent, node_state
 from ...parsing.state import BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, STACK, shadow_column, shadow_slots
 
@@ -369,6 +369,8 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
     plain[0] = shadow_states.shape[0] == 0
     n_written = 0
     reach = np.empty(words, np.uint64)
+    is_open = np.ones(MAX_BRANCHES, np.bool_)
+    branch_cands = np.empty((2, words), np.uint64)
     # What the walk asks of a lexer state depends on the state and ``cand`` only, so it is
     # worked out once per state (most nodes of a long walk revisit a handful of states).
     state_flags = np.zeros(lx_trans.shape[0], np.int8)
@@ -548,13 +550,28 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
             q_of[depth, n_out] = first
             n_out += 1
         group = -1
+        n_open = n_out
         if not needs_parser and n_out > 0 and token_start[i] < token_start[i + 1]:
-            if n_out == 1 and lone_group[q_of[depth, 0]] != -2:
+            shadowed = False
+            if byte >= 0x80:  # ASCII starts or ends a character: no shadow can corner a lexeme
+                for h in range(n_out):
+                    if shadow_of[depth, h, 0] >= 0 or shadow_of[depth, h, 1] >= 0:
+                        shadowed = True
+                        break
+            if shadowed:
+                n_open = _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of[depth],
+                                             shadow_of[depth], which_of[depth], n_out, is_open, branch_cands)
+            else:
+                for h in range(n_out):
+                    is_open[h] = True
+            if n_open == 1 and n_out == 1 and lone_group[q_of[depth, 0]] != -2:
                 group = lone_group[q_of[depth, 0]]
-            else:  # inline: a call per node costs more than the work
+            elif n_open > 0:  # inline: a call per node costs more than the work
                 for w in range(words):
                     reach[w] = 0
                 for h in range(n_out):
+                    if not is_open[h]:
+                        continue
                     q = q_of[depth, h]
                     if not reach_done[q]:
                         fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
@@ -574,9 +591,32 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
             continue
         size[depth] = n_out
         plain[depth] = n_out == 1 and shadow_of[depth, 0, 0] < 0 and shadow_of[depth, 0, 1] < 0
-        n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1], group)
+        if n_open > 0:  # else every branch's shadows close its way on: tokens ending here are rejected
+            n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1], group)
         i += 1
     return n_groups, n_written
+
+
+@numba.njit(cache=True, nogil=True)
+def _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of, shadow_of, which_of, n_out, is_open,
+                        branch_cands):
+    """Set ``is_open[h]`` for each of the ``n_out`` branches of a trie node (lexer states
+    ``q_of``, shadows ``shadow_of`` of kind ``which_of``) whose lexeme can get clear of its
+    shadows (:func:`~gramalign.parsing.lexing.lexeme_escapes_shadows`): a token may end
+    only on those. Returns how many are open."""
+    n_open = 0
+    for h in range(n_out):
+        shadowed = False
+        for k in range(2):
+            if shadow_of[h, k] >= 0:
+                shadowed = True
+                which = which_of[h, k]
+                branch_cands[k] = cand if which == 0 else shadow_cands[which - 1]
+        is_open[h] = not shadowed or lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q_of[h], cand,
+                                                            shadow_of[h], branch_cands)
+        if is_open[h]:
+            n_open += 1
+    return n_open
 
 
 @numba.njit(cache=True, nogil=True)
@@ -656,17 +696,35 @@ def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_c
             i = end
             continue
         if token_start[i] < token_start[i + 1]:  # (written out: a helper returning a tuple ran at half speed)
-            group = lone_group[went_on]
-            if group == -2:
-                if not reach_done[went_on]:
-                    fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
-                group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
-                lone_group[went_on] = group
-            n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1], group)
+            if byte >= 0x80 and (shadow_of[depth, 0] >= 0 or shadow_of[depth, 1] >= 0) and not _escapes_every_split(
+                    lx_trans, lx_accept, lx_alive, cand, shadow_cands, went_on, shadow_of[depth], which_of[depth]):
+                if splits:  # the shadows close the lexeme's way on: only a split may be left
+                    n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
+                                              token_start[i + 1], -1)
+            else:
+                group = lone_group[went_on]
+                if group == -2:
+                    if not reach_done[went_on]:
+                        fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, went_on)
+                    group, n_groups = _group_of(reach_bits[went_on], group_reach, n_groups)
+                    lone_group[went_on] = group
+                n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i], token_start[i + 1],
+                                          group)
         q_of[depth] = went_on
         split_above[depth] = splits
         i += 1
     return n_groups, n_written
+
+
+@numba.njit(cache=True, nogil=True)
+def _escapes_every_split(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q, shadows, which):
+    """:func:`~gramalign.parsing.lexing.lexeme_escapes_shadows` for a node of
+    :func:`classify_tokens_every_split` (every shadow there is one of the context's)."""
+    cands = np.empty((2, cand.shape[0]), np.uint64)
+    for k in range(2):
+        if shadows[k] >= 0:
+            cands[k] = shadow_cands[which[k] - 1]
+    return lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, shadows, cands)
 
 
 @numba.njit(cache=True, nogil=True)
