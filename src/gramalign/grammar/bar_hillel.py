@@ -132,6 +132,27 @@ class EarleyTables:
         self.grammar = grammar
         self.nonempty = np.zeros(grammar.n_symbols, dtype=np.bool_)
         self.nonempty[:len(nonempty)] = nonempty
+        self.first_bits = _first_bits(grammar, self.rule_head, self.rule_left)
+
+    @property
+    def rules(self) -> tuple:
+        """The rule arrays the kernel takes as one bundle (see :func:`.earley_kernels.earley_run`)."""
+        return (self.rule_head, self.rule_left, self.rule_right, self.rules_start, self.rules_of, self.first_bits,
+                self.nonempty)
+
+
+def _first_bits(grammar: BinaryGrammar, rule_head: np.ndarray, rule_left: np.ndarray) -> np.ndarray:
+    """uint64 [symbols, words]: the terminals a word of each symbol can begin with (the
+    grammar has no empty word, so only a rule's left symbol counts)."""
+    words = max(1, (grammar.n_terminals + 63) // 64)
+    first = np.zeros((grammar.n_symbols, words), dtype=np.uint64)
+    for t in range(grammar.n_terminals):
+        first[t, t // 64] |= np.uint64(1) << np.uint64(t % 64)
+    while True:
+        before = first.copy()
+        np.bitwise_or.at(first, rule_head, first[rule_left])
+        if np.array_equal(before, first):
+            return first
 
 
 def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gaps, can_end,
@@ -161,12 +182,13 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     can_end = np.asarray(can_end, dtype=np.bool_)
     state = list(kernels.new_state(node_count, max(1024, 8 * len(edges))))
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
+    ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap,
+                                    tables.first_bits.shape[1])
+    text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead)
     counters = state[9]
     while True:
-        state[:8] = kernels.earley_run(
-            tables.rule_head, tables.rule_left, tables.rule_right, tables.rules_start, tables.rules_of,
-            grammar.n_terminals, grammar.n_symbols, grammar.start, tables.nonempty,
-            edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, *state, pops)
+        state[:8] = kernels.earley_run(tables.rules, grammar.n_terminals, grammar.n_symbols, grammar.start, text,
+                                       *state, pops)
         if counters[kernels.C_FOUND] >= 0 or counters[kernels.C_NODE] >= node_count:
             break
         if budget is not None:

@@ -8,7 +8,10 @@ the gap), which is implicit.
 
 Items ``(rule, dot, origin)`` live at nodes; an item waits for the left symbol (dot 0) or
 the right one (dot 1). Only what a derivation of the start can need is predicted, so a flat
-list of k values costs about k items, not the k² triples of a bottom-up construction.
+list of k values costs about k items, not the k² triples of a bottom-up construction; and
+an item is made only if the symbol it waits for can begin with a terminal that a scan at
+its node reads (:func:`terminals_ahead`: one terminal of look-ahead, exact, since an item
+that can never scan or be completed adds nothing).
 Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a lexeme edge
 from any node of the ε-closure, to a later node, or a gap's loop), and completion (a triple
 ``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are not
@@ -188,13 +191,45 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
 
 
 @numba.njit(cache=True, nogil=True)
-def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_terminals, n_symbols, start_symbol,
-               nonempty, edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
-               items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values,
-               heads, counters, max_pops):
+def terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, words):
+    """uint64 [nodes, words]: the terminals a scan at each node can read (the labels of the
+    edges leaving its ε-closure; every terminal where the closure holds a gap)."""
+    node_count = clo_first.shape[0]
+    ahead = np.zeros((node_count, words), dtype=np.uint64)
+    for node in range(node_count):
+        for c in range(clo_first[node], clo_last[node]):
+            source = clo_nodes[c]
+            if is_gap[source]:
+                ahead[node, :] = ~np.uint64(0)
+                break
+            for e in range(edge_start[source], edge_start[source + 1]):
+                t = edge_t[e]
+                ahead[node, t // 64] |= np.uint64(1) << np.uint64(t % 64)
+    return ahead
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _can_start(first_bits, ahead, symbol, node):
+    """Can a word of ``symbol`` begin with a terminal a scan at ``node`` reads? An item that
+    waits for a symbol that cannot is never advanced: it is not made."""
+    for w in range(ahead.shape[1]):
+        if first_bits[symbol, w] & ahead[node, w]:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
+               triple_values, wait_keys, wait_values, heads, counters, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
-    agenda entries were handled; returns the (possibly grown) arrays."""
+    agenda entries were handled; returns the (possibly grown) arrays.
+
+    ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
+    nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton, (edge_start, edge_to, edge_t,
+    clo_first, clo_last, clo_nodes, is_gap, can_end, ahead) (see :func:`terminals_ahead`)."""
+    rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, nonempty = rules
+    edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead = text
     node_count = heads.shape[0]
     n_rules = rule_head.shape[0]
     n_items = counters[C_ITEMS]
@@ -205,6 +240,8 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
         counters[C_PHASE] = 1
         for k in range(rules_start[start_symbol], rules_start[start_symbol + 1]):
             r = rules_of[k]
+            if not _can_start(first_bits, ahead, rule_left[r], 0):
+                continue
             key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
             if _lookup(item_keys, item_values, key) != -1:
                 continue
@@ -265,6 +302,8 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
                             # predict x here
                             for k in range(rules_start[x], rules_start[x + 1]):
                                 r2 = rules_of[k]
+                                if not _can_start(first_bits, ahead, rule_left[r2], node):
+                                    continue
                                 key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
                                 if _lookup(item_keys, item_values, key2) != -1:
                                     continue
@@ -288,6 +327,8 @@ def earley_run(rule_head, rule_left, rule_right, rules_start, rules_of, n_termin
             r = items[i, I_RULE]
             origin = items[i, I_ORIGIN]
             if items[i, I_DOT] == 0 and rule_right[r] >= 0:
+                if not _can_start(first_bits, ahead, rule_right[r], target):
+                    continue
                 key = ((target * n_rules + r) * 2 + 1) * node_count + origin
                 if _lookup(item_keys, item_values, key) != -1:
                     continue
