@@ -133,18 +133,36 @@ class EarleyTables:
         self.nonempty = np.zeros(grammar.n_symbols, dtype=np.bool_)
         self.nonempty[:len(nonempty)] = nonempty
         self.first_bits = _first_bits(grammar, self.rule_head, self.rule_left)
+        self.follow_bits = _follow_bits(grammar, self.rule_head, self.rule_left, self.rule_right, self.first_bits)
 
     @property
     def rules(self) -> tuple:
         """The rule arrays the kernel takes as one bundle (see :func:`.earley_kernels.earley_run`)."""
         return (self.rule_head, self.rule_left, self.rule_right, self.rules_start, self.rules_of, self.first_bits,
-                self.nonempty)
+                self.follow_bits, self.nonempty)
+
+
+def _follow_bits(grammar: BinaryGrammar, rule_head: np.ndarray, rule_left: np.ndarray, rule_right: np.ndarray,
+                 first: np.ndarray) -> np.ndarray:
+    """uint64 [symbols, words]: the terminals that can come right after a word of each symbol
+    in a sentence, and bit ``n_terminals`` where it can end the text."""
+    follow = np.zeros_like(first)
+    end = grammar.n_terminals
+    follow[grammar.start, end // 64] |= np.uint64(1) << np.uint64(end % 64)
+    pairs = rule_right >= 0
+    np.bitwise_or.at(follow, rule_left[pairs], first[rule_right[pairs]])  # A -> X Y: FIRST(Y) after X
+    last = np.where(pairs, rule_right, rule_left)  # A -> X Y and A -> X: what follows A follows the last
+    while True:
+        before = follow.copy()
+        np.bitwise_or.at(follow, last, follow[rule_head])
+        if np.array_equal(before, follow):
+            return follow
 
 
 def _first_bits(grammar: BinaryGrammar, rule_head: np.ndarray, rule_left: np.ndarray) -> np.ndarray:
     """uint64 [symbols, words]: the terminals a word of each symbol can begin with (the
     grammar has no empty word, so only a rule's left symbol counts)."""
-    words = max(1, (grammar.n_terminals + 63) // 64)
+    words = (grammar.n_terminals + 64) // 64  # room for the end of the text (see _follow_bits)
     first = np.zeros((grammar.n_symbols, words), dtype=np.uint64)
     for t in range(grammar.n_terminals):
         first[t, t // 64] |= np.uint64(1) << np.uint64(t % 64)
@@ -182,8 +200,8 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     can_end = np.asarray(can_end, dtype=np.bool_)
     state = list(kernels.new_state(node_count, max(1024, 8 * len(edges))))
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
-    ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap,
-                                    tables.first_bits.shape[1])
+    ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
+                                    grammar.n_terminals, tables.first_bits.shape[1])
     text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead)
     counters = state[9]
     while True:

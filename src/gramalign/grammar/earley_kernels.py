@@ -10,8 +10,10 @@ Items ``(rule, dot, origin)`` live at nodes; an item waits for the left symbol (
 the right one (dot 1). Only what a derivation of the start can need is predicted, so a flat
 list of k values costs about k items, not the k² triples of a bottom-up construction; and
 an item is made only if the symbol it waits for can begin with a terminal that a scan at
-its node reads (:func:`terminals_ahead`: one terminal of look-ahead, exact, since an item
-that can never scan or be completed adds nothing).
+its node reads, and a triple ``(o, A, q)`` only if a terminal that may follow ``A`` is read
+at ``q`` or ``A`` may end the text and ``q`` can (:func:`terminals_ahead`: one terminal of
+look-ahead, exact, since an item that can never scan adds nothing, and a triple is used
+only with what follows it).
 Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a lexeme edge
 from any node of the ε-closure, to a later node, or a gap's loop), and completion (a triple
 ``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are not
@@ -191,12 +193,15 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
 
 
 @numba.njit(cache=True, nogil=True)
-def terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, words):
+def terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, n_terminals, words):
     """uint64 [nodes, words]: the terminals a scan at each node can read (the labels of the
-    edges leaving its ε-closure; every terminal where the closure holds a gap)."""
+    edges leaving its ε-closure; every terminal where the closure holds a gap), and bit
+    ``n_terminals`` where the text can end."""
     node_count = clo_first.shape[0]
     ahead = np.zeros((node_count, words), dtype=np.uint64)
     for node in range(node_count):
+        if can_end[node]:
+            ahead[node, n_terminals // 64] |= np.uint64(1) << np.uint64(n_terminals % 64)
         for c in range(clo_first[node], clo_last[node]):
             source = clo_nodes[c]
             if is_gap[source]:
@@ -226,9 +231,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     agenda entries were handled; returns the (possibly grown) arrays.
 
     ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
-    nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton, (edge_start, edge_to, edge_t,
+    follow_bits, nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton, (edge_start, edge_to, edge_t,
     clo_first, clo_last, clo_nodes, is_gap, can_end, ahead) (see :func:`terminals_ahead`)."""
-    rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, nonempty = rules
+    rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty = rules
     edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead = text
     node_count = heads.shape[0]
     n_rules = rule_head.shape[0]
@@ -337,6 +342,8 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 n_items += 1
             else:
                 a = rule_head[r]
+                if not _can_start(follow_bits, ahead, a, target):
+                    continue  # nothing that may follow A is read at `target`, nor can the text end there
                 key = (origin * n_symbols + a) * node_count + target
                 if _lookup(triple_keys, triple_values, key) != -1:
                     continue
