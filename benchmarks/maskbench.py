@@ -460,7 +460,8 @@ VERDICT_COLUMNS = ["schemas", "refused: size/limits", "refused: other", "compile
 TTFM_COLUMNS = ["TTFM p50 (ms)", "TTFM p90 (ms)", "TTFM mean (ms)", "TTFM max (ms)"]
 TBM_COLUMNS = ["masks", "TBM p50 (µs)", "TBM p90 (µs)", "TBM p99 (µs)", "TBM p99.9 (µs)", "TBM max (µs)",
                f"masks > {SLOW_MASK_MS:.0f} ms", "preempted masks", f"preempted > {SLOW_MASK_MS:.0f} ms"]
-SPLIT_COLUMNS = [f"{kind} TBM {figure}" for kind in ("test", "fresh") for figure in ("p50 (µs)", "p99 (µs)", "max (µs)")]
+SPLIT_COLUMNS = [f"{kind} TBM {figure}" for kind in ("test", "fresh")
+                 for figure in ("p50 (µs)", "p99 (µs)", "max (µs)")]
 MEMORY_COLUMNS = ["peak RSS max (MiB)", "schemas peak > 1 GiB", "RSS growth max (MiB)"]
 RATIO_COLUMNS = TTFM_COLUMNS + TBM_COLUMNS[1:-2] + SPLIT_COLUMNS + MEMORY_COLUMNS
 

@@ -231,8 +231,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     agenda entries were handled; returns the (possibly grown) arrays.
 
     ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
-    follow_bits, nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton, (edge_start, edge_to, edge_t,
-    clo_first, clo_last, clo_nodes, is_gap, can_end, ahead) (see :func:`terminals_ahead`)."""
+    follow_bits, nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton,
+    (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead)
+    (see :func:`terminals_ahead`)."""
     rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty = rules
     edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead = text
     node_count = heads.shape[0]
