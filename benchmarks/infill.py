@@ -2,7 +2,7 @@
 Schemas, and a synthetic multi-region infilling task with a toy denoiser.
 
 Valid texts of a target length (JSON: arrays of random mask walks of the grammar, joined with
-", "; SQL: walks joined with "; "), then spans of 0-8 bytes blanked at random positions (the gaps); every check's status
+", "; SQL: walks joined with "; "; a Lark file: the walk nearest the length from below), then spans of 0-8 bytes blanked at random positions (the gaps); every check's status
 is counted and its wall time and CPU time (the thread's own, which other processes on a
 shared core do not inflate) measured. Prints p50/p99 per (length, gaps) and the share of
 ``undecided``; ``impossible`` on these texts would be a soundness bug and is reported.
@@ -15,7 +15,7 @@ removed byte and the rest on printable ASCII, once unconstrained (its most confi
 position and token, step by step) and once with ``gramalign.diffusion_sample``; it reports
 the share of valid texts (CPython's json) and the constraint's time per text.
 
-    taskset -c 0 .venv/bin/python benchmarks/infill.py [--grammar json|sql] [--lengths 64 256 1024 4096]
+    taskset -c 0 .venv/bin/python benchmarks/infill.py [--grammar json|sql|FILE.lark [--start RULE]] [--lengths 64 256 1024 4096]
         [--gaps 1 8 64] [--checks 50] [--budget 1.0] [--schemas 50] [--regions 100]
 """
 
@@ -60,6 +60,14 @@ def sql_text(pool: list[bytes], rng: random.Random, length: int) -> bytes:
     return bytes(out)
 
 
+def lark_text(pool: list[bytes], rng: random.Random, length: int) -> bytes:
+    """One walk of a Lark grammar of about ``length`` bytes: the longest of 50 draws that is
+    not longer, or the shortest (a grammar's walks need not join into one text)."""
+    draws = [rng.choice(pool) for _ in range(50)]
+    fitting = [d for d in draws if len(d) <= length]
+    return max(fitting, key=len) if fitting else min(draws, key=len)
+
+
 def blanked(text: bytes, rng: random.Random, gaps: int, width: int = 8) -> list:
     starts = sorted(rng.sample(range(len(text) + 1), min(gaps, len(text) + 1)))
     segments, previous = [], 0
@@ -73,7 +81,9 @@ def blanked(text: bytes, rng: random.Random, gaps: int, width: int = 8) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--grammar", choices=["json", "sql"], default="json")
+    parser.add_argument("--grammar", default="json",
+                        help="json, sql, or a .lark file (its texts: walks joined by newlines; --start names its rule)")
+    parser.add_argument("--start", default="start", help="the start rule of a .lark --grammar")
     parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     parser.add_argument("--gaps", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--checks", type=int, default=50, help="checks per (length, gaps)")
@@ -90,13 +100,17 @@ def main() -> None:
         multi_region(args.regions, args.seed, args.budget, args.fidelity)
     if args.only_extras:
         return
-    grammar = ga.Grammar.builtin(args.grammar)
+    if args.grammar in ("json", "sql"):
+        grammar = ga.Grammar.builtin(args.grammar)
+        make = json_text if args.grammar == "json" else sql_text
+    else:
+        grammar = ga.Grammar.from_lark(Path(args.grammar).read_text(encoding="utf-8"), start=args.start)
+        make = lark_text
     checker = ga.InfillChecker(grammar, budget_s=args.budget)
-    pool = random_texts(grammar, 300, seed=args.seed, max_bytes=200)
-    make = json_text if args.grammar == "json" else sql_text
+    pool = random_texts(grammar, 300, seed=args.seed, max_bytes=200 if make is not lark_text else max(args.lengths))
     rng = random.Random(args.seed)
     checker.check([pool[0][:3], ga.GAP, pool[0][-3:]])  # numba kernels load here
-    print(f"# infill check latency, builtin {args.grammar} grammar, {platform.processor() or platform.machine()}, "
+    print(f"# infill check latency, {args.grammar} grammar, {platform.processor() or platform.machine()}, "
           f"python {platform.python_version()}, budget {args.budget} s")
     print(f"{'bytes':>6} {'gaps':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu p50':>8} {'cpu p99':>8}  statuses")
     total = Counter()
