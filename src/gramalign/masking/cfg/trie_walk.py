@@ -369,7 +369,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
     plain[0] = shadow_states.shape[0] == 0
     n_written = 0
     reach = np.empty(words, np.uint64)
-    is_open = np.ones(MAX_BRANCHES, np.bool_)
+    is_open = np.empty(MAX_BRANCHES, np.bool_)
     branch_cands = np.empty((2, words), np.uint64)
     # What the walk asks of a lexer state depends on the state and ``cand`` only, so it is
     # worked out once per state (most nodes of a long walk revisit a handful of states).
@@ -558,19 +558,16 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
                     if shadow_of[depth, h, 0] >= 0 or shadow_of[depth, h, 1] >= 0:
                         shadowed = True
                         break
-            if shadowed:
+            if shadowed:  # (is_open is read only then)
                 n_open = _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of[depth],
                                              shadow_of[depth], which_of[depth], n_out, is_open, branch_cands)
-            else:
-                for h in range(n_out):
-                    is_open[h] = True
             if n_open == 1 and n_out == 1 and lone_group[q_of[depth, 0]] != -2:
                 group = lone_group[q_of[depth, 0]]
             elif n_open > 0:  # inline: a call per node costs more than the work
                 for w in range(words):
                     reach[w] = 0
                 for h in range(n_out):
-                    if not is_open[h]:
+                    if shadowed and not is_open[h]:
                         continue
                     q = q_of[depth, h]
                     if not reach_done[q]:
