@@ -12,8 +12,9 @@ calls ``--repeats`` times and prints the total time of each pass, min and median
 It isolates the kernel from the rest of a mask (Python, classification, memo lookups), so a
 change to the kernels' signatures or inlining can be compared between two checkouts in one
 run each, pinned to one core. Run it under ``perf record`` with ``NUMBA_ENABLE_PROFILING=1``
-to see where the kernel's time goes (NRT_incref and NRT_decref show as two addresses 16
-bytes apart; ``numba.core.runtime.nrt.rtsys.library.get_pointer_to_function`` names them).
+to see where the kernel's time goes: numba's code has no symbols there, and ``--nrt``
+prints the addresses of its reference-count functions (``NRT_incref``, ``NRT_decref``) in
+this process, to match against the report's hot addresses.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def main() -> None:
     parser.add_argument("--grammar", default="python", choices=("python", "sql", "json"))
     parser.add_argument("--tokens", type=int, default=1500)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--nrt", action="store_true", help="print the addresses of NRT_incref and NRT_decref")
     args = parser.parse_args()
 
     kernel = store.walk_trie_grammar
@@ -89,6 +91,11 @@ def main() -> None:
     print(f"{args.grammar}: {len(recorded)} walks recorded over {args.tokens - max(left, 0)} tokens; "
           f"replay min {min(passes):.3f} s, median {statistics.median(passes):.3f} s "
           f"({', '.join(f'{p:.3f}' for p in passes)})")
+    if args.nrt:
+        from numba.core.runtime import nrt  # initialized by the kernels' first calls
+
+        print(", ".join(f"{name} {nrt.rtsys.library.get_pointer_to_function(name):#x}"
+                        for name in ("NRT_incref", "NRT_decref")))
 
 
 if __name__ == "__main__":
