@@ -9,7 +9,7 @@ import gramalign
 
 PACKAGE = Path(gramalign.__file__).parent
 # What each layer may import from gramalign, besides itself and the shared leaf modules.
-LEAVES = {"errors", "bitsets", "heap"}
+LEAVES = {"errors", "bitsets", "heap", "jit"}
 ALLOWED = {
     "grammar": set(),
     "parsing": {"grammar"},

@@ -4,8 +4,9 @@ analysis and the mask path all use this layout, so its bit tricks are written on
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .jit import kernel
 
 _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
 _BIT_INDEX = np.zeros(64, dtype=np.int64)
@@ -13,7 +14,7 @@ for _i in range(64):
     _BIT_INDEX[(((1 << _i) * int(_DE_BRUIJN)) & (2**64 - 1)) >> 58] = _i
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def lowest_bit(word):
     """Index (0..63) of the lowest bit set in the non-zero uint64 ``word`` (a de Bruijn
     multiplication: no loop over the bits).
@@ -25,7 +26,7 @@ def lowest_bit(word):
     return _BIT_INDEX[(lowest * _DE_BRUIJN) >> np.uint64(58)]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def lowest_common_bit(a, b):
     """Index of the lowest bit set in both bitsets ``a`` and ``b``, or -1.
 
@@ -39,7 +40,7 @@ def lowest_common_bit(a, b):
     return -1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def intersects(a, b):
     """Do the bitsets ``a`` and ``b`` share a bit?"""
     for w in range(a.shape[0]):
@@ -48,7 +49,7 @@ def intersects(a, b):
     return False
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def one_bit(bits):
     """Is exactly one bit set in the bitset ``bits``?"""
     found = False
@@ -61,7 +62,7 @@ def one_bit(bits):
     return found
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def several_common_bits(a, b):
     """Do the bitsets ``a`` and ``b`` share more than one bit?"""
     seen = False

@@ -30,8 +30,9 @@ pops so that a time budget can be checked between calls.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ..jit import kernel
 
 # item columns
 I_RULE, I_DOT, I_ORIGIN, I_NODE, I_PREV, I_CHILD, I_WNEXT, I_ANEXT, I_NNEXT = range(9)
@@ -46,7 +47,7 @@ COUNTERS = 5
 NONE = -1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _slot(key, mask):
     h = np.uint64(key)  # splitmix64's finaliser: every bit of the key reaches the low bits
     h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -55,7 +56,7 @@ def _slot(key, mask):
     return np.int64(h & np.uint64(mask))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _lookup(keys, values, key):
     mask = keys.shape[0] - 1
     s = _slot(key, mask)
@@ -68,7 +69,7 @@ def _lookup(keys, values, key):
         s = (s + 1) & mask
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _insert(keys, values, key, value):
     """Sets ``key`` (absent) to ``value``; the table must have a free slot."""
     mask = keys.shape[0] - 1
@@ -79,7 +80,7 @@ def _insert(keys, values, key, value):
     values[s] = value
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _grown_table(keys, values):
     new_keys = np.full(keys.shape[0] * 2, -1, dtype=np.int64)
     new_values = np.full(keys.shape[0] * 2, -1, dtype=np.int64)
@@ -89,14 +90,14 @@ def _grown_table(keys, values):
     return new_keys, new_values
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _grown_rows(rows):
     out = np.empty((rows.shape[0] * 2, rows.shape[1]), dtype=np.int64)
     out[:rows.shape[0]] = rows
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def epsilon_closures(eps_start, eps_to, live):
     """Every live node's ε-closure (itself first): ``nodes[first[n]:last[n]]``; ε-edges
     (``eps_to[eps_start[n]:eps_start[n + 1]]``) go forward."""
@@ -155,7 +156,7 @@ def new_state(node_count: int, capacity: int = 1024):
             heads, counters)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _push_advance(adv_item, adv_child, adv_node, n_adv, item, child, node):
     """Queue the advance of ``item`` over ``child`` to ``node``, doubling the buffers when full."""
     if n_adv == adv_item.shape[0]:
@@ -168,7 +169,7 @@ def _push_advance(adv_item, adv_child, adv_node, n_adv, item, child, node):
     return adv_item, adv_child, adv_node, n_adv + 1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
     over ``child`` (-1: predicted), listed at its node and in the item table under ``key``.
@@ -192,7 +193,7 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
     return items, item_keys, item_values
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, n_terminals, words):
     """uint64 [nodes, words]: the terminals a scan at each node can read (the labels of the
     edges leaving its ε-closure; every terminal where the closure holds a gap), and bit
@@ -213,7 +214,7 @@ def terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, 
     return ahead
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _can_start(first_bits, ahead, symbol, node):
     """Can a word of ``symbol`` begin with a terminal a scan at ``node`` reads? An item that
     waits for a symbol that cannot is never advanced: it is not made."""
@@ -223,7 +224,7 @@ def _can_start(first_bits, ahead, symbol, node):
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
                triple_values, wait_keys, wait_values, heads, counters, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
@@ -374,7 +375,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def unfold_leaves(items, triples, goal, node_count):
     """The leaves ``(from node, to node, terminal)`` of the derivation of triple ``goal``,
     leftmost first."""
@@ -424,7 +425,7 @@ def unfold_leaves(items, triples, goal, node_count):
     return out[:n_out][::-1].copy()
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _push_edge(edges, n_edges, reachable, source, target, terminal):
     """Append the edge (source, target, terminal) and mark its target reachable; returns the
     edge count, or -1 when ``edges`` is full."""
@@ -437,7 +438,7 @@ def _push_edge(edges, n_edges, reachable, source, target, terminal):
     return n_edges + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start, starts, longest,
               edges, survivors):
     """The lexemes that begin at reachable boundary nodes of one fixed piece (positions
@@ -488,7 +489,7 @@ def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start
     return n_edges, n_surv
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def walk_states(piece, first, node_base, a, j, states, table, accepting, longest, reachable, edges, survivors):
     """One lexer's lexemes from node ``a`` that read ``piece`` from position ``first`` on,
     from the set ``states`` (global rows of ``table``): an edge ``(a, node_base + e, j)``

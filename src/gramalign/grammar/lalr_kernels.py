@@ -20,10 +20,10 @@ JSON Schema's time to first mask, and seconds on grammars of thousands of rules.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..bitsets import lowest_bit
+from ..jit import kernel
 from .automata.member_sets import added_members, find_members, hash_members
 
 ACCEPT = -(2**31)
@@ -34,7 +34,7 @@ _DONE = np.iinfo(np.int64).max  # depth of a node whose component is finished
 __all__ = ["lalr_table", "lr0_automaton", "lr0_table", "productive", "reduce_loop", "rule_defects"]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _room(array, needed):
     """``array``, or a copy with room for ``needed`` entries (at least doubled)."""
     if needed <= array.shape[0]:
@@ -44,7 +44,7 @@ def _room(array, needed):
     return grown
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _sort_prefix(array, length):
     """Sort ``array[:length]`` in place: by insertion when short (most item sets and
     symbol sets are; numba's sort costs more than that to call)."""
@@ -60,7 +60,7 @@ def _sort_prefix(array, length):
         array[j + 1] = value
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _grouped(keys, n_keys):
     """Indices of ``keys`` grouped by key, stably: (offsets int64 [n_keys + 1], indices)."""
     offsets = np.zeros(n_keys + 1, dtype=np.int64)
@@ -76,7 +76,7 @@ def _grouped(keys, n_keys):
     return offsets, indices
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
     """What lark refuses in a grammar: (two rules alike, a nonterminal without rules that
     a rule uses, else -1)."""
@@ -114,7 +114,7 @@ def rule_defects(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermina
     return False, undefined
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _nonterminal_closure(a, rule_offsets, rule_symbols, lhs_offsets, lhs_rules, n_terminals, seen, queue, items,
                          count):
     """Append to ``items[:count]`` the items ``B -> . w`` of every B that nonterminal ``a``
@@ -140,7 +140,7 @@ def _nonterminal_closure(a, rule_offsets, rule_symbols, lhs_offsets, lhs_rules, 
     return items, count
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, max_states):
     """The LR(0) automaton, states numbered breadth first from the initial state 0 with
     each state's successors in symbol order (so the numbering is canonical: it depends on
@@ -252,19 +252,19 @@ def lr0_automaton(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nontermin
     return (count,) + kernels + (trans_offsets[:count + 1], trans_symbol[:n_trans], trans_target[:n_trans])
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _nullable(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
     """Bool [nonterminals]: derives the empty string (least fixpoint, by a worklist)."""
     return _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, False)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def productive(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals):
     """Bool [nonterminals]: derives some string of terminals."""
     return _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, True)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, terminals_derive):
     """Bool [nonterminals]: derives a string of terminals (``terminals_derive``) or the empty
     string (not): a rule derives once each nonterminal on its right does, by a worklist."""
@@ -299,7 +299,7 @@ def _deriving(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals,
     return nullable
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _transition(trans_offsets, trans_symbol, state, symbol):
     """Index of ``state``'s transition on ``symbol`` (which must exist): binary search."""
     low, high = trans_offsets[state], trans_offsets[state + 1] - 1
@@ -312,7 +312,7 @@ def _transition(trans_offsets, trans_symbol, state, symbol):
     return low
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _walk(rule, dot, state, node, rule_offsets, rule_symbols, n_terminals, nullable_from, trans_offsets, trans_symbol,
           trans_target, node_of, includer, included, n_includes):
     """Follow the rest of ``rule`` from ``dot`` and ``state``: each nonterminal transition
@@ -332,7 +332,7 @@ def _walk(rule, dot, state, node, rule_offsets, rule_symbols, n_terminals, nulla
     return state, includer, included, n_includes
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _digraph(offsets, successors, sets):
     """DeRemer and Pennello's traversal, in place: ``sets[x]`` becomes the union of the
     ``sets[y]`` of every y reachable from x (x included) over the relation (CSR
@@ -383,7 +383,7 @@ def _digraph(offsets, successors, sets):
             frames -= 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals, n_states, kernel_offsets,
                kernel_items, trans_offsets, trans_symbol, trans_target, start_symbol, max_conflicts):
     """The LALR(1) action and goto tables of the LR(0) automaton (see the module docstring
@@ -526,7 +526,7 @@ def lalr_table(rule_offsets, rule_symbols, rule_lhs, n_terminals, n_nonterminals
     return action, goto, conflicts[:n_conflicts], overflow
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lr0_table(rule_offsets, rule_lhs, n_terminals, n_states, kernel_offsets, kernel_items, trans_offsets,
               trans_symbol, trans_target, start_symbol):
     """The action and goto tables of an LR(0) grammar, without look-aheads: a state that can
@@ -593,7 +593,7 @@ def lr0_table(rule_offsets, rule_lhs, n_terminals, n_states, kernel_offsets, ker
 # (a generalized grammar's fork lists follow, see lalr.py).
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def pack_goto(sources, symbols, targets, n_states):
     """The packed goto table of the entries ``(sources[k], symbols[k]) -> targets[k]``
     (states below ``n_states``, nonterminal indices; no pair twice); see :func:`goto_of`."""
@@ -616,7 +616,7 @@ def pack_goto(sources, symbols, targets, n_states):
     return packed
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def goto_of(goto, state, symbol):
     """The state after reducing to nonterminal ``symbol`` in ``state``, -1 if undefined."""
     n_states = goto[0]
@@ -635,7 +635,7 @@ def goto_of(goto, state, symbol):
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _reductions_diverge(action, goto, rule_lhs, rule_len, base, first, terminal, stack, saved):
     """Does the parser, with ``base`` then ``first`` on its stack and ``terminal`` next,
     reduce forever? Only reductions that keep ``base`` are followed (one that pops it is
@@ -679,7 +679,7 @@ def _reductions_diverge(action, goto, rule_lhs, rule_len, base, first, terminal,
         lam += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def reduce_loop(action, goto, rule_lhs, rule_len, usable):
     """(state, nonterminal, terminal) such that the parser, having reduced to
     ``nonterminal`` in ``state`` with ``terminal`` next, reduces forever without reading

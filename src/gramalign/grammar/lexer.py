@@ -35,10 +35,10 @@ import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba
 import numpy as np
 
 from ..errors import GrammarError
+from ..jit import kernel
 from .automata.dfa import ByteDFA, distinct_columns
 from .grammar import Terminal
 from .lexer_kernels import copy_block, expand_product_rows, multi_member_product
@@ -273,7 +273,7 @@ def joint_byte_classes(dfas) -> tuple[np.ndarray, np.ndarray]:
 _CLASS_WEIGHTS = np.random.default_rng(20261204).integers(1, 2**62, size=64, dtype=np.int64) | 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _json_string_roles(transitions, initial):
     """Where each state of a JSON string's automaton stands in the spelling of a character
     (0: between characters, 1: after a backslash, 2-5: hex digits of a u-escape left + 1,
@@ -338,7 +338,7 @@ def characters_to_close(dfa: ByteDFA) -> np.ndarray:
     return _characters_to_close(dfa.transitions, character_starts(dfa).astype(np.uint8))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _characters_to_close(transitions, between):
     # 0-1 breadth-first search backwards from the states that read the closing quote: a step
     # costs 1 where it starts a character (from a state between characters, not the quote).

@@ -11,15 +11,15 @@ table, not a hash lookup per state and byte class.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..jit import kernel
 from .automata.member_sets import added_members, find_members
 
 DEAD = -1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def multi_member_product(big, start_pool, start_offsets, max_states):
     """The product states with two or more members (and the starts), from several starts.
 
@@ -78,7 +78,7 @@ def multi_member_product(big, start_pool, start_offsets, max_states):
     return rows[:count], pool[:offsets[count]], offsets[:count + 1], False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def expand_product_rows(rows, byte_class, owner, global_offsets, block_start, out):
     """``out[s, b]`` for the product states: ``rows[s, byte_class[b]]``, with a single member
     ``-2 - g`` resolved to its state in the block of its terminal."""
@@ -92,7 +92,7 @@ def expand_product_rows(rows, byte_class, owner, global_offsets, block_start, ou
             out[s, b] = target
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def copy_block(transitions, first_state, out):
     """A terminal's table as lexer rows: its states shifted to start at ``first_state``."""
     shift = np.int32(first_state)

@@ -18,11 +18,12 @@ holds for object keys (a quoted key ends at its quote) and is checked on the aut
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..jit import kernel
 
-@numba.njit(cache=True, nogil=True)
+
+@kernel
 def largest_supersets(sets: np.ndarray) -> np.ndarray:
     """For each row of ``sets`` (uint64 [n, words] bitsets), the index of the row with the
     most bits among those that contain it (itself when none is larger; ties: the first)."""
@@ -52,7 +53,7 @@ def largest_supersets(sets: np.ndarray) -> np.ndarray:
     return root
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def reachable_from(transitions, class_byte, start):
     """bool [states]: the lexer states reachable from ``start``."""
     seen = np.zeros(transitions.shape[0], np.bool_)

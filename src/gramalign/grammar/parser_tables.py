@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba
 import numpy as np
 
 from ..errors import GrammarError
+from ..jit import kernel
 from .automata.cache import AutomatonCache
 from .automata.dfa import ByteDFA
 from .grammar import Grammar, Terminal
@@ -279,7 +279,7 @@ def _lexer_with_shared_starts(ranked, sets: np.ndarray):
     return lexer, start_of_set, np.ascontiguousarray(sets[shared])
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _candidate_bits(action: np.ndarray, term_column: np.ndarray, words: int) -> np.ndarray:
     """uint64 [parser states, words]: bit k set where lexer terminal k has an action (-1
     columns, the ignored terminals, have none). A loop: numpy's fancy-indexed copy of the

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import threading
 
-import numba
 import numpy as np
 
 from ..grammar.automata.dfa import ByteDFA
+from ..jit import kernel
 from ..tokens.trie import TokenTrie
 from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
@@ -109,7 +109,7 @@ class DFATokenIndex:
         return not live.all()
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def walk_trie_through_dfa(transitions, start_state, node_byte, node_depth, subtree_end,
                           token_start, token_ids, max_depth, live, out_words, successors):
     """OR into ``out_words`` (uint32 bitmask) every token whose bytes the DFA can read from
@@ -141,7 +141,7 @@ def walk_trie_through_dfa(transitions, start_state, node_byte, node_depth, subtr
         i += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def fill_state_masks(transitions, states, node_byte, node_depth, subtree_end,
                      token_start, token_ids, max_depth, live, out_masks, successors):
     """Row r of ``out_masks`` (uint32) becomes the token mask of DFA state ``states[r]``, and

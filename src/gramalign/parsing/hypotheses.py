@@ -27,12 +27,12 @@ tracks_column``), then the pools (:meth:`.stacks.StackPool.arrays`), then the re
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..bitsets import intersects, lowest_common_bit, several_common_bits
 from ..grammar.parser_tables import (BRACKET_DELTA, DEDENT_COLUMN, ENDS_IN_WORD, EVERY_SPLIT, INDENT_COLUMN,
                                      LOOKAHEAD_STATE, NEEDS_TEXT, NEWLINE_COLUMN, NEWLINE_TERMINAL, OWN_LONGEST)
+from ..jit import kernel
 from .lexing import (free_terminal, lexeme_escapes_shadows, lexer_step, newline_column, next_column,
                      reachable_winners, shadow_covers)
 from .stacks import (FORKED, feed_all, feed_any, feed_terminal, has_forks, merge_stacks, node_parent, node_state,
@@ -41,7 +41,7 @@ from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_
                     SCRATCH_FULL, SHADOWS_FULL, STACK, shadow_column, shadow_slots)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
                  scratch_parent, exposed, node, scratch_alloc, free_terminal, wanted, usable, known):
     """Can the stack ``node`` really shift (or ignore) some terminal of ``wanted``?
@@ -88,7 +88,7 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
     return False, OK
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
@@ -110,7 +110,7 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
                         reach, usable, known)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
                scratch_state, scratch_parent, exposed, node, winner, brackets, column, blocks, to_scratch, alloc):
     """Feed the parser what a lexeme won by lexer terminal ``winner`` means.
@@ -169,7 +169,7 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effect
     return node, brackets + end_effects[winner, BRACKET_DELTA], blocks, alloc, OK
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _shadow_after(lx_trans, hyp, k, byte):
     """The lexer state shadow slot ``k`` of ``hyp`` reaches on ``byte`` (-1: empty slot or
     no move); its candidates are those of parser state ``hyp[shadow_column(k) + 1]``."""
@@ -177,7 +177,7 @@ def _shadow_after(lx_trans, hyp, k, byte):
     return -1 if shadow < 0 else lx_trans[shadow, byte]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
     """Does ``byte`` take some shadow of ``hyp`` to an accepting state (longest match then
     forbids the hypothesis)?"""
@@ -188,7 +188,7 @@ def _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
     return False
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _add_shadow(row, used, shadow, parser_state, cand_id):
     """Put the shadow (lexer state, parser state) in the next free slot of ``row`` unless
     an equal one (same state, same candidate set) is there. Returns the slots used, or -1
@@ -206,7 +206,7 @@ def _add_shadow(row, used, shadow, parser_state, cand_id):
     return used + 1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
     """Write the shadows of ``hyp`` after ``byte`` into ``row`` (a different row), dropping
     the dead ones and duplicates, and clear the other slots. Returns the slots used, or -1
@@ -227,7 +227,7 @@ def _advance_shadows(lx_trans, lx_alive, cand_bits, cand_id, hyp, byte, row):
     return used
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _any_shadowed(out, first, n_out):
     """Has some row of ``out[first:n_out]`` a shadow?"""
     slots = shadow_slots(out.shape[1])
@@ -238,7 +238,7 @@ def _any_shadowed(out, first, n_out):
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first, n_out):
     """Remove from ``out[first:n_out]`` (order kept) the rows whose shadows leave their
     lexeme no way on (:func:`.lexing.lexeme_escapes_shadows`); returns the rows left."""
@@ -251,7 +251,7 @@ def _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch
     return kept
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, row):
     """:func:`.lexing.lexeme_escapes_shadows` for a hypothesis row."""
     q = row[LEXEME]
@@ -275,7 +275,7 @@ def _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scrat
     return lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, states, cands)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                        term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state,
                        pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
@@ -293,7 +293,7 @@ def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte
     return n_out, alloc, status
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                 term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
                 scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out, n_out, ended):
@@ -415,12 +415,12 @@ def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, actio
     return n_out, alloc, status
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _has_bit(bits, k):
     return (bits[k >> 6] >> np.uint64(k & 63)) & np.uint64(1) != 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _own_longest_among(end_effects, accept, cand):
     """Is some terminal of ``accept`` & ``cand`` lexed by its own longest match?"""
     for w in range(accept.shape[0]):
@@ -434,7 +434,7 @@ def _own_longest_among(end_effects, accept, cand):
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action, goto, rule_lhs, rule_len,
                       term_column, layout, end_effects, tracks_column, pool_state, pool_parent, scratch_state,
                       scratch_parent, exposed, hyp, byte, went_on, to_scratch, alloc, out, n_out):
@@ -479,7 +479,7 @@ def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action,
     return n_out, alloc, OK
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _stacks_after(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
                   scratch_state, scratch_parent, exposed, node, terminal, brackets, column, blocks, to_scratch, alloc):
     """Every stack that ``node`` becomes where a lexeme of lexer terminal ``terminal`` ends
@@ -497,7 +497,7 @@ def _stacks_after(action, goto, rule_lhs, rule_len, term_column, layout, end_eff
     return np.full(1, new_node, np.int32), 1 if status == OK and new_node >= 0 else 0, brackets, blocks, alloc, status
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state,
                          pool_parent, scratch_state, scratch_parent, exposed, node, accept, cand, to_scratch, alloc):
     """The stacks that ``node`` becomes on each terminal of ``accept`` & ``cand`` (a grammar
@@ -529,7 +529,7 @@ def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout, 
     return tops, count, alloc, OK
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout, pool_state,
                   scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead, lookahead, tops, count,
                   brackets, blocks, to_scratch, alloc, out, n_out, ended, key):
@@ -554,7 +554,7 @@ def _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_co
     return n_out, alloc, OK
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout, pool_state,
                  scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead, new_node, brackets, blocks, out,
                  n_out):
@@ -584,7 +584,7 @@ def _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_col
     return n_out + 1, OK
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` mean the same: equal stacks, lexeme, layout
     and set of shadows (each shadow judged by its lexer state and candidate set)?"""
@@ -592,7 +592,7 @@ def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand
             and same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[STACK], y[STACK]))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` agree on all but their parser stacks: lexeme,
     layout and set of shadows?"""
@@ -621,7 +621,7 @@ def same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id,
     return same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[BLOCKS], y[BLOCKS])
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n, alloc):
     """Merge rows of ``rows[:n]`` that differ only below the tops of their stacks (same top
     state) into one whose stack node stands for both (:func:`.stacks.merge_stacks`, in the
@@ -648,7 +648,7 @@ def merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, ca
     return kept, alloc, OK
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n):
     """Drop rows of ``rows[:n]`` that mean the same as an earlier one (in place, order kept);
     returns how many are left. Ambiguous text that lexes two ways into equal states (an
@@ -662,7 +662,7 @@ def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, 
     return kept if n else 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
     """Does ``rows[h]`` mean the same as one of the first ``kept`` rows?"""
     for k in range(kept):
@@ -671,7 +671,7 @@ def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                   term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column,
                   pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
@@ -727,7 +727,7 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, act
     return n_out, alloc, OK, data.shape[0]
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent, scratch_state,
                    scratch_parent, exposed, node, blocks, end_column, alloc):
     """(does the stack accept the end of the text after every open block is closed, alloc, status)."""
@@ -746,7 +746,7 @@ def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_pa
     return top == -2, alloc, status
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                           term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                           tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,

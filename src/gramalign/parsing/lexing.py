@@ -8,14 +8,14 @@ reach_done`` (the lazily filled winners cache) and ``layout, tracks_column``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..bitsets import intersects, lowest_common_bit, one_bit
 from ..grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, NEWLINE, NEWLINE_TERMINAL, TAB_SIZE
+from ..jit import kernel
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, start):
     """Set ``reach_bits[q]`` (and ``reach_done``) to the terminals that win some lexeme
     reachable from ``q``, for ``start`` and every state reachable from it.
@@ -107,7 +107,7 @@ def fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_d
                     break
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q):
     """Terminals that can win a lexeme going on from lexer state ``q`` (cached bitset)."""
     if not reach_done[q]:
@@ -120,7 +120,7 @@ SHADOW_SEARCH_WIDTH = 256
 gives up (answering yes)."""
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _between_characters(lx_trans, lx_accept, lx_alive, q, cand):
     """Can a lexeme in lexer state ``q`` end here or go on with a byte that starts a
     character (its automaton is not inside a multi-byte character)?"""
@@ -135,7 +135,7 @@ def _between_characters(lx_trans, lx_accept, lx_alive, q, cand):
     return False
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def shadow_covers(alive, cand, shadow_cand):
     """Is every terminal of ``cand`` still alive (``alive``) also a shadow's candidate? Then
     a shadow in the lexeme's own state accepts wherever the lexeme could end."""
@@ -145,7 +145,7 @@ def shadow_covers(alive, cand, shadow_cand):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, shadow_states, shadow_cands):
     """Can a lexeme in lexer state ``q`` (candidates ``cand``) finish the character it is
     inside of, if any, with no shadow accepting on the way (longest match, or a lookahead
@@ -235,13 +235,13 @@ def lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, shadow_states
     return True
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def free_terminal(layout, brackets):
     """The lexer terminal a hypothesis ignores whatever its stack: a newline inside brackets."""
     return layout[NEWLINE_TERMINAL] if brackets > 0 else -1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def next_column(tracks_column, layout, lexeme, column, byte):
     """The column of a newline lexeme once ``byte`` took it to lexer state ``lexeme`` (0 in
     other lexemes): the spaces and tabs right after the last line break. Any other
@@ -259,13 +259,13 @@ def next_column(tracks_column, layout, lexeme, column, byte):
     return -column - 2
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def newline_column(column):
     """The column a newline lexeme's :func:`next_column` field stands for."""
     return column if column >= 0 else -column - 2
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def lexer_step(lx_trans, tracks_column, layout, q, counter, byte):
     """(the lexer state after ``byte`` in state ``q``, -1 when the lexeme dies; the
     hypothesis's COLUMN field after it). In a counted string the field is the code points

@@ -22,12 +22,12 @@ bounded work; ``MAX_FORK_STEPS`` bounds it further.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..errors import GrammarError
 from ..grammar.lalr import ACCEPT
 from ..grammar.lalr_kernels import FORK, UNBUILT, goto_of
+from ..jit import kernel
 from .state import FORK_LIMIT, NEED_STATE, OK, POOL_FULL, SCRATCH_BASE, SCRATCH_FULL
 
 FORKED = -3
@@ -36,21 +36,21 @@ MAX_FORK_STEPS = 1_000_000
 """Reductions and shifts one terminal may cost across all of a generalized parser's forks."""
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def node_state(pool_state, scratch_state, node):
     if node >= SCRATCH_BASE:
         return scratch_state[node - SCRATCH_BASE]
     return pool_state[node]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def node_parent(pool_parent, scratch_parent, node):
     if node >= SCRATCH_BASE:
         return scratch_parent[node - SCRATCH_BASE]
     return pool_parent[node]
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
                   scratch_parent, exposed, node, column, to_scratch, alloc):
     """Reduce as the LALR table says for terminal ``column``, then shift it (and make the
@@ -106,7 +106,7 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
             column = default  # then the reductions of states that can only reduce (LR(0) tables)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent, exposed,
              node, column, to_scratch, alloc):
     """Every stack that the stack ``node`` becomes on terminal ``column``, following each
@@ -170,7 +170,7 @@ N_TASK, N_HERE, N_TOP, N_EDGES, STEPS, ACCEPTED, ALLOC, NEED, COUNTERS = range(9
 _ROOM = -1  # :func:`_feed_all_tasks` needs bigger work arrays (``counts[NEED]`` more entries)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent,
                     exposed, column, to_scratch, here, top, tasks, edges, below, counts):
     """The work loop of :func:`feed_all`; returns its status, or ``_ROOM`` (the task left on
@@ -314,7 +314,7 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
     return status
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _insert(table, key):
     """Add ``key`` (>= 0) to the open-addressing set ``table`` (its size a power of two, less
     than half full); False if it was there."""
@@ -330,7 +330,7 @@ def _insert(table, key):
         i += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _rehashed(table, size):
     """``table``'s keys in a table of ``size`` slots (a power of two)."""
     grown = np.full(size, -1, np.int64)
@@ -340,7 +340,7 @@ def _rehashed(table, size):
     return grown
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, state, parent):
     """Allocate the node (``state``, ``parent``) at ``alloc``; its id."""
     if to_scratch:
@@ -352,7 +352,7 @@ def _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, al
     return alloc
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, node, parent):
     """Give ``node`` (made in this feed) the parent ``parent`` too (the caller knows it is new);
     returns alloc. At most two list nodes are allocated."""
@@ -372,7 +372,7 @@ def _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scrat
     return alloc
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, depth, out):
     """The distinct nodes ``depth`` parents below ``node``, following every parent of a
     merged node, into ``out``: their count, or minus the room needed where ``out`` is too small."""
@@ -407,7 +407,7 @@ def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, d
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _nodes_below_wide(pool_parent, scratch_parent, scratch_state, pool_state, out, n, depth):
     """:func:`_nodes_below` from the ``n`` nodes in ``out``, ``depth`` levels down."""
     size = 16
@@ -450,7 +450,7 @@ def _nodes_below_wide(pool_parent, scratch_parent, scratch_state, pool_state, ou
     return n
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _add_node(nodes, n, node):
     for k in range(n):
         if nodes[k] == node:
@@ -459,7 +459,7 @@ def _add_node(nodes, n, node):
     return n + 1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _grown(nodes, n):
     if n < nodes.shape[0]:
         return nodes
@@ -468,14 +468,14 @@ def _grown(nodes, n):
     return grown
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def has_forks(goto):
     """Does the table list several actions somewhere (fork lists follow the packed goto)?"""
     n_states = goto[0]
     return goto.shape[0] > 2 + n_states + 2 * goto[1 + n_states]
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def merge_stacks(pool_state, pool_parent, a, b, alloc):
     """A committed node that stands for both stacks ``a`` and ``b`` (whose tops have one
     state): the graph-structured stack's merge, its parents being theirs. Returns ``(node,
@@ -508,7 +508,7 @@ def merge_stacks(pool_state, pool_parent, a, b, alloc):
     return alloc, alloc + 1, OK
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent, exposed,
              node, column, to_scratch, alloc):
     """Like :func:`feed_terminal` where only success matters: ``(a top, alloc, status)``,
@@ -528,7 +528,7 @@ def feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
     return tops[0], alloc, OK
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def same_stack(pool_state, pool_parent, scratch_state, scratch_parent, a, b):
     """Do the persistent stacks ``a`` and ``b`` (node ids, -1 empty) hold the same states?
     They share their bottom, so the walk stops where they meet."""
@@ -546,7 +546,7 @@ MERGED = -5
 """Ends a stack signature where a merged node lies: no single stack has it."""
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _top_states(state, parent, node, count):
     """The states of the top ``count`` nodes of the stack ``node`` (fewer where it is shorter;
     ``MERGED`` last where several stacks lie below)."""

@@ -11,8 +11,9 @@ string terminal) and the stack of open blocks' columns (a node id, -1 for none).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ..jit import kernel
 
 HYPOTHESIS_FIELDS = 9
 STACK, LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, BRACKETS, COLUMN, BLOCKS = range(HYPOTHESIS_FIELDS)
@@ -29,14 +30,14 @@ FORK_LIMIT = 5  # a generalized parser's forks took too much work on one termina
 NEED_STATE = 6  # a stack landed in a parser state not built yet (exposed[1]): build it and call again
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def shadow_column(k):
     """The column of shadow slot ``k`` of a hypothesis row (its parser state is the next one):
     slots 0 and 1 are the fixed SHADOW1/SHADOW2 fields, more follow the fixed fields."""
     return SHADOW1 + 2 * k if k < 2 else HYPOTHESIS_FIELDS + 2 * (k - 2)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def shadow_slots(width):
     """Shadow slots of a hypothesis row ``width`` int32 values wide."""
     return 2 + (width - HYPOTHESIS_FIELDS) // 2

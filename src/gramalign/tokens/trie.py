@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
+
+from ..jit import kernel
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +70,7 @@ class TokenTrie:
         return TokenTrie(node_byte, node_depth, subtree_end, token_start, token_ids, int(node_depth.max()))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _kept_positions(token_ids, keep):
     count = 0
     for k in range(token_ids.shape[0]):
@@ -84,7 +85,7 @@ def _kept_positions(token_ids, keep):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _links(node_depth, token_start):
     """(parent node or -1 per node, node per token position) of a pre-order trie."""
     n = node_depth.shape[0]
@@ -101,7 +102,7 @@ def _links(node_depth, token_start):
     return parent, token_node
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _subset_from_positions(parent, token_node, node_byte, node_depth, token_ids, positions):
     """Pre-order arrays of the sub-trie holding the tokens at ``positions`` (ascending):
     their nodes and every ancestor, found by walking up until a node already taken.
@@ -151,7 +152,7 @@ def _subset_from_positions(parent, token_node, node_byte, node_depth, token_ids,
     return out_byte, out_depth, out_end, out_start, out_ids
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _fill_subtree_ends(node_depth, n_nodes, subtree_end):
     """In a pre-order trie, the subtree of node i ends at the next node whose depth is not
     greater than i's (or at ``n_nodes``)."""
@@ -168,7 +169,7 @@ def _fill_subtree_ends(node_depth, n_nodes, subtree_end):
         top -= 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _build_preorder(flat, offsets, sorted_ids):
     """Pre-order trie from lexicographically sorted byte strings (``flat[offsets[k]:offsets[k+1]]``)."""
     n_tokens = sorted_ids.shape[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...jit import kernel
 from .member_sets import added_members, find_members, hash_members
 
 DEAD = -1
@@ -20,7 +21,7 @@ __all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_c
            "minimal_dfa", "pair_product", "subset_construction"]
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def live_states(table, initial, accepting):
     """Bool mask of the states reachable from ``initial`` that can reach an accepting state."""
     n, k = table.shape
@@ -74,7 +75,7 @@ def live_states(table, initial, accepting):
     return reachable & live
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _mark(x, sets, loc, first, marked, elems, touched, touched_top):
     """Mark element ``x`` of a refinable partition (move it into its set's marked prefix);
     a set marked for the first time is pushed on ``touched``. Returns the new stack top."""
@@ -93,7 +94,7 @@ def _mark(x, sets, loc, first, marked, elems, touched, touched_top):
     return touched_top
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _split_touched(touched, touched_top, first, past, marked, elems, owner, num_blocks):
     """Split every touched block of a refinable partition into its marked and unmarked
     parts (the smaller part gets the new block number); returns the new block count."""
@@ -121,7 +122,7 @@ def _split_touched(touched, touched_top, first, past, marked, elems, owner, num_
     return num_blocks
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def coarsest_partition(table, accepting):
     """Block of every state under language equivalence, for a trimmed partial DFA.
 
@@ -239,7 +240,7 @@ def coarsest_partition(table, accepting):
     return s_set.astype(np.int32), num_blocks
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def canonical_order(table, initial):
     """Breadth-first numbering from ``initial`` (children in symbol order): new id per state
     (DEAD for states not reached)."""
@@ -262,7 +263,7 @@ def canonical_order(table, initial):
     return new_id
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _relabelled(table, accepting, new_id, num_rows):
     """``table`` and ``accepting`` with state s renamed ``new_id[s]``: states renamed -1 are
     dropped (their incoming transitions become DEAD), states renamed alike must have rows
@@ -281,7 +282,7 @@ def _relabelled(table, accepting, new_id, num_rows):
     return result, result_accepting
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def minimal_dfa(table, initial, accepting):
     """Trim, minimise and number breadth-first in one call (most automata of a schema are
     small, and the array shuffling between separate kernels cost more than the kernels):
@@ -305,7 +306,7 @@ def minimal_dfa(table, initial, accepting):
     return _relabelled(merged, merged_accepting, order, num_blocks)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def expand_columns(table, class_of_byte):
     """The byte table [n, 256] of a class table: byte b reads column ``class_of_byte[b]``
     (-1: DEAD)."""
@@ -321,7 +322,7 @@ def expand_columns(table, class_of_byte):
 INTERSECT, UNION, DIFFERENCE = 0, 1, 2
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def pair_product(table_a, initial_a, accepting_a, table_b, initial_b, accepting_b, mode, max_states):
     """Breadth-first product of two DFAs over the same symbols (a DEAD initial state is the
     empty language). A pair from which ``mode`` can accept nothing (intersection: either
@@ -390,7 +391,7 @@ def pair_product(table_a, initial_a, accepting_a, table_b, initial_b, accepting_
     return rows[:count], accepting, False
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _pair_alive(sa, sb, mode):
     if mode == INTERSECT:
         return sa >= 0 and sb >= 0
@@ -399,7 +400,7 @@ def _pair_alive(sa, sb, mode):
     return sa >= 0
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def epsilon_closures(num_states, eps_offsets, eps_targets, important, max_work, max_pool):
     """Per NFA state, the sorted important states reachable by ε-moves (itself included):
     (offsets, pool, overflowed) in CSR form. Closures can be quadratic in the NFA
@@ -444,7 +445,7 @@ def epsilon_closures(num_states, eps_offsets, eps_targets, important, max_work, 
     return offsets, pool[:used], False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def subset_construction(num_states, initial, accepting, edge_offsets, edge_class, edge_target,
                         closure_offsets, closure_pool, num_classes, max_states, max_work):
     """Determinise an NFA over symbol classes (ε-moves given as closures).
@@ -547,7 +548,7 @@ def subset_construction(num_states, initial, accepting, edge_offsets, edge_class
     return rows[:count], is_accepting[:count], False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def column_classes(table):
     """Columns of ``table`` that are identical form one class: (class of each column,
     first column of each class), classes numbered in the order of their first column."""

@@ -10,13 +10,14 @@ new one.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ...jit import kernel
 
 __all__ = ["added_members", "find_members", "hash_members", "rehashed_members", "store_members"]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def hash_members(buffer, length):
     h = np.uint64(14695981039346656037)
     for i in range(length):
@@ -24,7 +25,7 @@ def hash_members(buffer, length):
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def find_members(slots, offsets, pool, buffer, length):
     """(state whose member array equals ``buffer[:length]`` or -1, its slot or the free slot
     to put it in) in the open-addressing table ``slots`` of states stored as CSR (``offsets``,
@@ -46,7 +47,7 @@ def find_members(slots, offsets, pool, buffer, length):
     return -1, slot
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def store_members(pool, offsets, count, buffer, length):
     """Append ``buffer[:length]`` as the members of state ``count`` (``offsets`` must have room
     for ``count + 2`` entries); returns the pool, reallocated when full."""
@@ -60,7 +61,7 @@ def store_members(pool, offsets, count, buffer, length):
     return pool
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def added_members(slots, slot, offsets, pool, count, buffer, length, first_hashed):
     """Add ``buffer[:length]`` as state ``count`` in ``slot``, the free slot
     :func:`find_members` named; ``offsets`` grows as needed and ``slots`` stays at most half
@@ -76,7 +77,7 @@ def added_members(slots, slot, offsets, pool, count, buffer, length, first_hashe
     return slots, offsets, pool
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def rehashed_members(slots, offsets, pool, first, count):
     """A table twice the size of ``slots`` holding states ``first .. count - 1``."""
     bigger = np.full(2 * slots.shape[0], -1, dtype=np.int64)

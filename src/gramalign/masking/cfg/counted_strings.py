@@ -16,12 +16,12 @@ import threading
 import weakref
 from collections import OrderedDict
 
-import numba
 import numpy as np
 
 from ...grammar.automata.dfa import ByteDFA
 from ...grammar.lexer import character_starts, characters_to_close
 from ...grammar.parser_tables import COUNTED, COUNTED_BOUNDS, KIND_MASK, NEED_SHIFT, ParserTables
+from ...jit import kernel
 from ...parsing.state import COLUMN, LEXEME
 from ...tokens.trie import TokenTrie
 
@@ -30,7 +30,7 @@ FILTER_ROWS = 256
 near a bound."""
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def token_growth(transitions, between, need, start, node_byte, node_depth, subtree_end, token_start, token_ids,
                  max_depth, grow, closes):
     """From state ``start`` of a counted string's automaton (``between[s]``: state s lies

@@ -19,10 +19,10 @@ stack gets the context classified for real (:mod:`.stack_parts` asks for that).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ...bitsets import intersects, lowest_common_bit
+from ...jit import kernel
 from ...parsing.lexing import fill_reach
 
 MAX_TERMINALS = 16
@@ -35,7 +35,7 @@ MAX_PAIRS = 256
 among hundreds of names would cost more than its classification)."""
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _popcount(bits):
     count = 0
     for w in range(bits.shape[0]):
@@ -46,7 +46,7 @@ def _popcount(bits):
     return count
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def free_partner(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start):
     """The live state after one printable ASCII byte from ``start`` with the fewest
     reachable winners, if it has fewer than ``start`` and cannot end the lexeme; else -1
@@ -70,7 +70,7 @@ def free_partner(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits,
     return best
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def behaves_alike(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, term_column, start, partner, max_pairs):
     """Does every byte string read from ``start`` meet what it meets from ``partner`` (see
     the module docstring), looking at no more than ``max_pairs`` pairs of distinct states?"""

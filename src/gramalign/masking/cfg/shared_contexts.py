@@ -26,11 +26,11 @@ from __future__ import annotations
 import threading
 import weakref
 
-import numba
 import numpy as np
 
 from ...bitsets import intersects, lowest_common_bit
 from ...grammar.automata.kernels import column_classes
+from ...jit import kernel
 
 MAX_SIGNATURE_STATES = 1024
 """Sub-automata larger than this (before minimisation) are classified directly, without a
@@ -45,7 +45,7 @@ _CANDIDATES_DEAD = -2  # the initial state's byte starts a lexeme, but of no can
 _STARTS_A_LEXEME = -3  # the initial state, not explored: some lexer start reads this byte
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _row_hash(table, row, prefix):
     h = np.uint64(1469598103934665603) ^ np.uint64(prefix + 7)
     for c in range(table.shape[1]):
@@ -53,7 +53,7 @@ def _row_hash(table, row, prefix):
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _refine(keys, n):
     """Class ids (numbered by first appearance in ``range(n)``) of the rows of ``keys``
     (int64 [n, k]): equal rows, equal classes. Rows are bucketed by hash, then compared
@@ -103,7 +103,7 @@ def _refine(keys, n):
     return classes, n_classes
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _grown_nodes(node_state, node_component, successors, n, capacity):
     """The three per-node arrays of :func:`context_signature` reallocated for ``capacity``
     nodes, their first ``n`` rows kept."""
@@ -116,7 +116,7 @@ def _grown_nodes(node_state, node_component, successors, n, capacity):
     return grown_state, grown_component, grown_successors
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_column, cand, shadow_states,
                       shadow_cands, start, byte_class, class_byte, max_states):
     """(signature int32 array, real terminal of each canonical terminal int32 array) of the
@@ -334,7 +334,7 @@ def context_signature(lx_trans, lx_accept, lx_alive, initial, starts_any, term_c
     return signature, real_of[:n_terms].copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def remap_terminal_bits(bits, mapping, out_words):
     """Rows of terminal bitsets with terminal ``k`` of ``bits`` moved to ``mapping[k]``."""
     out = np.zeros((bits.shape[0], out_words), np.uint64)

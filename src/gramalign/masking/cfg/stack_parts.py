@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 
-import numba
 import numpy as np
 
 from ...grammar.parser_tables import EVERY_SPLIT, NEWLINE_TERMINAL, ParserTables
+from ...jit import kernel
 from ...parsing import IncrementalParser
 from ...parsing.state import BLOCKS, BRACKETS, COLUMN, SCRATCH_BASE, STACK
 from ...tokens.trie import TokenTrie
@@ -141,7 +141,7 @@ def part_bytes(entry: ContextMasks) -> int:
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def sparse_words(row):
     """(indexes of the nonzero words of ``row``, those words): ``or_sparse_words``' input,
     without numpy's flatnonzero and fancy-indexing overhead on a short list."""
@@ -160,7 +160,7 @@ def sparse_words(row):
     return words, bits
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def or_sparse_words(row, words, bits):
     """``row[words] |= bits`` without numpy's fancy-indexing overhead."""
     for k in range(words.shape[0]):

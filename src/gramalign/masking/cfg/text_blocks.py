@@ -24,11 +24,11 @@ import threading
 import weakref
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from ...bitsets import intersects
 from ...grammar.parser_tables import ParserTables
+from ...jit import kernel
 from ...parsing.lexing import fill_reach
 from ...tokens.trie import TokenTrie
 
@@ -83,7 +83,7 @@ def ascii_of(text: np.ndarray) -> np.ndarray:
     return np.flatnonzero(text[0, :0x80] == 0)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _text_lengths(node_byte, node_depth, token_start, text):
     """Per token position of a trie: its byte length if it is text (see ``TEXT``), else 0."""
     n = node_byte.shape[0]
@@ -100,7 +100,7 @@ def _text_lengths(node_byte, node_depth, token_start, text):
     return lengths
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start, text, step_bytes,
                   step_offsets, max_depth, marks, searches, stamp):
     """(depth, state, searches): depth and state are int32 [256], by first byte ``b`` of a
@@ -135,7 +135,7 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     return depth, state, searches
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u, text,
                       step_bytes, step_offsets, max_depth, marks, searches, stamp, queues):
     """(:func:`_depth_from` for the pair (``p``, ``u``), from the memo in ``marks`` under
@@ -150,7 +150,7 @@ def _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_
     return marks[p, u, 2], searches, queues
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, depth, state, level, text,
                   step_bytes, step_offsets, max_depth, marks, searches, stamp):
     """:func:`text_coverage` one byte further, for the first bytes it left short of ``level``
@@ -194,7 +194,7 @@ def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     return row, covered, after, searches
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def admits_text(lx_trans, lx_alive, cand, start, text):
     """Do at least half the ASCII bytes of ``text`` keep the lexeme in ``start`` alive? If not,
     :func:`text_coverage` is not worth asking: callers take the level half of them reach, so
@@ -210,7 +210,7 @@ def admits_text(lx_trans, lx_alive, cand, start, text):
     return 2 * alive_ascii >= n_ascii
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, first, first_text, text,
                 step_bytes, step_offsets, max_depth, marks, search, level, following):
     """:func:`text_coverage` for the texts whose first byte led to (lexer ``first``, text
@@ -263,7 +263,7 @@ def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, 
     return max_depth
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def step_bytes(byte_class, text):
     """(bytes, offsets [9]) for :func:`text_coverage`: per text state, one byte of each class
     of the bytes it admits that the lexer (``byte_class`` per byte) also treats alike."""
@@ -283,7 +283,7 @@ def step_bytes(byte_class, text):
     return chosen[:count].copy(), offsets
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _kind_of(reach, kinds, n):
     """(index of ``reach`` among the first ``n`` rows of ``kinds``, appended if new; n after)."""
     for k in range(n):
@@ -298,7 +298,7 @@ def _kind_of(reach, kinds, n):
     return n, n + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def block_kinds(covered, state_after, pair_covered, pair_state, reach_bits):
     """(kind of each first byte, -1 where not covered; kind of each covered pair, by the
     rows of :func:`pair_coverage`, -1 elsewhere; the reachable winners of each kind):
@@ -325,7 +325,7 @@ def block_kinds(covered, state_after, pair_covered, pair_state, reach_bits):
     return kind_of, kind_of_pair, kinds[:n].copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def or_pair_tokens(ids, pair_start, pair_end, pair_row, kind_of_pair, kind, group_row, inside):
     """OR into ``group_row`` and ``inside`` the block's tokens (``ids[pair_start[b, c]:
     pair_end[b, c]]`` start with bytes ``b c``) of the pairs of kind ``kind``."""
@@ -343,7 +343,7 @@ def or_pair_tokens(ids, pair_start, pair_end, pair_row, kind_of_pair, kind, grou
                 inside[token >> 5] |= bit
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def or_block_tokens(row, ids, offsets, kind_of, kind, group_row, inside):
     """OR into ``group_row`` and ``inside`` the block's tokens (``row``; ``ids[offsets[b]:
     offsets[b + 1]]`` start with byte ``b``) whose first byte is of kind ``kind``: set one by
@@ -428,7 +428,7 @@ class TextSlices:
                          self.trie.subset_positions(np.flatnonzero(~in_block)))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _token_prefix_nodes(node_depth, token_start):
     """Per token position of a pre-order trie: the depth-1 node its path starts at, and the
     depth-2 node after it (-1 for a one-byte token)."""
@@ -449,7 +449,7 @@ def _token_prefix_nodes(node_depth, token_start):
     return first, second
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _pair_ranges(first, second):
     """(start, end) int32 [256, 256]: the range of positions with first byte b and second
     byte c (both arrays in trie order, so each pair's positions are contiguous)."""

@@ -13,11 +13,11 @@ stack can shift (computed once per distinct stack, copied down the trie).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ...bitsets import intersects, lowest_common_bit, several_common_bits
 from ...grammar.parser_tables import EVERY_SPLIT
+from ...jit import kernel
 from ...parsing.hypotheses import advance_hypothesis, repeats_kept, usable_meets
 from ...parsing.lexing import fill_reach, free_terminal, lexeme_escapes_shadows, lexer_step, reachable_winners
 from ...parsing.stacks import node_parent, node_state
@@ -29,7 +29,7 @@ MERGE_AFTER = 4
 case, where the comparisons would cost more than they save)."""
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
                       term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
@@ -201,7 +201,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
     return OK
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _inherit_ending(ended, ended_usable, ended_known, above, h, depth, k, inherit):
     """Row ``k`` at ``depth`` starts with what row ``h`` above remembers of ending its lexeme
     (``inherit``: lexed every way, the same lexeme on the same stack) or with nothing."""
@@ -215,7 +215,7 @@ def _inherit_ending(ended, ended_usable, ended_known, above, h, depth, k, inheri
         ended_known[depth, k] = 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent, scratch_state, scratch_parent,
                  memo, byte):
     """In a grammar lexed every way: can a stack that ending the lexeme left (remembered in
@@ -237,7 +237,7 @@ def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, usable, known,
                      parser_state, n):
     """Drop hypotheses of one trie depth that mean the same as an earlier one, with their
@@ -257,7 +257,7 @@ def _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, can
 KNOWN, ALIVE, ACCEPTS = 1, 2, 4  # bits of classify_tokens' per-lexer-state memo
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner):
     """KNOWN | ALIVE | ACCEPTS for lexer state ``q`` under ``cand``, memoised in
     ``state_flags``; ``state_winner[q]`` is then the lowest accepted candidate (or -1)."""
@@ -281,7 +281,7 @@ def _state_flags(q, lx_accept, lx_alive, cand, state_flags, state_winner):
 MAX_BRANCHES = 8
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _write_tokens(out_positions, out_groups, n_written, first, end, group):
     """Positions ``first..end-1`` of the trie's tokens go to ``group`` (-1: dependent)."""
     for k in range(first, end):
@@ -291,7 +291,7 @@ def _write_tokens(out_positions, out_groups, n_written, first, end, group):
     return n_written
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _group_of(reach, group_reach, n_groups):
     """(the group whose reachable winners are ``reach``, a new one if there is a free slot,
     else -1; the number of groups after)."""
@@ -311,7 +311,7 @@ def _group_of(reach, group_reach, n_groups):
     return -1, n_groups
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, starts_any, term_column, cand, cid,
                     cid_after_word, ends_in_word, reach_bits, reach_done, shadow_states, shadow_cands, start,
                     node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, group_reach, n_groups,
@@ -594,7 +594,7 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
     return n_groups, n_written
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of, shadow_of, which_of, n_out, is_open,
                         branch_cands):
     """Set ``is_open[h]`` for each of the ``n_out`` branches of a trie node (lexer states
@@ -616,7 +616,7 @@ def _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of,
     return n_open
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, starts_any, cand,
                                 reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth,
                                 subtree_end, token_start, token_ids, max_depth, group_reach, n_groups, out_positions,
@@ -713,7 +713,7 @@ def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_c
     return n_groups, n_written
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _escapes_every_split(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q, shadows, which):
     """:func:`~gramalign.parsing.lexing.lexeme_escapes_shadows` for a node of
     :func:`classify_tokens_every_split` (every shadow there is one of the context's)."""
@@ -724,7 +724,7 @@ def _escapes_every_split(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q, s
     return lexeme_escapes_shadows(lx_trans, lx_accept, lx_alive, q, cand, shadows, cands)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def stack_shifts_each(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
                       scratch_parent, exposed, node, free, group_reach, allowed):
     """``allowed[g]``: can the stack at ``node`` shift one of the terminals of row g of
@@ -743,7 +743,7 @@ def stack_shifts_each(action, goto, rule_lhs, rule_len, term_column, pool_state,
     return OK
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def group_rows(token_ids, positions, groups, n_written, n_groups, width):
     """The first ``n_written`` entries of a classification: (uint32 [n_groups, width], a
     bitmask row of inside tokens per group; uint32 [width], every inside token; int64, the
