@@ -85,3 +85,94 @@ def test_inlined_arguments_are_not_reference_counted():
     _walk_kernel(a, a, a)
     _walk_plain(a, a, a)
     assert _increfs(_walk_kernel) < _increfs(_walk_plain)
+
+
+@kernel
+def _add_at(a, b, i):
+    # a real call (not inlined): its array arguments are borrowed from the caller
+    if a[i] > 3:
+        return a[i] + b[i]
+    return b[0]
+
+
+def _calls(a, b):
+    total = 0
+    for i in range(a.shape[0]):
+        total += _add_at(a, b, i)
+    return total
+
+
+_calls_kernel = kernel(_calls, cache=False)
+
+
+@kernel
+def _same(a):
+    return a
+
+
+@kernel
+def _in_tuple(a, b):
+    return (a, b[1:])
+
+
+@kernel
+def _shifted(a):
+    a = a[1:]  # the parameter bound again: the new view holds its own reference
+    return a
+
+
+@kernel
+def _keep_and_drop(a):
+    kept = _same(a)
+    return _in_tuple(kept, a)[1]
+
+
+def test_borrowed_arguments_give_python_results():
+    rng = np.random.default_rng(11)
+    a, b = rng.integers(0, 9, size=30), rng.integers(0, 9, size=30)
+    assert _calls_kernel(a, b) == _calls(a, b)
+
+
+def test_what_a_kernel_returns_outlives_its_arguments():
+    import gc
+
+    returned = _same(np.arange(5))
+    first, rest = _in_tuple(np.arange(3), np.arange(10, 14))
+    shifted = _shifted(np.arange(4))
+    tail = _keep_and_drop(np.arange(6))
+    gc.collect()
+    np.arange(100)  # reuse freed memory if something was freed too early
+    assert returned.tolist() == [0, 1, 2, 3, 4]
+    assert first.tolist() == [0, 1, 2] and rest.tolist() == [11, 12, 13]
+    assert shifted.tolist() == [1, 2, 3]
+    assert tail.tolist() == [1, 2, 3, 4, 5]
+
+
+def _grown(row, n):
+    out = np.empty(n, row.dtype)  # may raise: paths LLVM's pruning does not see through
+    out[:row.shape[0]] = row
+    return out
+
+
+_grown_kernel = kernel(_grown)
+
+
+def _branches(m, b, c):
+    total = 0
+    for i in range(m.shape[0]):
+        if b[i] > 2:
+            total += _grown_kernel(m[i], 6)[0]
+        elif c[i] > 1:
+            total += _grown_kernel(c, 9)[1]
+        else:
+            total -= b[i]
+    return total
+
+
+def test_a_kernel_does_not_count_its_own_arguments():
+    m, b = np.arange(20).reshape(5, 4), np.arange(5)
+    c = b[::-1].copy()
+    fresh = kernel(_branches, cache=False)  # numba shows no IR of a cached kernel
+    plain = numba.njit(_branches)
+    assert fresh(m, b, c) == plain(m, b, c) == _branches(m, b, c)
+    assert _increfs(fresh) < _increfs(plain)

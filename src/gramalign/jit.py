@@ -1,24 +1,32 @@
-"""How gramalign compiles its numba kernels: one decorator, and a compiler pass that keeps
-inlined helpers from costing reference counts.
+"""How gramalign compiles its numba kernels: one decorator, ``@kernel``, and two changes to
+numba's pipeline that keep reference counts out of the kernels' hot paths.
 
-numba inlines a helper declared ``inline="always"`` by binding each of its parameters to
-the caller's argument (``param = arg``), and every such binding of an array increfs it on
-entry and decrefs it where the parameter dies. LLVM's reference-count pruning removes the
-pairs in straight code but not across the branches of a helper's body, so a helper that
-takes twenty arrays costs forty atomic operations per call. :class:`PropagateCopies`
-replaces each such binding by the argument itself where that is provably the same value.
+numba counts references to every array a variable holds, with an atomic add in a call LLVM
+cannot see into, and its pass that prunes the pairs gives up across branches. Two sources
+were half the exact trie walk's time (docs/benchmarks.md, "Reference counts out of the
+kernels"):
+
+- a helper declared ``inline="always"`` gets each parameter bound to the caller's argument
+  (``param = arg``), one incref on entry and one decref where the parameter dies, per
+  array; :class:`PropagateCopies` replaces such bindings by the argument itself where that
+  is provably the same value;
+- a kernel called from another kernel (or from Python) increfs each array argument on entry
+  and decrefs it on exit, though its caller holds a reference for the whole call;
+  :class:`BorrowingLower` drops that pair.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import numba
-from numba.core import ir
+from numba.core import ir, lowering
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.ir_utils import build_definitions, replace_vars
+from numba.core.typed_passes import NativeLowering
 from numba.core.untyped_passes import InlineInlinables
 
 
@@ -71,12 +79,73 @@ class PropagateCopies(FunctionPass):
         return True
 
 
+class BorrowingLower(lowering.Lower):
+    """numba's lowering, with the function's arguments borrowed: the caller holds a
+    reference to each for the whole call, so the parameter's own incref on entry and decref
+    where it dies are dropped (a parameter assigned once, from its argument, of the
+    argument's type; what it is copied, stored or returned into still takes a reference)."""
+
+    def pre_lower(self):
+        super().pre_lower()
+        assigned = collections.Counter()
+        from_args = set()
+        for block in self.func_ir.blocks.values():
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign):
+                    assigned[stmt.target.name] += 1
+                    if isinstance(stmt.value, ir.Arg) and (self.typeof("arg." + stmt.value.name)
+                                                           == self.typeof(stmt.target.name)):
+                        from_args.add(stmt.target.name)
+        self._borrowed = set() if self.generator_info else {name for name in from_args if assigned[name] == 1}
+        self._borrowing = False
+
+    def lower_assign(self, ty, inst):
+        if isinstance(inst.value, ir.Arg) and inst.target.name in self._borrowed:
+            self._borrowing = True
+            try:
+                return super().lower_assign(ty, inst)
+            finally:
+                self._borrowing = False
+        return super().lower_assign(ty, inst)
+
+    def delvar(self, name):
+        if name in self._borrowed:
+            self._borrowing = True
+            try:
+                return super().delvar(name)
+            finally:
+                self._borrowing = False
+        return super().delvar(name)
+
+    def incref(self, typ, val):
+        if not self._borrowing:
+            super().incref(typ, val)
+
+    def decref(self, typ, val):
+        if not self._borrowing:
+            super().decref(typ, val)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class BorrowingNativeLowering(NativeLowering):
+    """numba's native lowering through :class:`BorrowingLower`."""
+
+    _name = "gramalign_borrowing_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return BorrowingLower
+
+
 class KernelCompiler(CompilerBase):
-    """numba's nopython pipeline with :class:`PropagateCopies` right after inlining."""
+    """numba's nopython pipeline with :class:`PropagateCopies` right after inlining and
+    :class:`BorrowingLower` as the lowering."""
 
     def define_pipelines(self):
         pipeline = DefaultPassBuilder.define_nopython_pipeline(self.state)
         pipeline.add_pass_after(PropagateCopies, InlineInlinables)
+        pipeline.add_pass_after(BorrowingNativeLowering, NativeLowering)
+        pipeline.passes = [entry for entry in pipeline.passes if entry[0] is not NativeLowering]
         pipeline.finalize()
         return [pipeline]
 
