@@ -122,9 +122,9 @@ class ParserTables:
         """The arrays, in the order the kernels of :mod:`gramalign.parsing` take them first:
         the lexer, the LALR table, the candidates, the reachable-winners cache, the layout.
         (Flat positional arrays. Not for the cost of a tuple from Python: with numba 0.68 a
-        plain tuple of 17 arrays costs ~0.15 µs a call more. Inside numba, every array a
-        tuple carries into an inlined helper costs an atomic reference-count pair, and such
-        pairs are already half of the exact walk's time: docs/benchmarks.md, issue 39.)"""
+        plain tuple of 17 arrays costs ~0.15 µs a call more. Inside numba, a tuple unpacked
+        or read field by field in a hot helper still costs a reference-count pair per array,
+        which :mod:`gramalign.jit` does not remove: docs/benchmarks.md, issue 39.)"""
         return (*self.lexer_arrays, *self.lr_arrays, self.candidate_bits, self.candidate_id, self.reach_bits,
                 self.reach_done, self.layout, self.end_effects, self.tracks_column)
 
