@@ -66,6 +66,23 @@ def _rebound(values):
 _rebound_kernel = kernel(_rebound)
 
 
+def _previous(values):
+    # ``kept`` is copied (into ``before``) in the round after its copy of ``current`` was
+    # made: the copy must read the earlier round's value, not ``current``'s new one
+    out = np.zeros_like(values)
+    for i in range(values.shape[0]):
+        current = values[i] * 1
+        if i % 2 == 0:
+            kept = current
+        else:
+            before = kept
+            out[i] = before
+    return out
+
+
+_previous_kernel = kernel(_previous)
+
+
 def test_same_results_as_python():
     rng = np.random.default_rng(7)
     a, b, c = (rng.integers(0, 50, size=n).astype(np.int64) for n in (40, 40, 9))
@@ -73,6 +90,7 @@ def test_same_results_as_python():
     values = rng.integers(0, 9, size=12).astype(np.int64)
     assert np.array_equal(_carried_kernel(values), _carried(values))
     assert _rebound_kernel(values) == _rebound(values)
+    assert np.array_equal(_previous_kernel(values), _previous(values))
 
 
 def _increfs(dispatcher) -> int:

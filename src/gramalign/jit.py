@@ -50,7 +50,8 @@ class PropagateCopies(FunctionPass):
             for index, stmt in enumerate(block.body):
                 if isinstance(stmt, ir.Assign):
                     defined.setdefault(stmt.target.name, []).append((label, index, stmt))
-                    read = stmt.value.list_vars() if hasattr(stmt.value, "list_vars") else []
+                    value = stmt.value
+                    read = [value] if isinstance(value, ir.Var) else value.list_vars() if isinstance(value, ir.Expr) else []
                 else:
                     read = stmt.list_vars()
                 for var in read:
