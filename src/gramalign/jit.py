@@ -33,8 +33,8 @@ from numba.core.untyped_passes import InlineInlinables
 @register_pass(mutates_CFG=False, analysis_only=False)
 class PropagateCopies(FunctionPass):
     """Replace ``x = y`` (both variables) by ``y`` in the uses of ``x`` when ``x`` and ``y``
-    are each assigned once and the copy dominates every use of ``x`` (so ``y`` cannot have
-    changed in between: its one assignment dominates the copy)."""
+    are each assigned once, the assignment of ``y`` dominates the copy and the copy dominates
+    every use of ``x`` (so ``y`` cannot have changed in between)."""
 
     _name = "gramalign_propagate_copies"
 
@@ -66,8 +66,10 @@ class PropagateCopies(FunctionPass):
             source = stmt.value
             if not isinstance(source, ir.Var) or len(defined.get(source.name, ())) != 1:
                 continue
-            if all((use_label == label and use_index > index) or
-                   (use_label != label and label in dominators[use_label])
+            source_label, source_index, _ = defined[source.name][0]
+            if not _dominates(dominators, source_label, source_index, label, index):
+                continue  # (numba's bytecode order already rules this out)
+            if all(_dominates(dominators, label, index, use_label, use_index)
                    for use_label, use_index in uses.get(name, ())):
                 replaced[name] = (label, stmt, source)
         if not replaced:
@@ -78,6 +80,14 @@ class PropagateCopies(FunctionPass):
         replace_vars(blocks, {name: source for name, (_, _, source) in replaced.items()})
         func_ir._definitions = build_definitions(blocks)
         return True
+
+
+def _dominates(dominators, label, index, other_label, other_index) -> bool:
+    """Does statement ``index`` of block ``label`` run before statement ``other_index`` of
+    block ``other_label`` on every path to the latter?"""
+    if label == other_label:
+        return index < other_index
+    return label in dominators[other_label]
 
 
 class BorrowingLower(lowering.Lower):
