@@ -48,14 +48,12 @@ class PropagateCopies(FunctionPass):
         uses = {}
         for label, block in blocks.items():
             for index, stmt in enumerate(block.body):
-                if isinstance(stmt, ir.Assign):
-                    defined.setdefault(stmt.target.name, []).append((label, index, stmt))
-                    value = stmt.value
-                    read = [value] if isinstance(value, ir.Var) else value.list_vars() if isinstance(value, ir.Expr) else []
-                else:
-                    read = stmt.list_vars()
-                for var in read:
-                    uses.setdefault(var.name, []).append((label, index))
+                target = stmt.target if isinstance(stmt, ir.Assign) else None
+                if target is not None:
+                    defined.setdefault(target.name, []).append((label, index, stmt))
+                for var in stmt.list_vars():
+                    if var is not target:  # (a copy into another variable is a use too)
+                        uses.setdefault(var.name, []).append((label, index))
         dominators = compute_cfg_from_blocks(blocks).dominators()
         args = set(func_ir.arg_names)
         replaced = {}
@@ -71,13 +69,13 @@ class PropagateCopies(FunctionPass):
                 continue  # (numba's bytecode order already rules this out)
             if all(_dominates(dominators, label, index, use_label, use_index)
                    for use_label, use_index in uses.get(name, ())):
-                replaced[name] = (label, stmt, source)
+                replaced[name] = (stmt, source)
         if not replaced:
             return False
-        copies = {id(stmt) for _, stmt, _ in replaced.values()}
+        copies = {id(stmt) for stmt, _ in replaced.values()}
         for block in blocks.values():
             block.body = [stmt for stmt in block.body if id(stmt) not in copies]
-        replace_vars(blocks, {name: source for name, (_, _, source) in replaced.items()})
+        replace_vars(blocks, {name: source for name, (_, source) in replaced.items()})
         func_ir._definitions = build_definitions(blocks)
         return True
 
