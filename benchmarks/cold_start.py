@@ -10,9 +10,10 @@ fixed valid text token by token and fills the next masks. Reported per engine, g
 cache: the median over ``--runs`` processes of each phase (ms), and of first compile plus
 first mask. gramalign runs twice: with an empty numba kernel cache (``NUMBA_CACHE_DIR`` a
 new folder: a fresh environment, numba compiles every kernel it meets) and with a warm one
-(the same folder, filled by a previous process). The other engines ship compiled code and
-have no such cache. Grammars: the demo's JSON Schema, a Lark arithmetic grammar (GBNF for
-XGrammar), a date regex.
+(the same folder, filled by a previous process); with ``--shipped DIR``, also with an empty
+numba cache beside a shipped kernel cache (a fresh environment installed from a wheel that
+brings one). The other engines ship compiled code and have no such cache. Grammars: the
+demo's JSON Schema, a Lark arithmetic grammar (GBNF for XGrammar), a date regex.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ if engine == "gramalign":
         ARITHMETIC_LARK), "regex": lambda: ga.Grammar.from_regex(DATE_REGEX)}[kind]()
     matcher = ga.compile(grammar, vocab).matcher()
     phase("compile")
-    bitmask = ga.allocate_token_bitmask(1, vocab.size)
+    bitmask = ga.allocate_token_bitmask_numpy(1, vocab.size)  # (as llguidance's: no torch import on the clock)
     fill = lambda: matcher.fill_next_token_bitmask(bitmask, 0)
     accept = lambda token: matcher.accept_token(token)
 elif engine == "llguidance":
@@ -148,10 +149,12 @@ print(json.dumps(phases))
 '''.replace("ROOT", repr(str(ROOT)))
 
 
-def run_child(engine: str, kind: str, masks: int, cache_dir: str | None) -> dict:
+def run_child(engine: str, kind: str, masks: int, cache_dir: str | None, shipped: str | None = None) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT / "src"))
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = cache_dir
+        # no shipped kernels unless a row asks for them (a folder that does not exist)
+        env["GRAMALIGN_SHIPPED_KERNELS"] = shipped or os.path.join(cache_dir, "no-shipped-kernels")
     done = subprocess.run([sys.executable, "-c", CHILD, engine, kind, str(masks)], env=env, capture_output=True,
                           text=True, timeout=1800)
     if done.returncode != 0:
@@ -165,6 +168,9 @@ def main() -> None:
     parser.add_argument("--masks", type=int, default=100)
     parser.add_argument("--engines", default="gramalign,llguidance,xgrammar")
     parser.add_argument("--kinds", default="schema,grammar,regex")
+    parser.add_argument("--shipped", help="a shipped kernel cache (python -m gramalign.masking.kernel_cache_build "
+                                          "--folder DIR): adds gramalign rows with it and an empty numba cache, "
+                                          "as in a fresh environment installed from a wheel")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores (affinity {sorted(os.sched_getaffinity(0))}), "
           f"python {platform.python_version()}; tokenizer Llama-3.2")
@@ -174,6 +180,8 @@ def main() -> None:
     for kind in args.kinds.split(","):
         for engine in args.engines.split(","):
             caches = [("empty", True), ("warm", False)] if engine == "gramalign" else [("-", False)]
+            if engine == "gramalign" and args.shipped:
+                caches.insert(1, ("empty + shipped", True))
             warm_dir = tempfile.mkdtemp(prefix="gramalign-numba-") if engine == "gramalign" else None
             if warm_dir is not None:
                 run_child(engine, kind, args.masks, warm_dir)  # fills the warm cache
@@ -181,7 +189,8 @@ def main() -> None:
                 runs = []
                 for _ in range(args.runs):
                     folder = tempfile.mkdtemp(prefix="gramalign-numba-") if empty else warm_dir
-                    runs.append(run_child(engine, kind, args.masks, folder))
+                    runs.append(run_child(engine, kind, args.masks, folder,
+                                          args.shipped if cache == "empty + shipped" else None))
                 phases = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
                 rows.append((kind, engine, cache, phases))
                 print(f"{kind} {engine} {cache}: " + ", ".join(f"{k} {v:.0f}" for k, v in phases.items()), flush=True)

@@ -9,7 +9,7 @@ import gramalign
 
 PACKAGE = Path(gramalign.__file__).parent
 # What each layer may import from gramalign, besides itself and the shared leaf modules.
-LEAVES = {"errors", "bitsets", "heap", "jit"}
+LEAVES = {"errors", "bitsets", "heap", "jit", "kernel_cache"}
 ALLOWED = {
     "grammar": set(),
     "parsing": {"grammar"},

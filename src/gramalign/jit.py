@@ -18,7 +18,6 @@ kernels"):
 from __future__ import annotations
 
 import collections
-import functools
 
 import numba
 from numba.core import ir, lowering
@@ -28,6 +27,8 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.ir_utils import build_definitions, replace_vars
 from numba.core.typed_passes import NativeLowering
 from numba.core.untyped_passes import InlineInlinables
+
+from .kernel_cache import cached
 
 
 @register_pass(mutates_CFG=False, analysis_only=False)
@@ -159,5 +160,13 @@ class KernelCompiler(CompilerBase):
         return [pipeline]
 
 
-kernel = functools.partial(numba.njit, cache=True, nogil=True, pipeline_class=KernelCompiler)
-"""``@kernel`` / ``@kernel(inline="always")``: how every gramalign kernel is compiled."""
+def kernel(function=None, *, cache: bool = True, **options):
+    """``@kernel`` / ``@kernel(inline="always")``: how every gramalign kernel is compiled
+    (``numba.njit`` with ``nogil``, this module's pipeline and, unless ``cache=False``, a
+    :class:`~gramalign.kernel_cache.KernelCache`)."""
+
+    def decorate(function):
+        dispatcher = numba.njit(function, nogil=True, pipeline_class=KernelCompiler, **options)
+        return cached(dispatcher) if cache else dispatcher
+
+    return decorate if function is None else decorate(function)

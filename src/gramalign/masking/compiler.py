@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -18,19 +17,9 @@ from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
 from .regex_index import DFATokenIndex
 
-_tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
-_tries_lock = threading.Lock()
-
-
 def token_trie(vocabulary: Vocabulary) -> TokenTrie:
-    """The vocabulary's token trie, built once per Vocabulary object and shared."""
-    with _tries_lock:
-        trie = _tries.get(vocabulary)
-    if trie is None:
-        trie = TokenTrie.from_tokens(vocabulary.token_bytes, vocabulary.grammar_token_ids())
-        with _tries_lock:
-            trie = _tries.setdefault(vocabulary, trie)
-    return trie
+    """The vocabulary's token trie (:attr:`Vocabulary.token_trie`), shared by its grammars."""
+    return vocabulary.token_trie
 
 
 class CompiledGrammar:

@@ -32,6 +32,7 @@ from gramalign.errors import VocabularyError
 
 from .byte_conventions import KIND_RAW
 from .eos import check_eos_ids
+from .trie import TokenTrie
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     import sentencepiece
@@ -138,6 +139,12 @@ class Vocabulary:
         )
         ids.flags.writeable = False
         return ids
+
+    @cached_property
+    def token_trie(self) -> TokenTrie:
+        """The trie of :meth:`grammar_token_ids`' bytes, which every mask walks. Shared;
+        a vocabulary read from a tokenizer builds it at once (~90 ms for 128k tokens)."""
+        return TokenTrie.from_tokens(self.token_bytes, self._grammar_token_ids)
 
     @cached_property
     def grammar_token_mask(self) -> np.ndarray:
@@ -439,7 +446,7 @@ def assemble_vocabulary(
     if callable(add_prefix_space):
         add_prefix_space = _prepends_space(add_prefix_space, token_bytes)
 
-    return Vocabulary(
+    vocabulary = Vocabulary(
         token_bytes=tuple(token_bytes),
         size=size,
         special_token_ids=frozenset(special),
@@ -447,6 +454,8 @@ def assemble_vocabulary(
         kind=kind,
         add_prefix_space=add_prefix_space,
     )
+    vocabulary.token_trie  # (built with the vocabulary, not in its first compile: every compile needs it)
+    return vocabulary
 
 
 # Text whose encoding reveals whether a tokenizer prepends a space ("dummy prefix").
