@@ -88,11 +88,15 @@ class _LazyImpl(CompileResultCacheImpl):
         codegen = target_context.codegen()
         # (numba compiles and loads under its global compiler lock: nothing else unserializes
         # with this codegen meanwhile)
+        previous = vars(codegen).get("unserialize_library")
         codegen.unserialize_library = functools.partial(_unserialize, codegen, symbols=symbols)
         try:
             return compiler.CompileResult._rebuild(target_context, *reduced)
         finally:
-            del codegen.unserialize_library
+            if previous is None:
+                del codegen.unserialize_library
+            else:
+                codegen.unserialize_library = previous
 
 
 class _ShippedLocator(UserProvidedCacheLocator):
