@@ -5,17 +5,18 @@ numba loads a cached kernel by parsing the LLVM bitcode of everything linked int
 scanning every symbol of that module, though a process that only calls the kernel needs
 neither: both are for linking the kernel into another one compiled later. That was 0.38 s of
 the 0.49 s that a new process spent loading the 39 kernels of the demo schema's first compile
-(docs/benchmarks.md, "The first call"). :class:`KernelCache` keeps the bitcode and parses it
+(docs/benchmarks.md, "The first call, with the kernel cache"). :class:`KernelCache` keeps the bitcode and parses it
 only when a later compile links against it, and registers the symbols it recorded when the
 kernel was saved.
 
 It also reads a second location, ``gramalign/_kernel_cache``: kernels compiled for a
-generic CPU of the machine's architecture by ``python -m gramalign.kernel_cache build``
-(when a wheel is built), so that a fresh environment compiles nothing it ships. Its
+generic CPU of the machine's architecture by :mod:`gramalign.masking.kernel_cache_build`
+(when a wheel is built: setup.py), so that a fresh environment compiles nothing it ships. Its
 ``manifest.json`` records the numba version and the code generator's target; where either
 differs from this process's, or the shipped cache is missing, it is not read, and kernels
-compile (and are cached) as before. Source stamps are content hashes (numba >= 0.66), so an
-install's file times do not matter; a changed source file misses, as it should.
+compile (and are cached) as before. numba 0.68 stamps a source file by a hash of its
+contents, so an install's file times do not matter; a changed source file misses, as it
+should.
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class _ShippedLocator(UserProvidedCacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
+        if not Path(py_file).resolve().is_relative_to(_PACKAGE):
+            return None  # (a kernel of the user's own: nothing shipped)
         return cls(py_func, py_file)
 
 
@@ -156,9 +159,9 @@ class KernelCache(FunctionCache):
         if target is None:
             return None
         if self._shipped is None:
-            impl = _ShippedImpl(self._py_func)
-            self._shipped = (impl, IndexDataCacheFile(impl.locator.get_cache_path(), impl.filename_base,
-                                                      impl.locator.get_source_stamp()))
+            self._shipped = self._open_shipped()
+        if not self._shipped:
+            return None
         impl, index = self._shipped
         sig_key, _, code_key, fmt = self._index_key(sig, target_context.codegen())
         try:
@@ -166,6 +169,16 @@ class KernelCache(FunctionCache):
             return None if data is None else impl.rebuild(target_context, data)
         except Exception:  # (a damaged shipped file: compile instead, as without one)
             return None
+
+    def _open_shipped(self):
+        """``(impl, index file)`` of this kernel in the shipped cache, or False where it has
+        none (not a gramalign kernel)."""
+        try:
+            impl = _ShippedImpl(self._py_func)
+        except RuntimeError:  # (numba: no locator)
+            return False
+        return impl, IndexDataCacheFile(impl.locator.get_cache_path(), impl.filename_base,
+                                        impl.locator.get_source_stamp())
 
 
 def cached(dispatcher):

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from ..kernel_cache import BUILD_ENV, MANIFEST, SHIPPED
@@ -81,7 +82,7 @@ def _fill(workload: str) -> None:
         warm_up(vocabulary)
         for name, text in zip(("json", "sql", "python"), _TEXTS):
             _walk(compile(Grammar.builtin(name), vocabulary), text)
-    manifest = {"numba": __import__("numba").__version__, "python": list(sys.version_info[:2]),
+    manifest = {"numba": numba.__version__, "python": list(sys.version_info[:2]),
                 "target": list(cpu_target.target_context.codegen().magic_tuple()), "workload": workload}
     (SHIPPED / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
 
