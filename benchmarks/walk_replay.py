@@ -12,14 +12,17 @@ calls ``--repeats`` times and prints the total time of each pass, min and median
 It isolates the kernel from the rest of a mask (Python, classification, memo lookups), so a
 change to the kernels' signatures or inlining can be compared between two checkouts in one
 run each, pinned to one core. Run it under ``perf record`` with ``NUMBA_ENABLE_PROFILING=1``
-to see where the kernel's time goes: numba's code has no symbols there, and ``--nrt``
-prints the addresses of its reference-count functions (``NRT_incref``, ``NRT_decref``) in
-this process, to match against the report's hot addresses.
+to see where the kernel's time goes: numba's code has no symbols there; ``--perf-map``
+writes perf's map of the walk kernel's functions (perf report then names them, and
+``perf script -F ip,sym,symoff`` gives offsets to read in ``objdump -d`` of the object code),
+and ``--nrt`` prints the addresses of its reference-count functions (``NRT_incref``,
+``NRT_decref``) in this process, to match against the report's hot addresses.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -58,7 +61,11 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1500)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--nrt", action="store_true", help="print the addresses of NRT_incref and NRT_decref")
+    parser.add_argument("--perf-map", action="store_true",
+                        help="write /tmp/perf-PID.map: the walk kernel's functions, so perf report names them")
     args = parser.parse_args()
+    if args.perf_map:
+        _keep_object_code()
 
     kernel = store.walk_trie_grammar
     recorded = []
@@ -96,6 +103,53 @@ def main() -> None:
 
         print(", ".join(f"{name} {nrt.rtsys.library.get_pointer_to_function(name):#x}"
                         for name in ("NRT_incref", "NRT_decref")))
+    if args.perf_map:
+        print(f"perf map: {_write_perf_map(kernel)}")
+
+
+def _keep_object_code() -> None:
+    """Keep each code library's object code (numba drops it once loaded), for the perf map."""
+    from numba.core import codegen
+
+    setter = codegen.CPUCodeLibrary._set_compiled_object
+
+    def keeping(library, value):
+        library._kept_object = value
+        setter(library, value)
+
+    codegen.CPUCodeLibrary._set_compiled_object = keeping
+
+
+def _write_perf_map(kernel) -> str:
+    """/tmp/perf-PID.map for every function in the object code of ``kernel``'s overloads
+    loaded from the cache (its callees are linked into it), from the object's symbol table (``readelf``): a
+    global symbol's address places the section, the others follow by offset."""
+    import subprocess
+    import tempfile
+
+    lines = []
+    for cres in kernel.overloads.values():
+        library = cres.library
+        if getattr(library, "_kept_object", None) is None:
+            continue  # (compiled in this process, not loaded: run again with the cache filled)
+        with tempfile.NamedTemporaryFile(suffix=".o") as obj:
+            obj.write(library._kept_object)
+            obj.flush()
+            table = subprocess.run(["readelf", "-sW", obj.name], capture_output=True, text=True, check=True).stdout
+        symbols = [(int(f[1], 16), int(f[2]), f[7], f[4], f[6]) for f in map(str.split, table.splitlines())
+                   if len(f) >= 8 and f[3] == "FUNC" and f[6] != "UND"]
+        base = next(((library.get_pointer_to_function(name) - offset, section)
+                     for offset, _, name, bind, section in symbols
+                     if bind == "GLOBAL" and library.get_pointer_to_function(name)), None)
+        if base is None:
+            continue
+        for offset, size, name, _, section in symbols:
+            if section == base[1]:
+                lines.append(f"{base[0] + offset:x} {size:x} {name.split('B4v')[0]}")
+    path = f"/tmp/perf-{os.getpid()}.map"
+    with open(path, "w") as out:
+        out.write("\n".join(lines) + "\n")
+    return path
 
 
 if __name__ == "__main__":
