@@ -143,7 +143,8 @@ class KernelCache(FunctionCache):
     _impl_class = _LazyImpl
 
     def __init__(self, py_func):
-        if os.environ.get(BUILD_ENV):
+        self._building = bool(os.environ.get(BUILD_ENV))  # (then the shipped cache is the cache)
+        if self._building:
             self._impl_class = _ShippedImpl
         super().__init__(py_func)
         self._shipped = None
@@ -153,7 +154,7 @@ class KernelCache(FunctionCache):
 
     def _load_overload(self, sig, target_context):
         found = super()._load_overload(sig, target_context)
-        if found is not None or not self._enabled or os.environ.get(BUILD_ENV):
+        if found is not None or not self._enabled or self._building:
             return found
         target = _shipped_target()
         if target is None:
