@@ -195,3 +195,48 @@ def test_a_kernel_does_not_count_its_own_arguments():
     plain = numba.njit(_branches)
     assert fresh(m, b, c) == plain(m, b, c) == _branches(m, b, c)
     assert _increfs(fresh) < _increfs(plain)
+
+
+@kernel(inline="always")
+def _clamp_sum(values, low, high):
+    total = 0
+    for v in values:
+        if v < low:
+            total += low
+        elif v > high:
+            total += high
+        else:
+            total += v
+    return total
+
+
+@kernel(inline="always")
+def _two_clamps(values, split):
+    # the same helper inlined twice here, and this helper inlined twice below: each copy of
+    # its IR must stay its own (one memo per inlined call, not one per process)
+    return _clamp_sum(values[:split], 0, 5) * 100 + _clamp_sum(values[split:], 2, 3)
+
+
+def _nested(values):
+    return _two_clamps(values, 2) * 10_000 + _two_clamps(values, values.shape[0] - 1)
+
+
+def test_inlining_with_one_memo_per_call_gives_python_results():
+    """numba's inliner copies a helper's IR with one memo per inlined call (jit._InlinerCopy),
+    installed for every compile in the process; helpers inlined at several sites, nested,
+    still compute what the Python code computes."""
+    from numba.core import inline_closurecall
+
+    from gramalign import jit
+
+    assert inline_closurecall.copy is jit._INLINER_COPY
+    compiled = kernel(_nested, cache=False)
+    rng = np.random.default_rng(7)
+    for n in range(3, 12):
+        values = rng.integers(-4, 10, n)
+        clamp = _clamp_sum.py_func  # the Python code itself
+
+        def two(split):
+            return clamp(values[:split], 0, 5) * 100 + clamp(values[split:], 2, 3)
+
+        assert compiled(values) == two(2) * 10_000 + two(n - 1)
