@@ -18,9 +18,14 @@ SMOLLM2_HF := .cache/smollm2-hf
 
 .PHONY: demo test test-vllm bench clean
 
-$(VENV)/.torch:
+# gramalign with its own dependencies (numpy, numba, lark), before torch: none of them pulls torch.
+$(VENV)/.core:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.torch: $(VENV)/.core
 	$(PIP) install --quiet "$(TORCH_SPEC)"
 	touch $@
 
@@ -38,8 +43,15 @@ $(VENV)/.bench: $(VENV)/.dev pyproject.toml
 	$(PIP) install --quiet -e ".[dev,demo,bench]"
 	touch $@
 
-demo: $(VENV)/.demo
-	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
+# numba compiles gramalign's kernels on their first use, minutes of work in a fresh clone (a
+# wheel ships them): the warm-up compiles those of JSON Schemas on one core while pip installs
+# the rest on the other (a second run finds them cached: a second or two). The demo compiles
+# whatever it missed.
+demo: $(VENV)/.core
+	$(PY) -m gramalign.masking.warm_up --schemas-only > $(VENV)/warm_up.log 2>&1 & warm=$$!; \
+	$(MAKE) --no-print-directory $(VENV)/.demo; installed=$$?; \
+	wait $$warm || cat $(VENV)/warm_up.log; \
+	[ $$installed -eq 0 ] && HF_HUB_OFFLINE=1 $(PY) examples/demo.py
 
 test: $(VENV)/.dev
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q tests

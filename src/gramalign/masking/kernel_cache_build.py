@@ -43,17 +43,6 @@ def build(folder: "Path | str | None" = None, workload: str = "full") -> Path:
     return folder
 
 
-def _vocabulary():
-    from ..tokens.vocabulary import Vocabulary
-
-    pieces = {bytes([b]) for b in range(256)}
-    for text in _TEXTS:  # multi-byte tokens, so walks go deeper than one byte
-        data = text.encode()
-        pieces.update(data[i:i + n] for n in (2, 3, 5) for i in range(len(data) - n + 1))
-    pieces = sorted(pieces) + [b"</s>"]
-    return Vocabulary.from_token_bytes(pieces, eos_token_ids=[len(pieces) - 1])
-
-
 def _walk(compiled, text: str) -> None:
     """A mask before every byte of ``text`` (stopping where the grammar does not take it)."""
     from ..errors import StringRejected
@@ -74,9 +63,9 @@ def _fill(workload: str) -> None:
 
     from ..grammar.grammar import Grammar
     from .compiler import compile
-    from .warm_up import warm_up
+    from .warm_up import pieces_vocabulary, warm_up
 
-    vocabulary = _vocabulary()
+    vocabulary = pieces_vocabulary(_TEXTS)
     _walk(compile(Grammar.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"), vocabulary), _TEXTS[3])
     if workload == "full":
         warm_up(vocabulary)

@@ -1,5 +1,10 @@
 """Load the numba kernels of compiling and masking once, at server start.
 
+    python -m gramalign.masking.warm_up [--schemas-only]
+
+compiles them into numba's cache ahead of a first use, on a vocabulary of bytes and a few
+multi-byte pieces (``make demo`` runs it beside the installs of a fresh environment).
+
 gramalign's kernels are compiled by numba on first install and loaded from numba's disk
 cache in every new process, each on the first call that needs it: 1-20 ms per kernel,
 paid by whichever request first compiles a schema with named properties, a counted
@@ -14,6 +19,8 @@ those of a small fixed GBNF grammar, whose walk loads the generalized parser's k
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 
 import numpy as np
@@ -47,8 +54,9 @@ _GBNF = 'root ::= e (" " e)*\ne ::= e "+" e | "(" e ")" | num | name\nnum ::= [0
 _GBNF_TEXT = "(1+x2)+3+45 ab+c+d"
 
 
-def warm_up(vocabulary: Vocabulary, *, seed: int = 0) -> float:
+def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True) -> float:
     """Load every kernel a schema compile and a mask walk use; returns the seconds it took.
+    ``general=False`` leaves out the generalized parser's (a GBNF grammar with conflicts).
 
     Call it once per process after the vocabulary is loaded; a second call finds the
     fixed schema compiled and its masks cached, and is cheap.
@@ -73,12 +81,13 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0) -> float:
     # pattern blocks) runs at least once. Tokens are drawn from the mask, so never refused.
     for _ in range(_WALKS):
         _random_walk(compiled, bitmask, drawable, rng, _STEPS)
-    general = compile(Grammar.from_gbnf(_GBNF), vocabulary)
-    matcher = general.matcher()
-    for char in _GBNF_TEXT:  # a mask after each character: lexemes ending, forks, merged stacks
-        matcher.accept_string(char)
-        matcher.fill_next_token_bitmask(bitmask)
-    _random_walk(general, bitmask, drawable, rng, _STEPS // 4)
+    if general:
+        ambiguous = compile(Grammar.from_gbnf(_GBNF), vocabulary)
+        matcher = ambiguous.matcher()
+        for char in _GBNF_TEXT:  # a mask after each character: lexemes ending, forks, merged stacks
+            matcher.accept_string(char)
+            matcher.fill_next_token_bitmask(bitmask)
+        _random_walk(ambiguous, bitmask, drawable, rng, _STEPS // 4)
     # A key that may still become a name or any other key: its context is derived from a
     # partner's (masking/cfg/derived_contexts), which random tokens seldom write.
     matcher = compiled.matcher()
@@ -96,3 +105,28 @@ def _random_walk(compiled, bitmask: np.ndarray, drawable: np.ndarray, rng, steps
         if allowed.size == 0:
             break
         matcher.accept_token(int(allowed[rng.integers(allowed.size)]))
+
+
+def pieces_vocabulary(texts) -> Vocabulary:
+    """Every byte, the 2-, 3- and 5-byte pieces of ``texts`` (so that mask walks go deeper than
+    one byte) and an EOS token: a vocabulary that compiles the kernels a real one does."""
+    pieces = {bytes([b]) for b in range(256)}
+    for text in texts:
+        data = text.encode()
+        pieces.update(data[i:i + n] for n in (2, 3, 5) for i in range(len(data) - n + 1))
+    pieces = sorted(pieces) + [b"</s>"]
+    return Vocabulary.from_token_bytes(pieces, eos_token_ids=[len(pieces) - 1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Compile gramalign's kernels into numba's cache.")
+    parser.add_argument("--schemas-only", action="store_true",
+                        help="leave out the generalized parser's kernels (JSON Schemas need none)")
+    args = parser.parse_args(argv)
+    seconds = warm_up(pieces_vocabulary([_TEXT]), general=not args.schemas_only)
+    print(f"gramalign kernels ready in {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
