@@ -48,7 +48,7 @@ $(VENV)/.bench: $(VENV)/.dev pyproject.toml
 # the rest on the other (a second run finds them cached: a second or two). The demo compiles
 # whatever it missed.
 demo: $(VENV)/.core
-	$(PY) -m gramalign.masking.warm_up --schemas-only > $(VENV)/warm_up.log 2>&1 & warm=$$!; \
+	$(VENV)/bin/gramalign warm-up --schemas-only > $(VENV)/warm_up.log 2>&1 & warm=$$!; \
 	$(MAKE) --no-print-directory $(VENV)/.demo; installed=$$?; \
 	wait $$warm || cat $(VENV)/warm_up.log; \
 	[ $$installed -eq 0 ] && HF_HUB_OFFLINE=1 $(PY) examples/demo.py

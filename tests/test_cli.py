@@ -174,3 +174,14 @@ def test_compile_with_the_demo_tokenizer_loads_no_model(tmp_path, capsys, monkey
     assert seconds < 20, seconds  # it was 51 s with the model; the header takes milliseconds
     gguf = smollm2.smollm2_directory() / smollm2.GGUF_FILE
     assert main(["compile", str(schema), "--tokenizer", str(gguf)]) == 0
+
+
+def test_warm_up_compiles_kernels_and_reports(capsys):
+    from gramalign.masking.warm_up import SAMPLE_TEXT, pieces_vocabulary
+
+    vocab = pieces_vocabulary([SAMPLE_TEXT])
+    assert vocab.size == len({bytes([b]) for b in range(256)} | {SAMPLE_TEXT.encode()[i:i + n] for n in (2, 3, 5)
+                                                                for i in range(len(SAMPLE_TEXT) - n + 1)}) + 1
+    assert main(["warm-up", "--schemas-only"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gramalign kernels ready in ") and out.rstrip().endswith(" s")

@@ -218,6 +218,14 @@ def command_bench(args) -> int:
     return 0
 
 
+def command_warm_up(args) -> int:
+    from ..masking.warm_up import SAMPLE_TEXT, pieces_vocabulary, warm_up
+
+    seconds = warm_up(pieces_vocabulary([SAMPLE_TEXT]), general=not args.schemas_only)
+    print(f"gramalign kernels ready in {seconds:.1f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
@@ -259,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--walks", type=int, default=5)
     sub.add_argument("--steps", type=int, default=100)
     sub.add_argument("--seed", type=int, default=0)
+    help_text = ("compile the kernels of compiling and masking into numba's cache (a fresh environment "
+                 "without a wheel's shipped kernels compiles them on first use, for minutes)")
+    sub = commands.add_parser("warm-up", help=help_text, description=help_text)
+    sub.add_argument("--schemas-only", action="store_true",
+                     help="leave out the generalized parser's kernels (JSON Schemas need none)")
+    sub.set_defaults(handler=command_warm_up)
     return parser
 
 

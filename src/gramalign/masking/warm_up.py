@@ -1,9 +1,7 @@
 """Load the numba kernels of compiling and masking once, at server start.
 
-    python -m gramalign.masking.warm_up [--schemas-only]
-
-compiles them into numba's cache ahead of a first use, on a vocabulary of bytes and a few
-multi-byte pieces (``make demo`` runs it beside the installs of a fresh environment).
+``gramalign warm-up [--schemas-only]`` compiles them into numba's cache ahead of a first use,
+on :func:`pieces_vocabulary` (``make demo`` runs it beside the installs of a fresh environment).
 
 gramalign's kernels are compiled by numba on first install and loaded from numba's disk
 cache in every new process, each on the first call that needs it: 1-20 ms per kernel,
@@ -19,8 +17,6 @@ those of a small fixed GBNF grammar, whose walk loads the generalized parser's k
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 
 import numpy as np
@@ -46,7 +42,8 @@ _SCHEMA = {
     },
     "required": ["id", "name", "code"],
 }
-_TEXT = '{"id":42,"name":"Ada Lovelace","code":"AB-123","score":-1.5e3,"tags":["red"],"ok":true}'  # compact, as emitted
+SAMPLE_TEXT = '{"id":42,"name":"Ada Lovelace","code":"AB-123","score":-1.5e3,"tags":["red"],"ok":true}'
+"""A compact instance of the warm-up schema (as emitted)."""
 _WALKS = 3
 _STEPS = 48
 # And a GBNF grammar (lexed every way, ambiguous: the generalized parser's kernels).
@@ -75,7 +72,7 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True) -> f
     drawable[list(vocabulary.eos_token_ids)] = False
     rng = np.random.default_rng(seed)
     matcher = compiled.matcher()
-    matcher.accept_string(_TEXT)  # byte-level: any vocabulary reads it
+    matcher.accept_string(SAMPLE_TEXT)  # byte-level: any vocabulary reads it
     matcher.fill_next_token_bitmask(bitmask)
     # Random walks of the masks: every fill kind (fresh contexts, cached ones, counted and
     # pattern blocks) runs at least once. Tokens are drawn from the mask, so never refused.
@@ -117,16 +114,3 @@ def pieces_vocabulary(texts) -> Vocabulary:
     pieces = sorted(pieces) + [b"</s>"]
     return Vocabulary.from_token_bytes(pieces, eos_token_ids=[len(pieces) - 1])
 
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Compile gramalign's kernels into numba's cache.")
-    parser.add_argument("--schemas-only", action="store_true",
-                        help="leave out the generalized parser's kernels (JSON Schemas need none)")
-    args = parser.parse_args(argv)
-    seconds = warm_up(pieces_vocabulary([_TEXT]), general=not args.schemas_only)
-    print(f"gramalign kernels ready in {seconds:.1f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
