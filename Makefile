@@ -44,14 +44,14 @@ $(VENV)/.bench: $(VENV)/.dev pyproject.toml
 	touch $@
 
 # numba compiles gramalign's kernels on their first use, minutes of work in a fresh clone (a
-# wheel ships them): the warm-up compiles those of JSON Schemas on one core while pip installs
-# the rest on the other (a second run finds them cached: a second or two). The demo compiles
-# whatever it missed.
+# wheel ships them): `gramalign warm-up` compiles those of JSON Schemas in two processes while
+# pip installs the rest and the demo loads its model; the demo, compiling the same kernels,
+# waits for each one being compiled and loads it (kernel_cache's compile locks) or compiles
+# what nobody has started. A second run finds them cached.
 demo: $(VENV)/.core
 	$(VENV)/bin/gramalign warm-up --schemas-only > $(VENV)/warm_up.log 2>&1 & warm=$$!; \
-	$(MAKE) --no-print-directory $(VENV)/.demo; installed=$$?; \
-	wait $$warm || cat $(VENV)/warm_up.log; \
-	[ $$installed -eq 0 ] && HF_HUB_OFFLINE=1 $(PY) examples/demo.py
+	$(MAKE) --no-print-directory $(VENV)/.demo && HF_HUB_OFFLINE=1 $(PY) examples/demo.py; status=$$?; \
+	wait $$warm || cat $(VENV)/warm_up.log; exit $$status
 
 test: $(VENV)/.dev
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q tests

@@ -80,7 +80,7 @@ from gramalign.grammar.grammar import Grammar
 from gramalign.masking import kernel_cache_build as build
 from gramalign.masking.compiler import compile
 
-vocabulary = build._vocabulary()
+vocabulary = build.walk_vocabulary()
 compiled = compile(Grammar.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"), vocabulary)
 build._walk(compiled, "2024-01-31")
 matcher = compiled.matcher()
@@ -105,7 +105,7 @@ def test_a_cache_built_for_the_generic_cpu_is_read_on_this_cpu(shipped, tmp_path
     from gramalign.grammar.grammar import Grammar
     from gramalign.masking.compiler import compile
 
-    vocabulary = kernel_cache_build._vocabulary()
+    vocabulary = kernel_cache_build.walk_vocabulary()
     matcher = compile(Grammar.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"), vocabulary).matcher()
     matcher.accept_string("2024-0")
     bitmask = np.zeros((1, (vocabulary.size + 31) // 32), np.int32)
@@ -132,3 +132,45 @@ def test_a_shipped_cache_that_does_not_fit_is_ignored(shipped, tmp_path, change)
                               NUMBA_CACHE_DIR=str(tmp_path / "empty-b")).split()
     assert int(misses) >= 5 and int(hits) == 0  # compiled, as without a shipped cache
     assert mask == reference[2]
+
+
+RACE = """
+import sys
+from cached_kernels import bump, total
+import numpy as np
+print("ready", flush=True)
+print(sys.argv[1], total(np.arange(4.0)), sum(total._cache_hits.values()), sum(total._cache_misses.values()),
+      flush=True)
+"""
+
+
+def test_processes_sharing_a_cache_compile_a_kernel_once(tmp_path):
+    """Two processes that miss the same kernel at once: one compiles it, the other waits on
+    the kernel's lock and loads what the first saved (numba's own hit and miss counts)."""
+    import fcntl
+    import time
+
+    (tmp_path / "cached_kernels.py").write_text(KERNELS)
+    (tmp_path / "race.py").write_text(RACE)
+    cache = tmp_path / "numba-cache"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), SRC]), NUMBA_CACHE_DIR=str(cache))
+    where = _run("import os, cached_kernels as k; c = k.total._cache; "
+                 "print(os.path.join(c._cache_path, c._impl.filename_base + 'lock'))", tmp_path,
+                 NUMBA_CACHE_DIR=str(cache))
+    lock_path = Path(where)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    held = os.open(lock_path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as a process compiling `total` holds it
+    racers = [subprocess.Popen([sys.executable, str(tmp_path / "race.py"), name], cwd=tmp_path, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in "ab"]
+    for racer in racers:
+        assert racer.stdout.readline().strip() == "ready", racer.stderr.read()[-3000:]
+    time.sleep(2)
+    assert all(racer.poll() is None for racer in racers)  # both wait for the lock
+    os.close(held)
+    results = []
+    for racer in racers:
+        out, err = racer.communicate(timeout=600)
+        assert racer.returncode == 0, err[-3000:]
+        results.append(out.split()[1:])
+    assert sorted(results) == [["10.0", "0", "1"], ["10.0", "1", "0"]]  # one compiled, the other loaded

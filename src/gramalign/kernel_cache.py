@@ -17,22 +17,37 @@ differs from this process's, or the shipped cache is missing, it is not read, an
 compile (and are cached) as before. numba 0.68 stamps a source file by a hash of its
 contents, so an install's file times do not matter; a changed source file misses, as it
 should.
+
+Processes that share a cache compile each kernel once between them: a process about to
+compile a kernel missing from the cache takes a file lock beside its index first (waiting
+while another process compiles it, then loading what that one saved). Workers of a server
+started together on an empty cache, or ``gramalign warm-up`` beside a program that loads
+its model, then split the compiling instead of each doing all of it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
+import threading
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # (Windows: every process compiles what it misses, as numba does)
+    fcntl = None
 
 import llvmlite.binding as llvm
 import numba
-from numba.core import compiler
+from numba.core import compiler, sigutils
+from numba.core import event as numba_event
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 UserProvidedCacheLocator)
 from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler_lock import global_compiler_lock
 
 SHIPPED = Path(os.environ.get("GRAMALIGN_SHIPPED_KERNELS") or Path(__file__).with_name("_kernel_cache"))
 """The shipped cache's folder (absent unless built); ``GRAMALIGN_SHIPPED_KERNELS`` names
@@ -183,6 +198,56 @@ class KernelCache(FunctionCache):
 
 
 def cached(dispatcher):
-    """Give a numba dispatcher (compiled without ``cache=True``) a :class:`KernelCache`."""
+    """Give a numba dispatcher (compiled without ``cache=True``) a :class:`KernelCache`, and
+    compile a kernel missing from it under a lock that other processes see."""
     dispatcher._cache = KernelCache(dispatcher.py_func)
+    compile_here = dispatcher.compile
+
+    def compile(sig):
+        with global_compiler_lock:  # (numba's own, re-entrant: taken first, as numba does)
+            args, _ = sigutils.normalize_signature(sig)
+            if tuple(args) in dispatcher.overloads:
+                return compile_here(sig)
+            with _compiling(dispatcher._cache):
+                return compile_here(sig)
+
+    dispatcher.compile = compile
     return dispatcher
+
+
+_HELD = threading.local()
+WAIT_EVENT = "gramalign:kernel_lock_wait"
+"""numba event kind around a wait for another process's compile: compile budgets count it
+as kernel compile time (:mod:`gramalign.grammar.limits`), not as their own work."""
+
+
+@contextlib.contextmanager
+def _compiling(cache: KernelCache):
+    """Hold the file lock of ``cache``'s kernel (all its specializations) while this process
+    loads or compiles one; re-entrant, as a compile can call for another specialization."""
+    path = None
+    if fcntl is not None and not cache._building:
+        path = os.path.join(cache._cache_path, cache._impl.filename_base + "lock")
+    held = vars(_HELD).setdefault("paths", set())
+    if path is None or path in held:
+        yield
+        return
+    try:
+        os.makedirs(cache._cache_path, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # (a read-only cache: numba does not save there either)
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with numba_event.trigger_event(WAIT_EVENT):
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+        held.add(path)
+        try:
+            yield
+        finally:
+            held.discard(path)
+    finally:
+        os.close(descriptor)  # (releases the lock)

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 
 from ..errors import LimitExceeded
+from ..kernel_cache import WAIT_EVENT
 
 __all__ = ["CompileLimits", "DEFAULT_LIMITS", "active_limits", "applied", "check_estimate", "check_size",
            "check_time"]
@@ -149,6 +150,7 @@ try:
             _JIT.on_end(event)
 
     _numba_event.register("numba:compile", _JitListener())
+    _numba_event.register(WAIT_EVENT, _JitListener())  # (waiting for another process's compile)
 except (ImportError, AttributeError):  # pragma: no cover - a numba without its event API
     pass
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -219,10 +221,20 @@ def command_bench(args) -> int:
 
 
 def command_warm_up(args) -> int:
-    from ..masking.warm_up import SAMPLE_TEXT, pieces_vocabulary, warm_up
+    from ..masking.warm_up import SAMPLE_TEXT, pieces_vocabulary, warm_up, warm_up_masks
 
-    seconds = warm_up(pieces_vocabulary([SAMPLE_TEXT]), general=not args.schemas_only)
-    print(f"gramalign kernels ready in {seconds:.1f} s")
+    started = time.perf_counter()
+    helper = None
+    if args.jobs > 1:  # the masks' kernels meanwhile, in a second process (see warm_up_masks)
+        helper = subprocess.Popen([sys.executable, "-m", "gramalign", "warm-up", "--jobs", "1", "--masks-first"]
+                                  + (["--schemas-only"] if args.schemas_only else []), stdout=subprocess.DEVNULL)
+    vocabulary = pieces_vocabulary([SAMPLE_TEXT])
+    if args.masks_first:
+        warm_up_masks(vocabulary)
+    warm_up(vocabulary, general=not args.schemas_only)
+    if helper is not None and helper.wait() != 0:
+        print("gramalign warm-up: the second process failed (its kernels compile on first use)", file=sys.stderr)
+    print(f"gramalign kernels ready in {time.perf_counter() - started:.1f} s")
     return 0
 
 
@@ -272,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = commands.add_parser("warm-up", help=help_text, description=help_text)
     sub.add_argument("--schemas-only", action="store_true",
                      help="leave out the generalized parser's kernels (JSON Schemas need none)")
+    sub.add_argument("--jobs", type=int, choices=(1, 2), default=min(2, os.cpu_count() or 1),
+                     help="processes that compile (default: 2 where there are 2 cores)")
+    sub.add_argument("--masks-first", action="store_true", help=argparse.SUPPRESS)
     sub.set_defaults(handler=command_warm_up)
     return parser
 

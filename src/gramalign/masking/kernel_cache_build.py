@@ -43,6 +43,13 @@ def build(folder: "Path | str | None" = None, workload: str = "full") -> Path:
     return folder
 
 
+def walk_vocabulary():
+    """The vocabulary the build's walks use: bytes and pieces of its texts."""
+    from .warm_up import pieces_vocabulary
+
+    return pieces_vocabulary(_TEXTS)
+
+
 def _walk(compiled, text: str) -> None:
     """A mask before every byte of ``text`` (stopping where the grammar does not take it)."""
     from ..errors import StringRejected
@@ -63,9 +70,9 @@ def _fill(workload: str) -> None:
 
     from ..grammar.grammar import Grammar
     from .compiler import compile
-    from .warm_up import pieces_vocabulary, warm_up
+    from .warm_up import warm_up
 
-    vocabulary = pieces_vocabulary(_TEXTS)
+    vocabulary = walk_vocabulary()
     _walk(compile(Grammar.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"), vocabulary), _TEXTS[3])
     if workload == "full":
         warm_up(vocabulary)
