@@ -27,7 +27,7 @@ from ..grammar import Grammar, Rule, Terminal
 from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer
 from .numbers import all_numbers, integers
-from .shapes import (ALL_NUMBERS, ANY_OBJECT, ANY_SHAPE, ArrayShape, ObjectShape, Ref, Shape, TooManyAlternatives,
+from .shapes import (ALL_NUMBERS, ArrayShape, ObjectShape, Ref, Shape, TooManyAlternatives, any_object, any_shape,
                      is_empty_dfa, meet)
 from .strings import (CountedStrings, json_literal_dfa, json_string_dfa, literal_contents_dfa,
                       other_strings, string_contents_dfa)
@@ -541,12 +541,12 @@ class Emitter:
         piece = self._value_classes.get((path, without_objects))
         if piece is None:
             if not path:
-                piece = replace(ANY_SHAPE, objects=()) if without_objects else ANY_SHAPE
+                piece = replace(any_shape(), objects=()) if without_objects else any_shape()
             else:
                 ref, inside = path[-1]
                 shape = self.evaluator.shape(ref)
                 if without_objects:  # the complement of a shape that takes every object has none
-                    shape = replace(shape, objects=() if inside else (ANY_OBJECT,))
+                    shape = replace(shape, objects=() if inside else (any_object(),))
                 try:
                     part = shape if inside else self.evaluator.complement(shape, "")
                     piece = meet(self._value_class(path[:-1], without_objects), part, self.max_states)

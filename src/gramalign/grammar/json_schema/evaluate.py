@@ -25,10 +25,10 @@ from . import numbers as num
 from .keywords import (check_keyword_values, check_literal_strings, draft_keywords, warn_misspelled_keywords,
                        warn_unknown_format)
 from .resolve import SchemaIndex, escape_pointer, json_text
-from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, ANY_OBJECT, ANY_SHAPE, EMPTY_SHAPE, ArrayShape, Contains,
-                     ObjectShape, Ref, Shape, TooManyAlternatives, complement_numbers, complement_strings, is_empty_dfa,
-                     join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects, meet_strings,
-                     minus_strings, only)
+from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, EMPTY_SHAPE, ArrayShape, Contains, ObjectShape, Ref,
+                     Shape, TooManyAlternatives, any_object, any_shape, complement_numbers, complement_strings,
+                     is_empty_dfa, join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects,
+                     meet_strings, minus_strings, only)
 from .strings import (MAX_COUNTED_LENGTH, CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa,
                       other_strings, string_contents_dfa)
 from .unevaluated import unevaluated_items, unevaluated_properties
@@ -97,7 +97,7 @@ class Evaluator:
                                      first_pointer(ref))
         self._in_progress.add(ref)
         try:
-            result = ANY_SHAPE
+            result = any_shape()
             for literal in sorted(ref, key=repr):
                 result = meet(result, self._literal(literal), self.max_states)
                 if result.is_empty:
@@ -137,7 +137,7 @@ class Evaluator:
         pointer = self._end_of_ref_chain(self.index.normalize(pointer))
         node = self.index.node(pointer)
         if node is True or node == {}:
-            return ANY_SHAPE
+            return any_shape()
         if node is False:
             return EMPTY_SHAPE
         if not isinstance(node, dict):
@@ -190,7 +190,7 @@ class Evaluator:
                 check_literal_strings(value, self.max_states, pointer, keyword)
         if not self.track_evaluated and ("unevaluatedProperties" in node or "unevaluatedItems" in node):
             raise TrackingNeeded
-        result = ANY_SHAPE
+        result = any_shape()
         parts = []
         if "type" in node:
             parts.append(self._type_shape(node["type"], pointer))
@@ -244,8 +244,8 @@ class Evaluator:
             parts.append(self.complement(self.shape(frozenset([f"{pointer}/not"])), f"{pointer}/not"))
         if "if" in node:
             condition = self.shape(frozenset([f"{pointer}/if"]))
-            then = self.shape(frozenset([f"{pointer}/then"])) if "then" in node else ANY_SHAPE
-            otherwise = self.shape(frozenset([f"{pointer}/else"])) if "else" in node else ANY_SHAPE
+            then = self.shape(frozenset([f"{pointer}/then"])) if "then" in node else any_shape()
+            otherwise = self.shape(frozenset([f"{pointer}/else"])) if "else" in node else any_shape()
             # a passing `if` evaluates what it names, even without then/else
             if "then" in node or "else" in node or condition.annotated:
                 negated = self.complement(condition, f"{pointer}/if")
@@ -304,11 +304,11 @@ class Evaluator:
             elif name == "string":
                 part = Shape(string=any_string_contents())
             elif name == "object":
-                part = Shape(objects=(ANY_OBJECT,))
+                part = Shape(objects=(any_object(),))
             elif name == "array":
                 part = Shape(arrays=(ANY_ARRAY,))
             elif name == "any" and self.draft <= 4:
-                part = ANY_SHAPE
+                part = any_shape()
             else:
                 raise SchemaCompileError(f"unknown type {name!r}", pointer, "type")
             shape = join(shape, part, self.max_states)
@@ -659,10 +659,10 @@ class Evaluator:
 
     def _complement_objects(self, objects, pointer: str) -> tuple[ObjectShape, ...]:
         if not objects:
-            return (ANY_OBJECT,)
+            return (any_object(),)
         if any(o.accepts_all for o in objects):
             return ()
-        result: tuple[ObjectShape, ...] = (ANY_OBJECT,)
+        result: tuple[ObjectShape, ...] = (any_object(),)
         for shape in objects:  # not (A or B) = not A and not B
             witnesses = self._object_witnesses(shape, pointer)
             result = tuple(m for x in result for y in witnesses

@@ -20,6 +20,7 @@ alternatives of a union was evaluated by all of them, so :func:`meet` unites the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -174,7 +175,13 @@ class ArrayShape:
         return most is not None and (self.min_items > most or any(c.minimum > most for c in self.contains))
 
 
-ANY_OBJECT = ObjectShape(extras=((any_string_contents(), ANY),))
+@functools.cache
+def any_object() -> ObjectShape:
+    """The object shape of every object (built on first use: its key automaton compiles
+    kernels, seconds in a fresh environment, which ``import gramalign`` should not pay)."""
+    return ObjectShape(extras=((any_string_contents(), ANY),))
+
+
 ANY_ARRAY = ArrayShape()
 
 
@@ -206,7 +213,10 @@ class Shape:
                 and self.objects[0].is_unconstrained and len(self.arrays) == 1 and self.arrays[0].is_unconstrained)
 
 
-ANY_SHAPE = Shape(True, True, True, ALL_NUMBERS, any_string_contents(), (ANY_OBJECT,), (ANY_ARRAY,))
+@functools.cache
+def any_shape() -> Shape:
+    """The shape of every JSON value (built on first use, as :func:`any_object`)."""
+    return Shape(True, True, True, ALL_NUMBERS, any_string_contents(), (any_object(),), (ANY_ARRAY,))
 EMPTY_SHAPE = Shape()
 
 
@@ -217,7 +227,7 @@ def only(*, null=True, booleans=True, number=ALL_NUMBERS, string=_EVERY, objects
          arrays=_EVERY) -> Shape:
     """A shape that constrains some types and lets every value of the others through."""
     return Shape(null, booleans, booleans, number, any_string_contents() if string is _EVERY else string,
-                 (ANY_OBJECT,) if objects is _EVERY else objects, (ANY_ARRAY,) if arrays is _EVERY else arrays)
+                 (any_object(),) if objects is _EVERY else objects, (ANY_ARRAY,) if arrays is _EVERY else arrays)
 
 
 def _clean_dfa(dfa: ByteDFA | None) -> ByteDFA | None:
