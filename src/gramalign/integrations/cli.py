@@ -228,10 +228,15 @@ def command_warm_up(args) -> int:
     if args.jobs > 1:  # the masks' kernels meanwhile, in a second process (see warm_up_masks)
         helper = subprocess.Popen([sys.executable, "-m", "gramalign", "warm-up", "--jobs", "1", "--masks-first"]
                                   + (["--schemas-only"] if args.schemas_only else []), stdout=subprocess.DEVNULL)
-    vocabulary = pieces_vocabulary([SAMPLE_TEXT])
-    if args.masks_first:
-        warm_up_masks(vocabulary)
-    warm_up(vocabulary, general=not args.schemas_only)
+    try:
+        vocabulary = pieces_vocabulary([SAMPLE_TEXT])
+        if args.masks_first:
+            warm_up_masks(vocabulary)
+        warm_up(vocabulary, general=not args.schemas_only)
+    except BaseException:
+        if helper is not None:
+            helper.kill()  # (not left compiling behind a warm-up that failed)
+        raise
     if helper is not None and helper.wait() != 0:
         print("gramalign warm-up: the second process failed (its kernels compile on first use)", file=sys.stderr)
     print(f"gramalign kernels ready in {time.perf_counter() - started:.1f} s")
