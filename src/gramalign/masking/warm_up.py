@@ -66,10 +66,7 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True) -> f
     """
     started = time.perf_counter()
     compiled = compile(Grammar.from_json_schema(_SCHEMA), vocabulary)
-    bitmask = np.zeros((1, bitmask_width(vocabulary.size)), dtype=np.int32)
-    drawable = np.ones(bitmask.shape[1] * 32, dtype=bool)
-    drawable[vocabulary.size:] = False
-    drawable[list(vocabulary.eos_token_ids)] = False
+    bitmask, drawable = _walk_buffers(vocabulary)
     rng = np.random.default_rng(seed)
     matcher = compiled.matcher()
     matcher.accept_string(SAMPLE_TEXT)  # byte-level: any vocabulary reads it
@@ -101,12 +98,18 @@ def warm_up_masks(vocabulary: Vocabulary, *, seed: int = 1) -> float:
     at the same time. Returns the seconds it took."""
     started = time.perf_counter()
     compiled = compile(Grammar.builtin("json"), vocabulary)
+    bitmask, drawable = _walk_buffers(vocabulary)
+    _random_walk(compiled, bitmask, drawable, np.random.default_rng(seed), _STEPS)
+    return time.perf_counter() - started
+
+
+def _walk_buffers(vocabulary: Vocabulary) -> "tuple[np.ndarray, np.ndarray]":
+    """A one-row bitmask and which of its bits a random walk may draw (real tokens, no EOS)."""
     bitmask = np.zeros((1, bitmask_width(vocabulary.size)), dtype=np.int32)
     drawable = np.ones(bitmask.shape[1] * 32, dtype=bool)
     drawable[vocabulary.size:] = False
     drawable[list(vocabulary.eos_token_ids)] = False
-    _random_walk(compiled, bitmask, drawable, np.random.default_rng(seed), _STEPS)
-    return time.perf_counter() - started
+    return bitmask, drawable
 
 
 def _random_walk(compiled, bitmask: np.ndarray, drawable: np.ndarray, rng, steps: int) -> None:
@@ -129,4 +132,3 @@ def pieces_vocabulary(texts) -> Vocabulary:
         pieces.update(data[i:i + n] for n in (2, 3, 5) for i in range(len(data) - n + 1))
     pieces = sorted(pieces) + [b"</s>"]
     return Vocabulary.from_token_bytes(pieces, eos_token_ids=[len(pieces) - 1])
-
