@@ -1,9 +1,12 @@
-"""`vllm serve` with gramalign's logits processor, asked through the OpenAI client on 127.0.0.1.
+"""`vllm serve` with gramalign's logits processor and admission middleware, asked through the
+OpenAI client on 127.0.0.1.
 
 The constraint travels in ``vllm_xargs`` as JSON text (its values are strings and numbers only).
 Concurrent requests (chat and plain completions, JSON Schema, regex and Lark, one unconstrained)
 must all come back valid; one with an invalid grammar gets HTTP 400 with gramalign's message while
-the others go on.
+the others go on. Grammars compile in the middleware's worker processes: an unconstrained request
+sent beside constraints that take a second each to compile gets its first token about as soon as
+alone, and a constraint over the server's compile budget fails alone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ import pytest
 from engine_cases import CASES
 
 STARTUP_SECONDS = 420
+BUDGET_SECONDS = 2.0  # the server's compile budget per request (GRAMALIGN_ADMISSION_SECONDS)
+# About a second to compile (the front end determinises 1,000 patterns); a title makes each a new one.
+SLOW_SCHEMA = {"oneOf": [{"type": "string", "pattern": f"a{i}"} for i in range(1000)]}
+# Past the budget: the number branches' unions take longer than it.
+OVER_BUDGET_SCHEMA = {"oneOf": [{"type": "integer", "multipleOf": i + 1} for i in range(1000)]}
 
 
 def _free_port() -> int:
@@ -40,9 +48,13 @@ def server(model_dir, tmp_path_factory):
                "--max-model-len", "1024", "--max-num-seqs", "8", "--enforce-eager", "--disable-log-stats",
                # Listed as the issue's users would; the entry point loads it too, and the second copy
                # stands aside (GramalignLogitsProcessor._passive).
-               "--logits-processors", "gramalign.integrations.vllm:GramalignLogitsProcessor"]
+               "--logits-processors", "gramalign.integrations.vllm:GramalignLogitsProcessor",
+               "--middleware", "gramalign.integrations.vllm_admission.GramalignAdmission"]
+    environment = dict(os.environ, GRAMALIGN_ADMISSION_SECONDS=str(BUDGET_SECONDS),
+                       GRAMALIGN_CACHE_DIR=str(tmp_path_factory.mktemp("gramalign-cache")))
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=environment)
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", timeout=300, max_retries=0)
     deadline = time.monotonic() + STARTUP_SECONDS
     try:
@@ -123,3 +135,47 @@ def test_openai_clients_get_valid_outputs_concurrently_and_a_bad_grammar_gets_40
                 continue
             assert choice.finish_reason == "stop", f"{kind} {name}: {choice.finish_reason} after {text!r}"
             CASES[name][2](text)
+
+
+def _first_token_seconds(client, prompt, constraint) -> float:
+    """Seconds from sending a streamed chat request to its first content."""
+    extra = _xargs(constraint) if constraint is not None else {}
+    started = time.perf_counter()
+    stream = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": prompt}],
+                                            max_tokens=8, temperature=0, stream=True, extra_body=extra)
+    seconds = None
+    for chunk in stream:
+        if seconds is None and chunk.choices and chunk.choices[0].delta.content:
+            seconds = time.perf_counter() - started
+    assert seconds is not None, "no content streamed"
+    return seconds
+
+
+def test_an_unconstrained_request_does_not_wait_for_other_requests_grammars(server):
+    _first_token_seconds(server, "Say hi.", None)  # the server's first request pays for its own warm-up
+    alone = min(_first_token_seconds(server, "Say hi.", None) for _ in range(3))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        slow = [pool.submit(_first_token_seconds, server, "Write a string.",
+                            {"json_schema": {**SLOW_SCHEMA, "title": f"slow {i}"}}) for i in range(2)]
+        time.sleep(0.1)  # the constrained requests are in the server first
+        free = pool.submit(_first_token_seconds, server, "Say hi.", None).result()
+        slow = [job.result() for job in slow]
+    # Each constrained request waited for its compile, the unconstrained one for nobody (the
+    # compiles share the machine's cores with the engine, hence a factor and not equality).
+    assert free < 3 * alone + 0.5, f"unconstrained first token after {free:.2f} s beside compiles, {alone:.2f} s alone"
+    assert min(slow) > free, f"constrained first tokens after {slow} s, unconstrained after {free:.2f} s"
+
+
+def test_a_constraint_over_the_compile_budget_fails_alone(server):
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        over = pool.submit(_chat, server, "A number.", {"json_schema": OVER_BUDGET_SCHEMA}, temperature=0)
+        good = pool.submit(_chat, server, CASES["order"][0], CASES["order"][1], temperature=0)
+        free = pool.submit(_chat, server, "Say hi.", None, temperature=0)
+        with pytest.raises(openai.BadRequestError) as info:
+            over.result()
+        choice = good.result()
+        assert free.result().message.content.strip()
+    assert info.value.status_code == 400
+    assert f"compile limit max_compile_seconds={BUDGET_SECONDS} exceeded" in str(info.value)
+    assert choice.finish_reason == "stop"
+    CASES["order"][2](choice.message.content)

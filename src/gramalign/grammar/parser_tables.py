@@ -17,6 +17,7 @@ hypothesis when it accepts (see :mod:`gramalign.parsing.hypotheses`).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -159,6 +160,7 @@ TABLES_CACHE_BYTES = 64 << 20
 let 64 large grammars hold over a GiB in a server that compiles one schema after another)."""
 
 _TABLES = AutomatonCache("parser tables", TABLES_CACHE_BYTES, size=lambda tables: tables.nbytes)
+_HANDED: "weakref.WeakKeyDictionary[Grammar, ParserTables]" = weakref.WeakKeyDictionary()
 
 
 def build_parser_tables(grammar: Grammar) -> ParserTables:
@@ -166,8 +168,18 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
     see ``TABLES_CACHE_BYTES``)."""
     found = _TABLES.get(grammar)
     if found is None:
+        found = _HANDED.get(grammar)
+    if found is None:
         found = _TABLES.put(grammar, _build_parser_tables(grammar))
     return found
+
+
+def remember_parser_tables(tables: ParserTables) -> None:
+    """Tables built elsewhere (another process, see integrations/built_grammars): while their
+    grammar lives, :func:`build_parser_tables` of it returns them, even where they are too
+    large for the cache."""
+    _TABLES.put(tables.grammar, tables)
+    _HANDED[tables.grammar] = tables
 
 
 def _build_parser_tables(grammar: Grammar) -> ParserTables:

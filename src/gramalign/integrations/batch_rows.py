@@ -25,9 +25,11 @@ import numpy as np
 
 from ..errors import GramalignError, GrammarError, TokenRejected
 from ..grammar.grammar import Grammar
+from ..grammar.parser_tables import remember_parser_tables
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
+from . import built_grammars
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +70,17 @@ class RequestConstraint:
     options: tuple[tuple[str, Any], ...] = ()
 
     def grammar(self) -> Grammar:
-        """The grammar, built once per process for equal constraints; raises
+        """The grammar, built once per process for equal constraints (or loaded, where a
+        server's admission built it in another process: see :mod:`.built_grammars`); raises
         :class:`ConstraintError` (with gramalign's message) when it cannot be built."""
         return _grammars.get(self)
+
+    def check(self) -> None:
+        """Raise :class:`ConstraintError` when the grammar cannot be built; nothing to do for a
+        constraint this process already admitted (:func:`admit`) or built."""
+        if admitted(self) or _grammars.holds(self):
+            return
+        self.grammar()
 
     def _build(self) -> Grammar:
         options = dict(self.options)
@@ -176,13 +186,23 @@ class _GrammarCache:
         self._entries: "OrderedDict[RequestConstraint, Grammar]" = OrderedDict()
         self._lock = threading.Lock()
 
+    def holds(self, constraint: RequestConstraint) -> bool:
+        with self._lock:
+            return constraint in self._entries
+
     def get(self, constraint: RequestConstraint) -> Grammar:
         with self._lock:
             grammar = self._entries.get(constraint)
             if grammar is not None:
                 self._entries.move_to_end(constraint)
                 return grammar
-        grammar = constraint._build()
+        built = built_grammars.load(constraint)
+        if built is not None:
+            grammar, tables = built
+            if tables is not None:
+                remember_parser_tables(tables)
+        else:
+            grammar = constraint._build()
         with self._lock:
             self._entries[constraint] = grammar
             while len(self._entries) > self._size:
@@ -191,6 +211,41 @@ class _GrammarCache:
 
 
 _grammars = _GrammarCache()
+
+
+class _Admitted:
+    """Constraints whose grammars were built and checked elsewhere (a server's admission
+    workers), most recent last, bounded."""
+
+    def __init__(self, size: int = 4096):
+        self._size = size
+        self._entries: "OrderedDict[RequestConstraint, None]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, constraint: RequestConstraint) -> bool:
+        with self._lock:
+            return constraint in self._entries
+
+    def add(self, constraint: RequestConstraint) -> None:
+        with self._lock:
+            self._entries[constraint] = None
+            self._entries.move_to_end(constraint)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_admitted = _Admitted()
+
+
+def admit(constraint: RequestConstraint) -> None:
+    """Record that ``constraint``'s grammar was built and checked in another process, so that
+    :meth:`RequestConstraint.check` does not build it again here."""
+    _admitted.add(constraint)
+
+
+def admitted(constraint: RequestConstraint) -> bool:
+    """Whether :func:`admit` recorded ``constraint`` (among the last few thousand)."""
+    return constraint in _admitted
 
 
 class _Row:

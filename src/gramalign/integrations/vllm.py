@@ -96,7 +96,7 @@ class GramalignLogitsProcessor(LogitsProcessor):
             raise ConstraintError("a request cannot ask for both gramalign's constraint (extra argument "
                                   f"{EXTRA_ARGS_KEY!r}) and vLLM's structured outputs (structured_outputs, "
                                   "response_format, guided_*)")
-        constraint.grammar()
+        constraint.check()
 
     def is_argmax_invariant(self) -> bool:
         return False  # masking changes which token is greedy

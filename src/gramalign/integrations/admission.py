@@ -1,0 +1,194 @@
+"""Request constraints checked off the serving path: in worker processes, awaited, never blocking.
+
+A server that builds each request's grammar where the request arrives (vLLM's
+``validate_params``, on the API server's event loop) makes every other client wait while a
+large schema compiles. :class:`Admission` instead parses the constraint in place (cheap: a
+malformed one is refused at once) and builds the grammar and its parser tables in a pool of
+worker processes, under a per-request :class:`~gramalign.CompileLimits`, while the caller
+awaits it: the event loop serves everyone else, and no compile holds the server's GIL. A
+constraint that does not build (or goes over its budget) is refused with gramalign's message;
+one that builds is recorded as admitted in this process (so the engine front end does not
+build it again) and its grammar is saved for the engine processes to load
+(:mod:`.built_grammars`). Equal constraints arriving together share one build.
+
+Two lanes keep a cheap constraint from queueing behind an expensive one: every new constraint
+is first built by one worker with a short time budget (``quick_seconds``: real schemas build
+in a few milliseconds); one that needs longer goes to the ``workers`` that have the full
+budget. A malformed constraint is refused before any worker sees it.
+
+The vLLM middleware that uses it is :mod:`gramalign.integrations.vllm_admission`; this module
+imports neither vLLM nor torch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import concurrent.futures.process
+import dataclasses
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from typing import Any, Mapping
+
+from ..errors import GramalignError, LimitExceeded
+from ..grammar.limits import CompileLimits, applied
+from .batch_rows import ConstraintError, RequestConstraint, admit, admitted, parse_request_constraint
+from . import built_grammars
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Admission"]
+
+WORKERS_VARIABLE = "GRAMALIGN_ADMISSION_WORKERS"
+SECONDS_VARIABLE = "GRAMALIGN_ADMISSION_SECONDS"
+
+QUICK_SOURCE_CHARS = 4096
+"""Lark grammars longer than this skip the quick lane: lark's own loader, which no budget
+interrupts, could hold its worker for seconds."""
+
+_WARM_UP = RequestConstraint("json_schema", '{"type":"object","properties":{"ok":{"type":"boolean"},'
+                                            '"n":{"type":"integer","minimum":0}},"required":["ok"]}')
+_BUILT, _REFUSED, _SLOW = "built", "refused", "slow"
+
+
+class Admission:
+    """Check request constraints in worker processes: one quick lane (``quick_seconds`` per
+    build), ``workers`` with the full ``limits``.
+
+    ``await admission.admit(extra_args)`` returns the request's constraint (None when it asks
+    for none) or raises :class:`~gramalign.integrations.batch_rows.ConstraintError` with the
+    reason. A build that outlives its time budget by ``grace`` seconds (a hang the budget's
+    checks did not catch), or whose worker dies, is refused and its lane's workers replaced.
+
+    >>> admission = Admission(workers=1)
+    >>> asyncio.run(admission.admit({"gramalign": {"regex": "[0-9]+"}}))
+    RequestConstraint(kind='regex', source='[0-9]+', options=())
+    >>> admission.close()
+    """
+
+    def __init__(self, workers: int = 2, limits: "CompileLimits | None" = None, quick_seconds: float = 0.05,
+                 grace: float = 10.0):
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.limits = limits if limits is not None else CompileLimits()
+        full = self.limits.max_compile_seconds
+        self.quick_limits = dataclasses.replace(self.limits, max_compile_seconds=quick_seconds if full is None
+                                                else min(quick_seconds, full))
+        self.grace = grace
+        self._quick = _Lane(1)
+        self._full = _Lane(workers)
+        self._pending: "dict[RequestConstraint, asyncio.Future]" = {}
+
+    @classmethod
+    def from_environment(cls) -> "Admission":
+        """Workers from ``GRAMALIGN_ADMISSION_WORKERS`` (default 2), each request's compile
+        time budget from ``GRAMALIGN_ADMISSION_SECONDS`` (default: CompileLimits')."""
+        workers = int(os.environ.get(WORKERS_VARIABLE) or 2)
+        seconds = os.environ.get(SECONDS_VARIABLE)
+        limits = CompileLimits(max_compile_seconds=float(seconds)) if seconds else CompileLimits()
+        return cls(workers=workers, limits=limits)
+
+    def start(self) -> None:
+        """Start the workers and have each load gramalign (and its compiled kernels), so the
+        first constrained request does not wait for that."""
+        for lane in (self._quick, self._full):
+            pool = lane.pool()
+            for _ in range(lane.workers):
+                pool.submit(_build, _WARM_UP, self.limits)
+
+    async def admit(self, extra_args: "Mapping[str, Any] | None") -> "RequestConstraint | None":
+        constraint = parse_request_constraint(extra_args)
+        if constraint is None or admitted(constraint):
+            return constraint
+        pending = self._pending.get(constraint)
+        if pending is None:
+            pending = self._pending[constraint] = asyncio.ensure_future(self._check(constraint))
+            pending.add_done_callback(lambda _, key=constraint: self._pending.pop(key, None))
+        refusal = await asyncio.shield(pending)
+        if refusal is not None:
+            raise ConstraintError(refusal)
+        admit(constraint)
+        return constraint
+
+    def close(self) -> None:
+        """Stop the workers (pending builds are dropped)."""
+        self._quick.stop(kill=False)
+        self._full.stop(kill=False)
+
+    async def _check(self, constraint: RequestConstraint) -> "str | None":
+        if constraint.kind != "lark" or len(constraint.source) <= QUICK_SOURCE_CHARS:
+            outcome, message = await self._run(self._quick, constraint, self.quick_limits, quick=True)
+            if outcome != _SLOW:
+                return message
+        outcome, message = await self._run(self._full, constraint, self.limits, quick=False)
+        return message
+
+    async def _run(self, lane: "_Lane", constraint: RequestConstraint, limits: CompileLimits,
+                   quick: bool) -> "tuple[str, str | None]":
+        seconds = limits.max_compile_seconds
+        deadline = None if seconds is None else 2 * seconds + self.grace  # front end, then tables
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(lane.pool().submit(_build, constraint, limits, quick)), deadline)
+        except asyncio.TimeoutError:
+            reason = f"did not compile within {deadline:.1f} s"
+        except concurrent.futures.process.BrokenProcessPool:
+            reason = "killed its worker process (out of memory?)"
+        logger.error("gramalign: the request's %s %s; restarting those admission workers", constraint.kind, reason)
+        lane.stop(kill=True)
+        return _REFUSED, f"gramalign could not compile the request's {constraint.kind}: it {reason}"
+
+
+class _Lane:
+    """A pool of worker processes, started on first use and replaced after a failure."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._pool: "concurrent.futures.ProcessPoolExecutor | None" = None
+        self._lock = threading.Lock()
+
+    def pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # spawn: the server has threads and an event loop, which a fork would copy mid-flight
+                self._pool = concurrent.futures.ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context("spawn"))
+            return self._pool
+
+    def stop(self, kill: bool) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kill:  # a hung build stops no other way
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _build(constraint: RequestConstraint, limits: CompileLimits, quick: bool = False) -> "tuple[str, str | None]":
+    """In a worker: build the grammar and parser tables of ``constraint`` under ``limits`` and
+    save them for the engines. Returns (outcome, refusal message or None); the outcome is
+    "slow" when a ``quick`` build ran out of time."""
+    from ..grammar.parser_tables import build_parser_tables
+
+    started = time.perf_counter()
+    try:
+        with applied(limits):
+            grammar = constraint._build()
+        tables = None
+        if grammar.single_terminal() is None:
+            with applied(limits):
+                tables = build_parser_tables(grammar)
+    except GramalignError as error:
+        cause = error.__cause__ if isinstance(error, ConstraintError) and error.__cause__ is not None else error
+        if quick and isinstance(cause, LimitExceeded) and cause.limit == "max_compile_seconds":
+            return _SLOW, None  # the quick lane's budget, not the request's
+        if isinstance(error, ConstraintError):
+            return _REFUSED, str(error)
+        return _REFUSED, f"gramalign could not compile the request's {constraint.kind}: {type(error).__name__}: {error}"
+    built_grammars.save(constraint, grammar, tables)
+    logger.debug("gramalign: admitted a %s in %.3f s", constraint.kind, time.perf_counter() - started)
+    return _BUILT, None

@@ -1,0 +1,193 @@
+"""Built grammars on disk, handed from the process that built them to the engines that use them.
+
+A server checks a request's constraint before the request reaches the engine (see
+:mod:`gramalign.integrations.admission`), in a worker process, so that neither its event loop
+nor the engine's step waits for a large schema. The worker saves what it built, the grammar
+and its parser tables, under a name derived from the constraint and from gramalign's own code;
+an engine process meeting the constraint loads them instead of building them again, which
+takes a fraction of the time (the front end's analysis and the LR construction are skipped).
+
+The folder is ``$GRAMALIGN_CACHE_DIR/built`` when that variable is set, else
+``<temporary folder>/gramalign-<uid>/built``. It must belong to this user and be writable by
+nobody else: pickles are only read from such a folder, since loading a pickle runs code.
+Files are written atomically; the oldest go once the folder holds more than
+:data:`FOLDER_BYTES`. Anything unreadable is ignored: the engine then builds the grammar itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import mmap
+import os
+import pickle
+import stat
+import struct
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..grammar.grammar import Grammar
+
+if TYPE_CHECKING:
+    from ..grammar.parser_tables import ParserTables
+    from .batch_rows import RequestConstraint
+
+logger = logging.getLogger(__name__)
+
+FILE_BYTES = 256 << 20
+"""A built grammar larger than this is not saved (loading it would cost about what building
+the parser tables does); the engine builds it."""
+
+FOLDER_BYTES = 2 << 30
+"""Total size of the folder; the least recently written files go first."""
+
+_code_digest: "str | None" = None
+
+
+def code_digest() -> str:
+    """SHA-256 of gramalign's installed sources and data: a built grammar is reused only by
+    the same code that built it (a pickle holds objects whose meaning the code defines)."""
+    global _code_digest
+    if _code_digest is None:
+        package = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256()
+        for path in sorted(package.rglob("*")):
+            if "__pycache__" in path.parts or not path.is_file() or path.suffix in (".nbi", ".nbc", ".pyc", ".lock"):
+                continue
+            digest.update(str(path.relative_to(package)).encode())
+            digest.update(path.read_bytes())
+        _code_digest = digest.hexdigest()
+    return _code_digest
+
+
+def folder() -> "Path | None":
+    """The folder of built grammars, created if needed; None when it is not safe to use."""
+    root = os.environ.get("GRAMALIGN_CACHE_DIR")
+    path = Path(root) / "built" if root else Path(tempfile.gettempdir()) / f"gramalign-{_uid()}" / "built"
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.stat()
+    except OSError as error:
+        logger.warning("gramalign: no folder for built grammars at %s (%s)", path, error)
+        return None
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        logger.warning("gramalign: %s belongs to another user or is writable by others; built grammars are "
+                       "not shared through it", path)
+        return None
+    return path
+
+
+def _uid() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+
+
+def file_name(constraint: "RequestConstraint") -> str:
+    digest = hashlib.sha256()
+    digest.update(code_digest().encode())
+    digest.update(repr((constraint.kind, constraint.source, constraint.options)).encode("utf-8"))
+    return digest.hexdigest()[:40] + ".pickle"
+
+
+def save(constraint: "RequestConstraint", grammar: Grammar, tables: "ParserTables | None") -> bool:
+    """Save ``grammar`` (and its parser tables, None for a single-regex grammar) for
+    ``constraint``; False when it was not saved (no safe folder, too large, not picklable)."""
+    where = folder()
+    if where is None:
+        return False
+    try:
+        parts = _pickled((grammar, tables))
+        if sum(len(part) for part in parts) > FILE_BYTES and tables is not None:
+            parts = _pickled((grammar, None))
+        if sum(len(part) for part in parts) > FILE_BYTES:
+            return False
+        path = where / file_name(constraint)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(temporary, "wb") as file:
+            for part in parts:
+                file.write(part)
+        temporary.replace(path)  # atomic: a reader never sees half a file
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as error:
+        logger.warning("gramalign: could not save the built grammar of %s (%s: %s)", constraint.kind,
+                       type(error).__name__, error)
+        return False
+    _trim(where)
+    return True
+
+
+def _pickled(value) -> "list[bytes | memoryview]":
+    """The file's parts: a header (magic, pickle length, each buffer's offset and length), the
+    pickle, then the arrays' data out of band, each at a 64-byte boundary so that loading maps
+    them in place of copying them (a large grammar's LR table is most of its size)."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    views = [buffer.raw() for buffer in buffers]
+    header_bytes = 8 * (3 + 2 * len(views))
+    offset = _aligned(header_bytes + len(data))
+    spans = []
+    for view in views:
+        spans += [offset, view.nbytes]
+        offset = _aligned(offset + view.nbytes)
+    header = struct.pack(f"<8sQQ{2 * len(views)}Q", _MAGIC, len(data), len(views), *spans)
+    parts: "list[bytes | memoryview]" = [header, data]
+    end = header_bytes + len(data)
+    for (start, length), view in zip(zip(spans[::2], spans[1::2]), views):
+        parts += [bytes(start - end), view]
+        end = start + length
+    return parts
+
+
+def _aligned(offset: int) -> int:
+    return (offset + 63) & ~63
+
+
+_MAGIC = b"gramalg1"
+
+
+def load(constraint: "RequestConstraint") -> "tuple[Grammar, ParserTables | None] | None":
+    """The grammar and parser tables saved for ``constraint``, or None. The arrays map the file
+    copy-on-write: pages are read as the masks need them, and writes stay in this process."""
+    where = folder()
+    if where is None:
+        return None
+    path = where / file_name(constraint)
+    try:
+        with open(path, "rb") as file:
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):  # missing, or empty
+        return None
+    try:
+        view = memoryview(mapped)
+        magic, length, count = struct.unpack_from("<8sQQ", view)
+        if magic != _MAGIC:
+            raise ValueError("not a built grammar")
+        spans = struct.unpack_from(f"<{2 * count}Q", view, 24)
+        start = 24 + 16 * count
+        buffers = [view[offset:offset + size] for offset, size in zip(spans[::2], spans[1::2])]
+        grammar, tables = pickle.loads(view[start:start + length], buffers=buffers)
+    except Exception as error:  # noqa: BLE001 - a damaged file only costs a build
+        logger.warning("gramalign: ignoring the unreadable built grammar %s (%s: %s)", path, type(error).__name__,
+                       error)
+        return None
+    if not isinstance(grammar, Grammar) or (tables is not None and tables.grammar is not grammar):
+        return None
+    return grammar, tables
+
+
+def _trim(where: Path) -> None:
+    entries = []
+    for entry in where.glob("*.pickle"):
+        try:
+            info = entry.stat()
+        except OSError:  # removed by another process meanwhile
+            continue
+        entries.append((info.st_mtime, info.st_size, entry))
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries, key=lambda item: item[0]):
+        if total <= FOLDER_BYTES:
+            break
+        try:
+            entry.unlink()
+        except OSError:
+            pass
+        total -= size
