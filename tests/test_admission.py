@@ -10,6 +10,8 @@ received, byte for byte, and answers a refused constraint with vLLM's error body
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import concurrent.futures.process
 import json
 import random
 import stat
@@ -249,3 +251,42 @@ def test_the_middleware_passes_bodies_through_and_refuses_bad_constraints_with_4
         assert error["message"].startswith("gramalign could not compile the request's regex: RegexError")
     assert len(app.bodies) == 4
     assert _post(middleware, hidden) == (200, b"ok") and app.bodies[-1] == hidden
+
+
+class _BreakingPool:
+    """A worker pool whose first ``breaks`` builds end as if a worker had died; then builds run here."""
+
+    def __init__(self, breaks: int):
+        self.breaks = breaks
+        self.submitted = 0
+        self._processes = {}
+
+    def submit(self, function, *args):
+        self.submitted += 1
+        future = concurrent.futures.Future()
+        if self.breaks:
+            self.breaks -= 1
+            future.set_exception(concurrent.futures.process.BrokenProcessPool("a worker died"))
+        else:
+            future.set_result(function(*args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+@pytest.mark.parametrize("breaks, admitted_after", [(1, True), (2, False)])
+def test_a_build_broken_by_another_is_tried_again_and_a_culprit_refused(cache_dir, monkeypatch, breaks,
+                                                                          admitted_after):
+    admission = Admission(workers=1)
+    pool = _BreakingPool(breaks)
+    for lane in (admission._quick, admission._full):
+        monkeypatch.setattr(lane, "pool", lambda: pool)
+    spec = {"regex": f"[0-9]{{{breaks}}}x"}
+    if admitted_after:
+        assert asyncio.run(admission.admit({"gramalign": json.dumps(spec)})) == _constraint(spec)
+    else:
+        with pytest.raises(ConstraintError, match="killed its worker process"):
+            asyncio.run(admission.admit({"gramalign": json.dumps(spec)}))
+    assert pool.submitted == 2
+    assert batch_rows.admitted(_constraint(spec)) == admitted_after

@@ -53,15 +53,23 @@ _WARM_UP = RequestConstraint("json_schema", '{"type":"object","properties":{"ok"
                                             '"n":{"type":"integer","minimum":0}},"required":["ok"]}')
 _BUILT, _REFUSED, _SLOW = "built", "refused", "slow"
 
+FULL_LANE_NICENESS = 10
+"""The full-budget workers run at a lower priority than the server: the builds that take long
+(hostile schemas among them) use the cores the engine leaves idle instead of slowing its steps.
+The quick lane keeps the server's priority, since a request waits on each of its builds."""
+
 
 class Admission:
     """Check request constraints in worker processes: one quick lane (``quick_seconds`` per
-    build), ``workers`` with the full ``limits``.
+    build), ``workers`` with the full ``limits`` (at a lower priority, see
+    :data:`FULL_LANE_NICENESS`).
 
     ``await admission.admit(extra_args)`` returns the request's constraint (None when it asks
     for none) or raises :class:`~gramalign.integrations.batch_rows.ConstraintError` with the
-    reason. A build that outlives its time budget by ``grace`` seconds (a hang the budget's
-    checks did not catch), or whose worker dies, is refused and its lane's workers replaced.
+    reason. A build that outlives twice its time budget (front end, then parser tables) by
+    ``grace`` seconds (a hang the budget's checks did not catch) is refused and its lane's
+    workers replaced; the builds that shared those workers are tried once more, and one that
+    kills its worker twice is refused.
 
     >>> admission = Admission(workers=1)
     >>> asyncio.run(admission.admit({"gramalign": {"regex": "[0-9]+"}}))
@@ -79,7 +87,7 @@ class Admission:
                                                 else min(quick_seconds, full))
         self.grace = grace
         self._quick = _Lane(1)
-        self._full = _Lane(workers)
+        self._full = _Lane(workers, priority=FULL_LANE_NICENESS)
         self._pending: "dict[RequestConstraint, asyncio.Future]" = {}
 
     @classmethod
@@ -126,26 +134,34 @@ class Admission:
         outcome, message = await self._run(self._full, constraint, self.limits, quick=False)
         return message
 
-    async def _run(self, lane: "_Lane", constraint: RequestConstraint, limits: CompileLimits,
-                   quick: bool) -> "tuple[str, str | None]":
+    async def _run(self, lane: "_Lane", constraint: RequestConstraint, limits: CompileLimits, quick: bool,
+                   retry: bool = True) -> "tuple[str, str | None]":
         seconds = limits.max_compile_seconds
         deadline = None if seconds is None else 2 * seconds + self.grace  # front end, then tables
+        pool = lane.pool()
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(lane.pool().submit(_build, constraint, limits, quick)), deadline)
+            return await asyncio.wait_for(asyncio.wrap_future(pool.submit(_build, constraint, limits, quick)), deadline)
         except asyncio.TimeoutError:
             reason = f"did not compile within {deadline:.1f} s"
         except concurrent.futures.process.BrokenProcessPool:
+            # Every build in a pool breaks with the one that killed a worker (or ran past its
+            # deadline): each is tried once more on fresh workers, where only the culprit fails again.
+            lane.stop(kill=True, pool=pool)
+            if retry:
+                return await self._run(lane, constraint, limits, quick, retry=False)
             reason = "killed its worker process (out of memory?)"
         logger.error("gramalign: the request's %s %s; restarting those admission workers", constraint.kind, reason)
-        lane.stop(kill=True)
+        lane.stop(kill=True, pool=pool)
         return _REFUSED, f"gramalign could not compile the request's {constraint.kind}: it {reason}"
 
 
 class _Lane:
-    """A pool of worker processes, started on first use and replaced after a failure."""
+    """A pool of worker processes, started on first use and replaced after a failure, their
+    scheduling priority lowered by ``priority`` (Unix niceness)."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, priority: int = 0):
         self.workers = workers
+        self.priority = priority
         self._pool: "concurrent.futures.ProcessPoolExecutor | None" = None
         self._lock = threading.Lock()
 
@@ -154,11 +170,16 @@ class _Lane:
             if self._pool is None:
                 # spawn: the server has threads and an event loop, which a fork would copy mid-flight
                 self._pool = concurrent.futures.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"))
+                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority,
+                    initargs=(self.priority,))
             return self._pool
 
-    def stop(self, kill: bool) -> None:
+    def stop(self, kill: bool, pool: "concurrent.futures.ProcessPoolExecutor | None" = None) -> None:
+        """Stop the workers (only if they are still ``pool``, when given: another caller may have
+        replaced them already)."""
         with self._lock:
+            if pool is not None and self._pool is not pool:
+                return
             pool, self._pool = self._pool, None
         if pool is None:
             return
@@ -166,6 +187,14 @@ class _Lane:
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _lower_priority(niceness: int) -> None:
+    if niceness and hasattr(os, "nice"):
+        try:
+            os.nice(niceness)
+        except OSError:
+            pass
 
 
 def _build(constraint: RequestConstraint, limits: CompileLimits, quick: bool = False) -> "tuple[str, str | None]":

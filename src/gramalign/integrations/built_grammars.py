@@ -65,17 +65,31 @@ def folder() -> "Path | None":
     """The folder of built grammars, created if needed; None when it is not safe to use."""
     root = os.environ.get("GRAMALIGN_CACHE_DIR")
     path = Path(root) / "built" if root else Path(tempfile.gettempdir()) / f"gramalign-{_uid()}" / "built"
+    # In a shared temporary folder, whoever owns the parent could swap the folder itself.
+    checked = (path,) if root else (path.parent, path)
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = path.stat()
+        for folder_path in checked:
+            folder_path.mkdir(mode=0o700, exist_ok=True, parents=folder_path is checked[0])
     except OSError as error:
         logger.warning("gramalign: no folder for built grammars at %s (%s)", path, error)
         return None
-    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
-        logger.warning("gramalign: %s belongs to another user or is writable by others; built grammars are "
-                       "not shared through it", path)
-        return None
+    for folder_path in checked:
+        if not _private(folder_path):
+            logger.warning("gramalign: %s belongs to another user or is writable by others; built grammars are "
+                           "not shared through it", folder_path)
+            return None
     return path
+
+
+def _private(path: Path) -> bool:
+    if not hasattr(os, "getuid"):
+        return True  # Windows: the user's own temporary folder
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
 def _uid() -> str:
