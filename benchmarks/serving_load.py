@@ -364,7 +364,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="client timeout per request (seconds)")
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait for answers after the run")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--log-dir", default="/tmp/serving_load")
+    parser.add_argument("--log-dir", default="/tmp/serving_load",
+                        help="server logs, and every request's outcome (outcomes.jsonl)")
     parser.add_argument("--show-errors", action="store_true")
     args = parser.parse_args(argv)
     log_dir = Path(args.log_dir)
@@ -385,6 +386,10 @@ def main(argv=None) -> int:
                     print(f"  {outcome.kind}: {outcome.error}")
             print()
     print(report(runs))
+    with open(log_dir / "outcomes.jsonl", "w") as file:
+        for run in runs:
+            for outcome in run.outcomes:
+                file.write(json.dumps({"backend": run.backend, **outcome.__dict__}) + "\n")
     return 0
 
 

@@ -18,6 +18,8 @@ Exactly one of ``json_schema``, ``regex``, ``lark`` or ``builtin``, plus that ki
 (see :func:`gramalign.integrations.batch_rows.parse_request_constraint`). A constraint that is
 malformed or does not compile is refused when the request arrives (``validate_params``: HTTP
 400 in the server) with gramalign's error message. Requests without the key are left alone.
+A server should also run :mod:`gramalign.integrations.vllm_admission`'s middleware, which builds
+grammars in worker processes instead of on the server's event loop and in the engine's step.
 
 Each engine process builds the vocabulary once from the engine's tokenizer, at the first
 constrained request (an engine that never sees one pays nothing), with the model's logits width
@@ -55,6 +57,9 @@ from .torch_ops import fused_bitmask_kernel, unpack_token_bitmask
 logger = logging.getLogger(__name__)
 
 __all__ = ["GramalignLogitsProcessor"]
+
+SLOW_STEP_SECONDS = 0.25
+"""gramalign's work in one engine step above this is logged (at INFO): every row waits for it."""
 
 
 class GramalignLogitsProcessor(LogitsProcessor):
@@ -113,7 +118,12 @@ class GramalignLogitsProcessor(LogitsProcessor):
         if self._passive or not len(self._rows):
             return logits
         bitmask = self._bitmask_for(self._vocabulary_width())
+        started = time.perf_counter()
         indices = self._rows.fill(bitmask.numpy())
+        seconds = time.perf_counter() - started
+        if seconds > SLOW_STEP_SECONDS:
+            logger.info("gramalign: %d constrained rows took %.3f s to catch up and fill their masks (the "
+                        "first masks of new lexical contexts are built then)", len(indices), seconds)
         count = logits.shape[0]
         if indices[-1] >= count:
             raise GramalignError(f"constrained rows {indices} do not fit a batch of {count} logits rows: "
@@ -135,7 +145,13 @@ class GramalignLogitsProcessor(LogitsProcessor):
         try:
             constraint = parse_request_constraint(extra)
             label = _label(constraint)
-            return compile(constraint.grammar(), self._vocabulary(stops)), label
+            started = time.perf_counter()
+            compiled = compile(constraint.grammar(), self._vocabulary(stops))
+            seconds = time.perf_counter() - started
+            if seconds > SLOW_STEP_SECONDS:
+                logger.info("gramalign: binding request %s to the vocabulary took %.3f s in the engine's step",
+                            label, seconds)
+            return compiled, label
         except GramalignError as error:
             # validate_params refused bad constraints in the front end; what fails here (a
             # tokenizer gramalign cannot read, say) stops this request, not the whole engine.
