@@ -59,7 +59,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["GramalignLogitsProcessor"]
 
 SLOW_STEP_SECONDS = 0.25
-"""gramalign's work in one engine step above this is logged (at INFO): every row waits for it."""
+"""gramalign's work in one engine step above this is logged (a warning): every row waits for it."""
 
 
 class GramalignLogitsProcessor(LogitsProcessor):
@@ -122,7 +122,7 @@ class GramalignLogitsProcessor(LogitsProcessor):
         indices = self._rows.fill(bitmask.numpy())
         seconds = time.perf_counter() - started
         if seconds > SLOW_STEP_SECONDS:
-            logger.info("gramalign: %d constrained rows took %.3f s to catch up and fill their masks (the "
+            logger.warning("gramalign: %d constrained rows took %.3f s to catch up and fill their masks (the "
                         "first masks of new lexical contexts are built then)", len(indices), seconds)
         count = logits.shape[0]
         if indices[-1] >= count:
@@ -149,7 +149,7 @@ class GramalignLogitsProcessor(LogitsProcessor):
             compiled = compile(constraint.grammar(), self._vocabulary(stops))
             seconds = time.perf_counter() - started
             if seconds > SLOW_STEP_SECONDS:
-                logger.info("gramalign: binding request %s to the vocabulary took %.3f s in the engine's step",
+                logger.warning("gramalign: binding request %s to the vocabulary took %.3f s in the engine's step",
                             label, seconds)
             return compiled, label
         except GramalignError as error:
