@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import concurrent.futures.process
 import json
+import os
 import random
 import stat
 
@@ -290,3 +291,23 @@ def test_a_build_broken_by_another_is_tried_again_and_a_culprit_refused(cache_di
             asyncio.run(admission.admit({"gramalign": json.dumps(spec)}))
     assert pool.submitted == 2
     assert batch_rows.admitted(_constraint(spec)) == admitted_after
+
+
+def test_the_folder_keeps_the_most_recent_files_within_its_size(tmp_path, monkeypatch):
+    cache_dir = tmp_path / "own"
+    monkeypatch.setenv("GRAMALIGN_CACHE_DIR", str(cache_dir))
+    monkeypatch.setattr(built_grammars, "TRIM_EVERY_BYTES", 0)
+    constraints = [_constraint({"regex": f"[0-9]{{{n}}}z"}) for n in range(1, 7)]
+    sizes = []
+    for constraint in constraints:
+        assert built_grammars.save(constraint, constraint._build(), None)
+        path = cache_dir / "built" / built_grammars.file_name(constraint)
+        sizes.append(path.stat().st_size)
+        os.utime(path, (len(sizes), len(sizes)))  # written one after the other, whatever the clock
+    monkeypatch.setattr(built_grammars, "FOLDER_BYTES", sum(sizes[-3:]))
+    keep = _constraint({"regex": "kept"})
+    assert built_grammars.save(keep, keep._build(), None)
+    present = [built_grammars.load(constraint) is not None for constraint in constraints]
+    total = sum(path.stat().st_size for path in (cache_dir / "built").glob("*.pickle"))
+    assert total <= sum(sizes[-3:]) and built_grammars.load(keep) is not None
+    assert present == sorted(present) and not present[0] and present[-1]  # the oldest went first

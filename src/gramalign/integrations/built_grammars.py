@@ -45,7 +45,12 @@ Kubernetes schema of MaskBench) is read only where the parser goes."""
 FOLDER_BYTES = 4 << 30
 """Total size of the folder; the least recently written files go first."""
 
+TRIM_EVERY_BYTES = FOLDER_BYTES // 8
+"""A process checks the folder's size after writing this much (and after its first save), so
+the folder holds at most FOLDER_BYTES plus this much per writing process."""
+
 _code_digest: "str | None" = None
+_written = TRIM_EVERY_BYTES
 
 
 def code_digest() -> str:
@@ -128,7 +133,11 @@ def save(constraint: "RequestConstraint", grammar: Grammar, tables: "ParserTable
         logger.warning("gramalign: could not save the built grammar of %s (%s: %s)", constraint.kind,
                        type(error).__name__, error)
         return False
-    _trim(where)
+    global _written
+    _written += sum(len(part) for part in parts)
+    if _written >= TRIM_EVERY_BYTES:  # a scan of the folder costs a stat per file: not on every save
+        _written = 0
+        _trim(where)
     return True
 
 
