@@ -77,6 +77,7 @@ event: vLLM's own backends report a grammar they fail to compile that way)."""
 class Outcome:
     kind: str
     sent: float
+    label: str = ""  # which schema: a MaskBench file, a hostile case
     status: "int | None" = None  # HTTP status; None: no answer (lost)
     first_token: "float | None" = None
     tokens: int = 0
@@ -90,6 +91,7 @@ class Request:
     kind: str
     constraint: "tuple[str, object] | None"  # ("json_schema", schema) or ("regex", pattern)
     prompt: str
+    label: str = ""
 
 
 @dataclass
@@ -100,23 +102,23 @@ class Run:
     baseline_seconds: float = 0.0
 
 
-def _hostile_schemas() -> list[dict]:
+def _hostile_schemas() -> "list[tuple[str, dict]]":
     from hostile_limits import CASES
 
     schemas = []
     for name, make in CASES.items():
         value = make()
         if isinstance(value, dict) and "contains itself" not in name:
-            schemas.append(value)
+            schemas.append((name, value))
     return schemas
 
 
-def _new_schemas(seed: int) -> list[dict]:
+def _new_schemas(seed: int) -> "list[tuple[str, dict]]":
     paths = sorted((DATA / "jsonschemabench" / "maskbench" / "data").glob("*.json"))
     if not paths:
         raise SystemExit(f"no MaskBench schemas under {DATA} (set GRAMALIGN_DATA_DIR)")
     random.Random(seed).shuffle(paths)
-    return [json.loads(path.read_text())["schema"] for path in paths[:2000]]
+    return [(path.stem, json.loads(path.read_text())["schema"]) for path in paths[:2000]]
 
 
 def request_streams(clients: int, seed: int, classes: "dict[str, float]") -> list:
@@ -142,10 +144,11 @@ def request_streams(clients: int, seed: int, classes: "dict[str, float]") -> lis
                     number = counter[kind]
                     counter[kind] += 1
                 if kind == "new":
-                    schema = fresh[number % len(fresh)]
+                    label, schema = fresh[number % len(fresh)]
                 else:
-                    schema = {**hostile[number % len(hostile)], "title": f"hostile request {number}"}
-                yield Request(kind, ("json_schema", schema), "Reply with a JSON value.")
+                    label, schema = hostile[number % len(hostile)]
+                    schema = {**schema, "title": f"hostile request {number}"}
+                yield Request(kind, ("json_schema", schema), "Reply with a JSON value.", label)
 
     return [stream(client) for client in range(clients)]
 
@@ -179,7 +182,7 @@ def validates(constraint, text: str) -> bool:
 def send(client, backend: str, request: Request, max_tokens: int, started: float) -> Outcome:
     import openai
 
-    outcome = Outcome(request.kind, time.perf_counter() - started)
+    outcome = Outcome(request.kind, time.perf_counter() - started, request.label)
     sent = time.perf_counter()
     text, reason = [], None
     try:
@@ -281,7 +284,8 @@ def run_backend(backend: str, args, log_dir: Path) -> Run:
         send(client, backend, Request("free", None, "Hi."), 8, time.perf_counter())
         # The same clients with unconstrained requests only: the baseline of the "free" class.
         alone, baseline = _load(client, backend, args, {"free alone": 1.0}, args.baseline_seconds)
-        done, seconds = _load(client, backend, args, CLASSES, args.seconds)
+        mix = {kind: weight for kind, weight in CLASSES.items() if kind not in args.without}
+        done, seconds = _load(client, backend, args, mix, args.seconds)
         return Run(backend, seconds, alone + done, baseline)
     finally:
         stop_server(process)
@@ -367,6 +371,8 @@ def main(argv=None) -> int:
     parser.add_argument("--log-dir", default="/tmp/serving_load",
                         help="server logs, and every request's outcome (outcomes.jsonl)")
     parser.add_argument("--show-errors", action="store_true")
+    parser.add_argument("--without", default="", type=lambda text: set(filter(None, text.split(","))),
+                        help="classes left out of the mix, e.g. 'hostile'")
     args = parser.parse_args(argv)
     log_dir = Path(args.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -374,7 +380,7 @@ def main(argv=None) -> int:
 
     print(f"# serving load: {args.clients} clients x {args.seconds:.0f} s, max_tokens {args.max_tokens}, "
           f"seed {args.seed}; vllm {vllm.__version__}, {platform.machine()}, {os.cpu_count()} CPUs; "
-          f"classes {CLASSES}\n")
+          f"classes {CLASSES}, without {sorted(args.without) or 'none'}\n")
     runs = []
     for backend in args.backends.split(","):
         run = run_backend(backend, args, log_dir)
