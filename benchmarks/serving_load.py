@@ -40,8 +40,6 @@ import os
 import platform
 import random
 import re
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -52,7 +50,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("GRAMALIGN_DATA_DIR", ROOT.parent / "shared" / "data"))
-sys.path[:0] = [str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests" / "vllm_engine")]
+
+from serve import free_port, stop  # noqa: E402
 
 CLASSES = {"free": 0.35, "repeated": 0.25, "new": 0.2, "malformed": 0.1, "hostile": 0.1}
 REPEATED = [
@@ -218,16 +218,10 @@ def send(client, backend: str, request: Request, max_tokens: int, started: float
     return outcome
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(backend: str, args, log_path: Path):
     import openai
 
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, str(ROOT / "tests" / "vllm_engine" / "serve.py"), "serve", args.model, "--host",
                "127.0.0.1", "--port", str(port), "--served-model-name", "served", "--dtype", "bfloat16",
                "--max-model-len", "2048", "--max-num-seqs", str(args.max_num_seqs), "--enforce-eager",
@@ -253,22 +247,9 @@ def start_server(backend: str, args, log_path: Path):
             return process, client
         except openai.APIConnectionError:
             if time.monotonic() > deadline:
-                stop_server(process)
+                stop(process)
                 raise SystemExit(f"[{backend}] vllm serve not up after 600 s; see {log_path}")
             time.sleep(2)
-
-
-def stop_server(process) -> None:
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 30)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def run_backend(backend: str, args, log_dir: Path) -> Run:
@@ -288,7 +269,7 @@ def run_backend(backend: str, args, log_dir: Path) -> Run:
         done, seconds = _load(client, backend, args, mix, args.seconds)
         return Run(backend, seconds, alone + done, baseline)
     finally:
-        stop_server(process)
+        stop(process)
 
 
 def _load(client, backend: str, args, classes: "dict[str, float]", duration: float) -> "tuple[list[Outcome], float]":

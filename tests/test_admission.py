@@ -311,3 +311,19 @@ def test_the_folder_keeps_the_most_recent_files_within_its_size(tmp_path, monkey
     total = sum(path.stat().st_size for path in (cache_dir / "built").glob("*.pickle"))
     assert total <= sum(sizes[-3:]) and built_grammars.load(keep) is not None
     assert present == sorted(present) and not present[0] and present[-1]  # the oldest went first
+
+
+@pytest.mark.parametrize("workers, seconds", [("two", ""), ("0", ""), ("2", "soon"), ("2", "-1"), ("2", "nan")])
+def test_settings_from_the_environment_are_checked(monkeypatch, workers, seconds):
+    monkeypatch.setenv("GRAMALIGN_ADMISSION_WORKERS", workers)
+    monkeypatch.setenv("GRAMALIGN_ADMISSION_SECONDS", seconds)
+    with pytest.raises(ga.GramalignError, match="GRAMALIGN_ADMISSION_WORKERS="):
+        Admission.from_environment()
+
+
+def test_settings_from_the_environment_are_used(monkeypatch):
+    monkeypatch.setenv("GRAMALIGN_ADMISSION_WORKERS", "3")
+    monkeypatch.setenv("GRAMALIGN_ADMISSION_SECONDS", "1.5")
+    admission = Admission.from_environment()
+    assert admission._full.workers == 3 and admission.limits.max_compile_seconds == 1.5
+    assert admission.quick_limits.max_compile_seconds == 0.05 and admission._full._pool is None

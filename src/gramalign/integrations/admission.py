@@ -94,10 +94,17 @@ class Admission:
     def from_environment(cls) -> "Admission":
         """Workers from ``GRAMALIGN_ADMISSION_WORKERS`` (default 2), each request's compile
         time budget from ``GRAMALIGN_ADMISSION_SECONDS`` (default: CompileLimits')."""
-        workers = int(os.environ.get(WORKERS_VARIABLE) or 2)
-        seconds = os.environ.get(SECONDS_VARIABLE)
-        limits = CompileLimits(max_compile_seconds=float(seconds)) if seconds else CompileLimits()
-        return cls(workers=workers, limits=limits)
+        workers, seconds = os.environ.get(WORKERS_VARIABLE) or "2", os.environ.get(SECONDS_VARIABLE)
+        try:
+            count = int(workers)
+            limits = CompileLimits(max_compile_seconds=float(seconds)) if seconds else CompileLimits()
+        except ValueError:
+            raise GramalignError(f"{WORKERS_VARIABLE}={workers!r} must be a whole number of worker processes "
+                                 f"and {SECONDS_VARIABLE}={seconds!r} a number of seconds") from None
+        if count < 1 or (seconds and not limits.max_compile_seconds > 0):
+            raise GramalignError(f"{WORKERS_VARIABLE}={workers!r} must be at least 1 and {SECONDS_VARIABLE}="
+                                 f"{seconds!r} positive")
+        return cls(workers=count, limits=limits)
 
     def start(self) -> None:
         """Start the workers and have each load gramalign (and its compiled kernels), so the
