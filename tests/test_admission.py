@@ -327,3 +327,27 @@ def test_settings_from_the_environment_are_used(monkeypatch):
     admission = Admission.from_environment()
     assert admission._full.workers == 3 and admission.limits.max_compile_seconds == 1.5
     assert admission.quick_limits.max_compile_seconds == 0.05 and admission._full._pool is None
+
+
+class _HangingPool(_BreakingPool):
+    """A worker pool whose builds never finish (a hang, or numba compiling for longer than the grace)."""
+
+    def __init__(self):
+        super().__init__(0)
+
+    def submit(self, function, *args):
+        self.submitted += 1
+        return concurrent.futures.Future()
+
+
+def test_a_quick_build_past_its_deadline_goes_on_to_the_full_lane_and_a_full_one_is_refused(cache_dir, monkeypatch):
+    admission = Admission(workers=1, limits=ga.CompileLimits(max_compile_seconds=0.1), grace=0.2)
+    quick, full = _HangingPool(), _BreakingPool(0)
+    monkeypatch.setattr(admission._quick, "pool", lambda: quick)
+    monkeypatch.setattr(admission._full, "pool", lambda: full)
+    spec = {"regex": "[0-9]+hang"}
+    assert asyncio.run(admission.admit({"gramalign": json.dumps(spec)})) == _constraint(spec)
+    assert quick.submitted == 1 and full.submitted == 1
+    monkeypatch.setattr(admission._full, "pool", lambda: _HangingPool())
+    with pytest.raises(ConstraintError, match="did not compile within"):
+        asyncio.run(admission.admit({"gramalign": json.dumps({"regex": "[0-9]+stuck"})}))

@@ -67,9 +67,11 @@ class Admission:
     ``await admission.admit(extra_args)`` returns the request's constraint (None when it asks
     for none) or raises :class:`~gramalign.integrations.batch_rows.ConstraintError` with the
     reason. A build that outlives twice its time budget (front end, then parser tables) by
-    ``grace`` seconds (a hang the budget's checks did not catch) is refused and its lane's
-    workers replaced; the builds that shared those workers are tried once more, and one that
-    kills its worker twice is refused.
+    ``grace`` seconds is stopped and its lane's workers replaced: a quick one goes on to the
+    full lane, a full one is refused. (The budget leaves out numba compiling gramalign's kernels,
+    which in a fresh environment can take a worker's first builds well past it; ``grace`` covers
+    that, and a hang the budget's checks did not catch.) The builds that shared those workers are
+    tried once more, and one that kills its worker twice is refused.
 
     >>> admission = Admission(workers=1)
     >>> asyncio.run(admission.admit({"gramalign": {"regex": "[0-9]+"}}))
@@ -78,7 +80,7 @@ class Admission:
     """
 
     def __init__(self, workers: int = 2, limits: "CompileLimits | None" = None, quick_seconds: float = 0.05,
-                 grace: float = 10.0):
+                 grace: float = 60.0):
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.limits = limits if limits is not None else CompileLimits()
@@ -149,6 +151,10 @@ class Admission:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(pool.submit(_build, constraint, limits, quick)), deadline)
         except asyncio.TimeoutError:
+            if quick:  # numba compiling a kernel in a fresh worker, or a hang: the full lane decides
+                logger.warning("gramalign: a quick build ran past %.1f s; restarting the quick worker", deadline)
+                lane.stop(kill=True, pool=pool)
+                return _SLOW, None
             reason = f"did not compile within {deadline:.1f} s"
         except concurrent.futures.process.BrokenProcessPool:
             # Every build in a pool breaks with the one that killed a worker (or ran past its
