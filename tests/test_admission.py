@@ -16,6 +16,7 @@ import json
 import os
 import random
 import stat
+import time
 
 import numpy as np
 import pytest
@@ -351,3 +352,23 @@ def test_a_quick_build_past_its_deadline_goes_on_to_the_full_lane_and_a_full_one
     monkeypatch.setattr(admission._full, "pool", lambda: _HangingPool())
     with pytest.raises(ConstraintError, match="did not compile within"):
         asyncio.run(admission.admit({"gramalign": json.dumps({"regex": "[0-9]+stuck"})}))
+
+
+def test_budgets_in_cpu_time_leave_out_waiting(monkeypatch):
+    from gramalign.grammar import limits
+
+    budget = ga.CompileLimits(max_compile_seconds=0.05)
+    with pytest.raises(ga.LimitExceeded, match="max_compile_seconds"):
+        with limits.applied(budget):
+            time.sleep(0.1)  # waiting, as a worker at a low priority waits for a core
+            limits.check_time("wall time")
+    monkeypatch.setattr(limits, "_clock", limits._clock)  # restored after the test
+    limits.count_cpu_time()
+    with limits.applied(budget):
+        time.sleep(0.1)
+        limits.check_time("cpu time")  # nothing spent
+        with pytest.raises(ga.LimitExceeded, match="max_compile_seconds"):
+            started = time.process_time()
+            while time.process_time() - started < 0.1:  # work
+                pass
+            limits.check_time("cpu time")

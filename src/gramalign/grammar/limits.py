@@ -114,6 +114,9 @@ MEMORY_CHECK_SECONDS = 0.01
 """How often ``check_time`` samples the resident memory (reading it costs ~10 µs)."""
 
 
+_clock = time.monotonic  # see count_cpu_time
+
+
 class _JitClock:
     """Seconds numba has spent compiling (or loading) kernels in this process, and the
     resident memory that grew meanwhile (outermost compiles only): a first use of a kernel
@@ -127,14 +130,14 @@ class _JitClock:
     def on_start(self, event) -> None:
         depth = getattr(self._local, "depth", 0)
         if depth == 0:
-            self._local.began = time.monotonic()
+            self._local.began = _clock()
             self._local.resident = _resident_bytes()
         self._local.depth = depth + 1
 
     def on_end(self, event) -> None:
         self._local.depth -= 1
         if self._local.depth == 0:
-            self.seconds += time.monotonic() - self._local.began
+            self.seconds += _clock() - self._local.began
             self.resident += max(0, _resident_bytes() - self._local.resident)
 
 
@@ -202,8 +205,20 @@ def applied(limits: "CompileLimits | None"):
 
 
 def work_clock() -> float:
-    """time.monotonic() without the time numba spent compiling kernels."""
-    return time.monotonic() - _JIT.seconds
+    """time.monotonic() (or the process's CPU time, see :func:`count_cpu_time`) without the time
+    numba spent compiling kernels."""
+    return _clock() - _JIT.seconds
+
+
+def count_cpu_time() -> None:
+    """Measure compile budgets in this process's CPU time from now on, instead of wall time.
+
+    For processes that only compile (a server's admission workers, see
+    gramalign.integrations.admission): there, waiting for a core (a lower priority, a machine
+    busy decoding) is not work the input caused, and must not refuse a request. Call it before
+    any compile runs."""
+    global _clock
+    _clock = time.process_time
 
 
 def check_time(where: str = "") -> None:

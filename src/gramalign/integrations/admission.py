@@ -34,7 +34,7 @@ import time
 from typing import Any, Mapping
 
 from ..errors import GramalignError, LimitExceeded
-from ..grammar.limits import CompileLimits, applied
+from ..grammar.limits import CompileLimits, applied, count_cpu_time
 from .batch_rows import ConstraintError, RequestConstraint, admit, admitted, parse_request_constraint
 from . import built_grammars
 
@@ -62,7 +62,8 @@ The quick lane keeps the server's priority, since a request waits on each of its
 class Admission:
     """Check request constraints in worker processes: one quick lane (``quick_seconds`` per
     build), ``workers`` with the full ``limits`` (at a lower priority, see
-    :data:`FULL_LANE_NICENESS`).
+    :data:`FULL_LANE_NICENESS`). Time budgets count the workers' CPU time, so a build is not
+    refused for waiting while the machine decodes.
 
     ``await admission.admit(extra_args)`` returns the request's constraint (None when it asks
     for none) or raises :class:`~gramalign.integrations.batch_rows.ConstraintError` with the
@@ -183,7 +184,7 @@ class _Lane:
             if self._pool is None:
                 # spawn: the server has threads and an event loop, which a fork would copy mid-flight
                 self._pool = concurrent.futures.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority,
+                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
                     initargs=(self.priority,))
             return self._pool
 
@@ -202,7 +203,10 @@ class _Lane:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _lower_priority(niceness: int) -> None:
+def _start_worker(niceness: int) -> None:
+    # Budgets in CPU time: a build waiting for a core (this lower priority, an engine busy
+    # decoding) is not refused for the wait.
+    count_cpu_time()
     if niceness and hasattr(os, "nice"):
         try:
             os.nice(niceness)
