@@ -372,3 +372,18 @@ def test_budgets_in_cpu_time_leave_out_waiting(monkeypatch):
             while time.process_time() - started < 0.1:  # work
                 pass
             limits.check_time("cpu time")
+
+
+def test_a_lane_is_warmed_up_whenever_its_workers_start():
+    from gramalign.integrations.admission import _Lane
+
+    started = []
+    lane = _Lane(2, on_start=lambda pool, workers: started.append((pool, workers)))
+    try:
+        first = lane.pool()
+        assert lane.pool() is first and started == [(first, 2)]
+        lane.stop(kill=True, pool=first)
+        second = lane.pool()
+        assert second is not first and started == [(first, 2), (second, 2)]
+    finally:
+        lane.stop(kill=False)

@@ -31,7 +31,7 @@ import multiprocessing
 import os
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import GramalignError, LimitExceeded
 from ..grammar.limits import CompileLimits, applied, count_cpu_time
@@ -89,8 +89,8 @@ class Admission:
         self.quick_limits = dataclasses.replace(self.limits, max_compile_seconds=quick_seconds if full is None
                                                 else min(quick_seconds, full))
         self.grace = grace
-        self._quick = _Lane(1)
-        self._full = _Lane(workers, priority=FULL_LANE_NICENESS)
+        self._quick = _Lane(1, on_start=self._warm_up)
+        self._full = _Lane(workers, priority=FULL_LANE_NICENESS, on_start=self._warm_up)
         self._pending: "dict[RequestConstraint, asyncio.Future]" = {}
 
     @classmethod
@@ -110,12 +110,14 @@ class Admission:
         return cls(workers=count, limits=limits)
 
     def start(self) -> None:
-        """Start the workers and have each load gramalign (and its compiled kernels), so the
-        first constrained request does not wait for that."""
-        for lane in (self._quick, self._full):
-            pool = lane.pool()
-            for _ in range(lane.workers):
-                pool.submit(_build, _WARM_UP, self.limits)
+        """Start the workers now rather than at the first constrained request (each lane's
+        workers, whenever started or replaced, first load gramalign and its compiled kernels)."""
+        self._quick.pool()
+        self._full.pool()
+
+    def _warm_up(self, pool: concurrent.futures.ProcessPoolExecutor, workers: int) -> None:
+        for _ in range(workers):
+            pool.submit(_build, _WARM_UP, self.limits)
 
     async def admit(self, extra_args: "Mapping[str, Any] | None") -> "RequestConstraint | None":
         constraint = parse_request_constraint(extra_args)
@@ -173,9 +175,11 @@ class _Lane:
     """A pool of worker processes, started on first use and replaced after a failure, their
     scheduling priority lowered by ``priority`` (Unix niceness)."""
 
-    def __init__(self, workers: int, priority: int = 0):
+    def __init__(self, workers: int, priority: int = 0,
+                 on_start: "Callable[[concurrent.futures.ProcessPoolExecutor, int], None] | None" = None):
         self.workers = workers
         self.priority = priority
+        self.on_start = on_start  # given each new pool (and the worker count) as it starts
         self._pool: "concurrent.futures.ProcessPoolExecutor | None" = None
         self._lock = threading.Lock()
 
@@ -186,6 +190,8 @@ class _Lane:
                 self._pool = concurrent.futures.ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
                     initargs=(self.priority,))
+                if self.on_start is not None:
+                    self.on_start(self._pool, self.workers)
             return self._pool
 
     def stop(self, kill: bool, pool: "concurrent.futures.ProcessPoolExecutor | None" = None) -> None:
