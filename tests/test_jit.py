@@ -2,6 +2,9 @@
 results of the Python code they compile, keep what a kernel returns alive, and leave fewer
 reference counts than numba's own pipeline."""
 
+import gc
+import sys
+
 import numba
 import numpy as np
 
@@ -240,3 +243,77 @@ def test_inlining_with_one_memo_per_call_gives_python_results():
             return clamp(values[:split], 0, 5) * 100 + clamp(values[split:], 2, 3)
 
         assert compiled(values) == two(2) * 10_000 + two(n - 1)
+
+
+@kernel(inline="always")
+def _pick_from(bundle, i, flag):
+    a, b, c = bundle  # the members of a borrowed bundle: borrowed too
+    if flag > 0:
+        if a[i] > b[i]:
+            return a[i] + c[i % c.shape[0]]
+        return bundle[1][i]
+    x = 0
+    for k in range(c.shape[0]):
+        if c[k] == i:
+            x += a[k % a.shape[0]]
+    return x
+
+
+def _walk_bundle(bundle):
+    total = 0
+    for i in range(bundle[0].shape[0]):
+        total += _pick_from(bundle, i, i % 3)
+    return total
+
+
+def _walk_built(a, b, c):
+    return _walk_bundle_kernel((a, b, c))  # a bundle of borrowed arrays is borrowed too
+
+
+_walk_bundle_kernel = kernel(_walk_bundle, cache=False)
+_walk_built_kernel = kernel(_walk_built, cache=False)
+
+
+def test_bundle_members_are_borrowed_like_arguments():
+    rng = np.random.default_rng(5)
+    a, b, c = rng.integers(0, 9, size=40), rng.integers(0, 9, size=40), rng.integers(0, 40, size=7)
+    before = [sys.getrefcount(x) for x in (a, b, c)]
+    for _ in range(3):
+        assert _walk_bundle_kernel((a, b, c)) == _walk_built_kernel(a, b, c) == _walk(a, b, c)
+    assert [sys.getrefcount(x) for x in (a, b, c)] == before  # nothing leaked, nothing freed early
+    assert _increfs(_walk_bundle_kernel) == 0 and _increfs(_walk_built_kernel) == 0
+    plain = numba.njit(_walk_bundle)
+    assert plain((a, b, c)) == _walk(a, b, c)
+    assert _increfs(plain) > 0  # (numba's own pipeline counts them)
+
+
+def _rebind_in_loop(bundle, n):
+    total = 0
+    for i in range(n):
+        picked = bundle[i % 2]  # assigned once, run n times: holds no reference
+        if i % 3 == 0:
+            picked = picked[1:]  # a view of its own: not borrowed, counted as usual
+        total += picked[0]
+    return total
+
+
+def _swap_in_loop(bundle, n):
+    total = 0
+    first, second = bundle
+    for _ in range(n):
+        first, second = second, first  # assigned twice: counted as usual
+        total += first[0] - second[0]
+    return total
+
+
+def test_bundle_members_bound_again_give_python_results():
+    a, b = np.arange(10, 20), np.arange(30, 40)
+    before = [sys.getrefcount(x) for x in (a, b)]
+    for python in (_rebind_in_loop, _swap_in_loop):
+        compiled = kernel(python, cache=False)
+        for n in (0, 1, 7, 50):
+            assert compiled((a, b), n) == python((a, b), n)
+    gc.collect()
+    np.arange(1000)  # reuse freed memory if something was freed too early
+    assert [sys.getrefcount(x) for x in (a, b)] == before
+    assert a.tolist() == list(range(10, 20)) and b.tolist() == list(range(30, 40))

@@ -175,10 +175,9 @@ def coverage_after(compiled: CompiledGrammar, prefix: bytes) -> np.ndarray:
     assert hyps is not None and hyps.shape[0] == 1
     q, parser_state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
     steps = step_bytes(lexer.byte_class, TEXT)  # as the mask store does
-    depth, _, _ = text_coverage(lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte,
-                                tables.candidate_bits[parser_state], tables.reach_bits, tables.reach_done, np.int32(q),
-                                TEXT, *steps, LEVELS[-1], np.zeros((lexer.num_states, TEXT.shape[0], 3), np.int32),
-                                np.int64(0), np.int64(1))
+    depth, _, _ = text_coverage(tables.lexer_arrays, tables.candidate_bits[parser_state], tables.reach_bits,
+                                tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1],
+                                np.zeros((lexer.num_states, TEXT.shape[0], 3), np.int32), np.int64(0), np.int64(1))
     return depth
 
 
@@ -197,8 +196,8 @@ def test_coverage_reuses_a_scratch_it_never_clears():
     for used in range(0, 40, 7):
         hyps, _ = parser.feed(parser.initial_state(), b'"' + b"a" * used)
         q, state = int(hyps[0, LEXEME]), int(parser.pool.state[hyps[0, STACK]])
-        args = (lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, tables.candidate_bits[state],
-                tables.reach_bits, tables.reach_done, np.int32(q), TEXT, *steps, LEVELS[-1])
+        args = (tables.lexer_arrays, tables.candidate_bits[state], tables.reach_bits, tables.reach_done, np.int32(q),
+                TEXT, *steps, LEVELS[-1])
         fresh = text_coverage(*args, np.zeros_like(dirty), np.int64(0), np.int64(1))
         kept = text_coverage(*args, dirty.copy(), np.int64(1000 + 300 * used), np.int64(7000))
         assert np.array_equal(fresh[0], kept[0]) and np.array_equal(fresh[1], kept[1])

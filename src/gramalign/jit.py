@@ -12,7 +12,8 @@ kernels"):
   is provably the same value;
 - a kernel called from another kernel (or from Python) increfs each array argument on entry
   and decrefs it on exit, though its caller holds a reference for the whole call;
-  :class:`BorrowingLower` drops that pair.
+  :class:`BorrowingLower` drops that pair, and those of the members of a tuple argument
+  (kernels pass their arrays in named bundles: ``lexer``, ``lr``, ``glue``, ``pool``).
 
 A third change is to numba's inliner, for compile time alone: see :class:`_InlinerCopy`.
 """
@@ -23,7 +24,7 @@ import collections
 import copy
 
 import numba
-from numba.core import inline_closurecall, ir, lowering
+from numba.core import inline_closurecall, ir, lowering, types
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
@@ -96,30 +97,87 @@ class BorrowingLower(lowering.Lower):
     """numba's lowering, with the function's arguments borrowed: the caller holds a
     reference to each for the whole call, so the parameter's own incref on entry and decref
     where it dies are dropped (a parameter assigned once, from its argument, of the
-    argument's type; what it is copied, stored or returned into still takes a reference)."""
+    argument's type; what it is copied, stored or returned into still takes a reference).
+
+    A bundle (a tuple of arrays) passed as an argument lends its members the same way: a
+    variable assigned once from a borrowed tuple's member (``trans, accept = lexer``,
+    ``lexer[0]``), or copied once from a borrowed variable, is borrowed too, since the tuple
+    holds its members for as long as the caller holds the tuple; and so is a tuple built of
+    borrowed variables alone. A borrowed variable never holds a reference, even where a loop
+    assigns it again. Without this, each member an inlined helper unpacks costs an atomic
+    incref and decref per call of the helper: 15x the time of a small helper's step in a
+    loop (docs/benchmarks.md, "Kernel arguments in bundles")."""
 
     def pre_lower(self):
         super().pre_lower()
         assigned = collections.Counter()
-        from_args = set()
+        sources = {}
         for block in self.func_ir.blocks.values():
             for stmt in block.body:
                 if isinstance(stmt, ir.Assign):
                     assigned[stmt.target.name] += 1
-                    if isinstance(stmt.value, ir.Arg) and (self.typeof("arg." + stmt.value.name)
-                                                           == self.typeof(stmt.target.name)):
-                        from_args.add(stmt.target.name)
-        self._borrowed = set() if self.generator_info else {name for name in from_args if assigned[name] == 1}
+                    sources[stmt.target.name] = stmt.value
+        borrowed = set()
+        if not self.generator_info:
+            changed = True
+            while changed:
+                changed = False
+                for name, value in sources.items():
+                    if name not in borrowed and assigned[name] == 1 and self._lends(name, value, borrowed):
+                        borrowed.add(name)
+                        changed = True
+        self._borrowed = borrowed
         self._borrowing = False
 
+    def _lends(self, name, value, borrowed) -> bool:
+        """Is ``name = value`` a variable that may borrow its value (see the class)?"""
+        if isinstance(value, ir.Arg):
+            return self.typeof("arg." + value.name) == self.typeof(name)
+        if isinstance(value, ir.Var):
+            return value.name in borrowed and self.typeof(value.name) == self.typeof(name)
+        if not isinstance(value, ir.Expr):
+            return False
+        if value.op == "build_tuple":
+            bundle = self.typeof(name)
+            return all(item.name in borrowed and self.typeof(item.name) == bundle[index]
+                       for index, item in enumerate(value.items))
+        if value.op not in ("exhaust_iter", "static_getitem"):
+            return False
+        if value.value.name not in borrowed:
+            return False
+        bundle = self.typeof(value.value.name)
+        if not isinstance(bundle, types.BaseTuple):
+            return False
+        if value.op == "exhaust_iter":
+            return bundle == self.typeof(name)
+        index = value.index
+        return (isinstance(index, int) and 0 <= index < len(bundle)
+                and bundle[index] == self.typeof(name))
+
     def lower_assign(self, ty, inst):
-        if isinstance(inst.value, ir.Arg) and inst.target.name in self._borrowed:
+        value = inst.value
+        if inst.target.name in self._borrowed:
+            if isinstance(value, ir.Arg) or (isinstance(value, ir.Expr) and value.op == "build_tuple"):
+                self._borrowing = True
+                try:
+                    return super().lower_assign(ty, inst)
+                finally:
+                    self._borrowing = False
+            held = self.loadvar(value.name if isinstance(value, ir.Var) else value.value.name)
+            if isinstance(value, ir.Expr) and value.op == "static_getitem":
+                return self.builder.extract_value(held, value.index)
+            return held
+        return super().lower_assign(ty, inst)
+
+    def storevar(self, value, name, argidx=None):
+        # (a borrowed variable assigned in a loop holds no reference to the value it had)
+        if name in self._borrowed:
             self._borrowing = True
             try:
-                return super().lower_assign(ty, inst)
+                return super().storevar(value, name, argidx)
             finally:
                 self._borrowing = False
-        return super().lower_assign(ty, inst)
+        return super().storevar(value, name, argidx)
 
     def delvar(self, name):
         if name in self._borrowed:

@@ -102,16 +102,25 @@ class ParserTables:
 
     @cached_property
     def lexer_arrays(self) -> tuple:
-        """``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte``: the lexer DFA."""
+        """The ``lexer`` bundle: ``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte``,
+        the lexer DFA."""
         lx = self.lexer
         return lx.transitions, lx.accept_bits, lx.alive_bits, lx.is_start, lx.class_byte
 
     @cached_property
     def lr_arrays(self) -> tuple:
-        """``action, goto, rule_lhs, rule_len, term_column``: the LALR table and each lexer
-        terminal's column in it."""
+        """The ``lr`` bundle: ``action, goto, rule_lhs, rule_len, term_column``, the LALR table
+        and each lexer terminal's column in it."""
         t = self.table
         return t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column
+
+    @cached_property
+    def glue_arrays(self) -> tuple:
+        """The ``glue`` bundle: ``cand_bits, cand_id, reach_bits, reach_done, layout,
+        end_effects, tracks_column``, what ties the lexer to the table (the candidates of each
+        parser state, the reachable-winners cache, the layout, what ending each terminal does)."""
+        return (self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done, self.layout,
+                self.end_effects, self.tracks_column)
 
     @cached_property
     def reads_before(self) -> bool:
@@ -120,14 +129,11 @@ class ParserTables:
         return bool(np.any(self.candidate_id[:half] != self.candidate_id[half:]))
 
     def kernel_args(self) -> tuple:
-        """The arrays, in the order the kernels of :mod:`gramalign.parsing` take them first:
-        the lexer, the LALR table, the candidates, the reachable-winners cache, the layout.
-        (Flat positional arrays. Not for the cost of a tuple from Python: with numba 0.68 a
-        plain tuple of 17 arrays costs ~0.15 µs a call more. Inside numba, a tuple unpacked
-        or read field by field in a hot helper still costs a reference-count pair per array,
-        which :mod:`gramalign.jit` does not remove: docs/benchmarks.md, issue 39.)"""
-        return (*self.lexer_arrays, *self.lr_arrays, self.candidate_bits, self.candidate_id, self.reach_bits,
-                self.reach_done, self.layout, self.end_effects, self.tracks_column)
+        """``(lexer, lr, glue)``: the bundles the kernels of :mod:`gramalign.parsing` take first
+        (:attr:`lexer_arrays`, :attr:`lr_arrays`, :attr:`glue_arrays`). Tuples from Python cost
+        ~15 ns an array a call more than flat arguments (numba 0.68); inside numba, their
+        members are borrowed, not counted (:mod:`gramalign.jit`)."""
+        return self.lexer_arrays, self.lr_arrays, self.glue_arrays
 
 
 def _check_newline_reaches_every_column(terminal) -> None:

@@ -103,9 +103,13 @@ class LazyParserTables:
         lx = self.lexer
         return lx.transitions, lx.accept_bits, lx.alive_bits, lx.is_start, lx.class_byte
 
+    @property
+    def glue_arrays(self) -> tuple:
+        return (self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done, self.layout,
+                self.end_effects, self.tracks_column)
+
     def kernel_args(self) -> tuple:
-        return (*self.lexer_arrays, *self.lr_arrays, self.candidate_bits, self.candidate_id, self.reach_bits,
-                self.reach_done, self.layout, self.end_effects, self.tracks_column)
+        return self.lexer_arrays, self.lr_arrays, self.glue_arrays
 
     def terminal_id(self, name: str) -> int:
         return self._column[name] if name != "$END" else self.end_column

@@ -19,10 +19,10 @@ shadow set) are merged after every byte, and so are equal shadows of one hypothe
 a newline lexeme ends outside brackets, the parser is fed the newline terminal and then an
 indent or the dedents its column calls for.
 
-Argument order of the kernels: the ``ParserTables.kernel_args()`` arrays first (named
-``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs,
-rule_len, term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
-tracks_column``), then the pools (:meth:`.stacks.StackPool.arrays`), then the rest.
+The kernels take their arrays in four bundles (tuples, unpacked where used, which costs
+nothing: see :mod:`gramalign.jit`), first and in this order: ``lexer``, ``lr`` and ``glue``
+(``ParserTables.kernel_args()``, which names their members) and ``pool``
+(:meth:`.stacks.StackPool.arrays`); then the rest.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_
 
 
 @kernel
-def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
-                 scratch_parent, exposed, node, scratch_alloc, free_terminal, wanted, usable, known):
+def usable_meets(lr, pool, node, scratch_alloc, free_terminal, wanted, usable, known):
     """Can the stack ``node`` really shift (or ignore) some terminal of ``wanted``?
 
     ``usable``/``known`` (uint64 bitsets) memoize the per-terminal answers for this stack:
@@ -54,6 +53,8 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
     column, so whatever indent or dedents the stack needs can follow. Returns (answer,
     status).
     """
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     words = wanted.shape[0]
     if free_terminal >= 0 and (wanted[free_terminal >> 6] >> np.uint64(free_terminal & 63)) & np.uint64(1):
         return True, OK
@@ -69,13 +70,9 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
                 column = term_column[w * 64 + k]
                 ok = column < 0
                 if not ok:
-                    top, _, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                   scratch_state, scratch_parent, exposed, node, column, True,
-                                                   scratch_alloc)
+                    top, _, status = feed_terminal(lr, pool, node, column, True, scratch_alloc)
                     if top == FORKED:
-                        top, _, status = feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                  scratch_state, scratch_parent, exposed, node, column, True,
-                                                  scratch_alloc)
+                        top, _, status = feed_any(lr, pool, node, column, True, scratch_alloc)
                     if status != OK:
                         return False, status
                     ok = top != -1
@@ -89,15 +86,16 @@ def usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool
 
 
 @kernel
-def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
-                      tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyp,
-                      scratch_alloc):
+def hypothesis_viable(lexer, lr, glue, pool, hyp, scratch_alloc):
     """Can this hypothesis still be completed to a sentence? Returns (viable, status).
 
     Its stack is a viable prefix (LALR never shifts into a dead end), so the question is
     only whether the current lexeme can become a terminal the stack can take.
     """
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     q = hyp[LEXEME]
     if lx_is_start[q] != 0:
         return True, OK
@@ -105,14 +103,11 @@ def hypothesis_viable(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
     reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
     usable = np.zeros(cand_bits.shape[1], np.uint64)
     known = np.zeros(cand_bits.shape[1], np.uint64)
-    return usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
-                        scratch_parent, exposed, node, scratch_alloc, free_terminal(layout, hyp[BRACKETS]),
-                        reach, usable, known)
+    return usable_meets(lr, pool, node, scratch_alloc, free_terminal(layout, hyp[BRACKETS]), reach, usable, known)
 
 
 @kernel
-def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-               scratch_state, scratch_parent, exposed, node, winner, brackets, column, blocks, to_scratch, alloc):
+def end_lexeme(lr, layout, end_effects, pool, node, winner, brackets, column, blocks, to_scratch, alloc):
     """Feed the parser what a lexeme won by lexer terminal ``winner`` means.
 
     Usually that is the terminal itself (nothing for an ignored one). A newline lexeme
@@ -121,13 +116,13 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effect
     then be the column of an open block. Returns ``(node, brackets, blocks, alloc,
     status)``; the node is -1 when the parser rejects it.
     """
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if winner == layout[NEWLINE_TERMINAL]:
         if brackets > 0:
             return node, brackets, blocks, alloc, OK
         column = newline_column(column)
-        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                            scratch_state, scratch_parent, exposed, node,
-                                            layout[NEWLINE_COLUMN], to_scratch, alloc)
+        node, alloc, status = feed_terminal(lr, pool, node, layout[NEWLINE_COLUMN], to_scratch, alloc)
         if status != OK or node < 0:
             return node, brackets, blocks, alloc, status
         level = 0 if blocks < 0 else node_state(pool_state, scratch_state, blocks)
@@ -144,14 +139,10 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effect
                 pool_parent[alloc] = blocks
                 blocks = alloc
             alloc += 1
-            node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                scratch_state, scratch_parent, exposed, node,
-                                                layout[INDENT_COLUMN], to_scratch, alloc)
+            node, alloc, status = feed_terminal(lr, pool, node, layout[INDENT_COLUMN], to_scratch, alloc)
             return node, brackets, blocks, alloc, status
         while column < level:
-            node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                scratch_state, scratch_parent, exposed, node,
-                                                layout[DEDENT_COLUMN], to_scratch, alloc)
+            node, alloc, status = feed_terminal(lr, pool, node, layout[DEDENT_COLUMN], to_scratch, alloc)
             if status != OK or node < 0:
                 return node, brackets, blocks, alloc, status
             blocks = node_parent(pool_parent, scratch_parent, blocks)
@@ -161,9 +152,7 @@ def end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout, end_effect
         return node, brackets, blocks, alloc, OK
     parser_column = term_column[winner]
     if parser_column >= 0:
-        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                            scratch_state, scratch_parent, exposed, node, parser_column,
-                                            to_scratch, alloc)
+        node, alloc, status = feed_terminal(lr, pool, node, parser_column, to_scratch, alloc)
         if status != OK or node < 0:
             return node, brackets, blocks, alloc, status
     return node, brackets + end_effects[winner, BRACKET_DELTA], blocks, alloc, OK
@@ -239,12 +228,13 @@ def _any_shadowed(out, first, n_out):
 
 
 @kernel
-def _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first, n_out):
+def _drop_cornered(lexer, cand_bits, pool_state, scratch_state, out, first, n_out):
     """Remove from ``out[first:n_out]`` (order kept) the rows whose shadows leave their
     lexeme no way on (:func:`.lexing.lexeme_escapes_shadows`); returns the rows left."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     kept = first
     for h in range(first, n_out):
-        if _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out[h]):
+        if _escapes_shadows(lexer, cand_bits, pool_state, scratch_state, out[h]):
             if kept != h:
                 out[kept] = out[h]
             kept += 1
@@ -252,8 +242,9 @@ def _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch
 
 
 @kernel(inline="always")
-def _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, row):
+def _escapes_shadows(lexer, cand_bits, pool_state, scratch_state, row):
     """:func:`.lexing.lexeme_escapes_shadows` for a hypothesis row."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     q = row[LEXEME]
     cand = cand_bits[node_state(pool_state, scratch_state, row[STACK])]
     slots = shadow_slots(row.shape[0])
@@ -276,27 +267,22 @@ def _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scrat
 
 
 @kernel(inline="always")
-def advance_hypothesis(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                       term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state,
-                       pool_parent, scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out,
-                       n_out, ended):
+def advance_hypothesis(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out, ended):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``, without those whose
     shadows leave no way on (see :func:`.lexing.lexeme_escapes_shadows` and :func:`_successors`)."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     first = n_out
-    n_out, alloc, status = _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto,
-                                       rule_lhs, rule_len, term_column, cand_bits, cand_id, layout, end_effects,
-                                       tracks_column, pool_state, pool_parent, scratch_state, scratch_parent,
-                                       exposed, hyp, byte, to_scratch, alloc, out, n_out, ended)
+    n_out, alloc, status = _successors(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out, ended)
     if status == OK and byte >= 0x80 and _any_shadowed(out, first, n_out):  # (ASCII starts or ends a character)
-        n_out = _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first,
-                               n_out)
+        n_out = _drop_cornered(lexer, cand_bits, pool_state, scratch_state, out, first, n_out)
     return n_out, alloc, status
 
 
 @kernel(inline="always")
-def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
-                scratch_state, scratch_parent, exposed, hyp, byte, to_scratch, alloc, out, n_out, ended):
+def _successors(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out, ended):
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: "the lexeme goes on" and "the lexeme ended just
@@ -313,6 +299,10 @@ def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, actio
     token that starts with its last byte). Lexed every way, the lexeme's deeper states
     share it too (same stack); it is taken only for the same terminal.
     """
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
         return n_out, alloc, OK
     node = hyp[STACK]
@@ -356,10 +346,8 @@ def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, actio
         if ahead >= 0 and not intersects(lx_alive[ahead], cand_bits[lookahead]):
             ahead = -1
     if every and _own_longest_among(end_effects, lx_accept[q], cand):
-        return _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action, goto, rule_lhs,
-                                 rule_len, term_column, layout, end_effects, tracks_column, pool_state, pool_parent,
-                                 scratch_state, scratch_parent, exposed, hyp, byte, went_on, to_scratch, alloc, out,
-                                 n_out)
+        return _end_each_reading(lexer, lr, glue, pool, hyp, byte, went_on, to_scratch, alloc, out, n_out)
+    ending = (byte, winner, state, shadow, ahead, lookahead)
     several = every and several_common_bits(lx_accept[q], cand)
     if ended[3] >= 1 and ended[4] != (-2 if several else winner):
         ended[3] = 0  # remembered for another terminal (an earlier state of the lexeme): redone
@@ -369,49 +357,36 @@ def _successors(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, actio
         brackets, blocks = ended[1], ended[2]
         link = ended[0]
         while link >= 0:
-            n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
-                                         pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead,
-                                         lookahead, node_state(pool_state, scratch_state, link), brackets, blocks,
-                                         out, n_out)
+            n_out, status = _write_ended(lexer, glue, pool, hyp, ending, node_state(pool_state, scratch_state, link),
+                                         brackets, blocks, out, n_out)
             if status != OK:
                 return n_out, alloc, status
             link = node_parent(pool_parent, scratch_parent, link)
         return n_out, alloc, OK
     elif several:  # each terminal that accepts is a reading
-        tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout,
-                                                          end_effects, pool_state, pool_parent, scratch_state,
-                                                          scratch_parent, exposed, node, lx_accept[q], cand,
+        tops, count, alloc, status = _every_winner_stacks(lr, layout, end_effects, pool, node, lx_accept[q], cand,
                                                           to_scratch, alloc)
         if status != OK:
             return n_out, alloc, status
-        return _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
-                             pool_state, scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead,
-                             lookahead, tops, count, hyp[BRACKETS], hyp[BLOCKS], to_scratch, alloc, out, n_out,
-                             ended, -2)
+        return _write_stacks(lexer, glue, pool, hyp, ending, tops, count, hyp[BRACKETS], hyp[BLOCKS], to_scratch,
+                             alloc, out, n_out, ended, -2)
     else:
-        new_node, brackets, blocks, alloc, status = end_lexeme(
-            action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-            scratch_state, scratch_parent, exposed, node, winner, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
-            to_scratch, alloc)
+        new_node, brackets, blocks, alloc, status = end_lexeme(lr, layout, end_effects, pool, node, winner,
+                                                               hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS], to_scratch,
+                                                               alloc)
         if status != OK:
             return n_out, alloc, status
         if new_node == FORKED:  # a generalized grammar (no layout): one successor per stack
-            tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                  scratch_state, scratch_parent, exposed, node, term_column[winner],
-                                                  to_scratch, alloc)
+            tops, count, alloc, status = feed_all(lr, pool, node, term_column[winner], to_scratch, alloc)
             if status != OK:
                 return n_out, alloc, status
-            return _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
-                                 pool_state, scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead,
-                                 lookahead, tops, count, brackets, blocks, to_scratch, alloc, out, n_out, ended,
-                                 winner)
+            return _write_stacks(lexer, glue, pool, hyp, ending, tops, count, brackets, blocks, to_scratch, alloc,
+                                 out, n_out, ended, winner)
         if ended[3] == 0:
             ended[0], ended[1], ended[2], ended[3], ended[4] = new_node, brackets, blocks, 1, winner
     if new_node < 0:
         return n_out, alloc, OK
-    n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
-                                 pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead,
-                                 new_node, brackets, blocks, out, n_out)
+    n_out, status = _write_ended(lexer, glue, pool, hyp, ending, new_node, brackets, blocks, out, n_out)
     return n_out, alloc, status
 
 
@@ -435,14 +410,16 @@ def _own_longest_among(end_effects, accept, cand):
 
 
 @kernel
-def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action, goto, rule_lhs, rule_len,
-                      term_column, layout, end_effects, tracks_column, pool_state, pool_parent, scratch_state,
-                      scratch_parent, exposed, hyp, byte, went_on, to_scratch, alloc, out, n_out):
+def _end_each_reading(lexer, lr, glue, pool, hyp, byte, went_on, to_scratch, alloc, out, n_out):
     """The successors of ``hyp`` whose lexeme (lexed every way) ended before ``byte``, one
     terminal at a time: a terminal lexed by its own longest match (``OWN_LONGEST``) ends
     here only if ``byte`` does not take it on to a match, and leaves a shadow (of its pseudo
     parser state) while it could still reach one. Nothing is remembered for the trie walk's
     siblings (see :func:`advance_hypothesis`). Returns ``(n_out, alloc, status)``."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     node = hyp[STACK]
     state = node_state(pool_state, scratch_state, node)
     cand = cand_bits[state]
@@ -462,16 +439,14 @@ def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action,
                         continue  # the terminal's own match goes on past this byte
                     if _has_bit(lx_alive[went_on], terminal):
                         shadow = went_on
-                tops, count, brackets, blocks, alloc, status = _stacks_after(
-                    action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-                    scratch_state, scratch_parent, exposed, node, terminal, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
-                    to_scratch, alloc)
+                tops, count, brackets, blocks, alloc, status = _stacks_after(lr, layout, end_effects, pool, node,
+                                                                             terminal, hyp[BRACKETS], hyp[COLUMN],
+                                                                             hyp[BLOCKS], to_scratch, alloc)
                 if status != OK:
                     return n_out, alloc, status
                 for j in range(count):
-                    n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column,
-                                                 layout, pool_state, scratch_state, hyp, byte, terminal, own, shadow,
-                                                 -1, -1, tops[j], brackets, blocks, out, n_out)
+                    n_out, status = _write_ended(lexer, glue, pool, hyp, (byte, terminal, own, shadow, -1, -1),
+                                                 tops[j], brackets, blocks, out, n_out)
                     if status != OK:
                         return n_out, alloc, status
             x >>= np.uint64(1)
@@ -480,29 +455,27 @@ def _end_each_reading(lx_trans, lx_accept, lx_alive, cand_bits, cand_id, action,
 
 
 @kernel
-def _stacks_after(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-                  scratch_state, scratch_parent, exposed, node, terminal, brackets, column, blocks, to_scratch, alloc):
+def _stacks_after(lr, layout, end_effects, pool, node, terminal, brackets, column, blocks, to_scratch, alloc):
     """Every stack that ``node`` becomes where a lexeme of lexer terminal ``terminal`` ends
     (:func:`end_lexeme`, and :func:`.stacks.feed_all` where a generalized parser forks):
     ``(tops, count, brackets, blocks, alloc, status)``, ``tops[:count]`` without rejected ones."""
-    new_node, brackets, blocks, alloc, status = end_lexeme(action, goto, rule_lhs, rule_len, term_column, layout,
-                                                           end_effects, pool_state, pool_parent, scratch_state,
-                                                           scratch_parent, exposed, node, terminal, brackets, column,
-                                                           blocks, to_scratch, alloc)
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    new_node, brackets, blocks, alloc, status = end_lexeme(lr, layout, end_effects, pool, node, terminal, brackets,
+                                                           column, blocks, to_scratch, alloc)
     if status == OK and new_node == FORKED:
-        tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                              scratch_state, scratch_parent, exposed, node, term_column[terminal],
-                                              to_scratch, alloc)
+        tops, count, alloc, status = feed_all(lr, pool, node, term_column[terminal], to_scratch, alloc)
         return tops, count, brackets, blocks, alloc, status
     return np.full(1, new_node, np.int32), 1 if status == OK and new_node >= 0 else 0, brackets, blocks, alloc, status
 
 
 @kernel
-def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state,
-                         pool_parent, scratch_state, scratch_parent, exposed, node, accept, cand, to_scratch, alloc):
+def _every_winner_stacks(lr, layout, end_effects, pool, node, accept, cand, to_scratch, alloc):
     """The stacks that ``node`` becomes on each terminal of ``accept`` & ``cand`` (a grammar
     lexed every way: every terminal that accepts the lexeme is a reading of its own), as
     ``(tops, count, alloc, status)`` like :func:`.stacks.feed_all`."""
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     tops = np.empty(4, np.int32)
     count = 0
     for w in range(accept.shape[0]):
@@ -510,9 +483,8 @@ def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout, 
         k = 0
         while x:
             if x & np.uint64(1):
-                found, n_found, _, _, alloc, status = _stacks_after(
-                    action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-                    scratch_state, scratch_parent, exposed, node, w * 64 + k, 0, 0, -1, to_scratch, alloc)
+                found, n_found, _, _, alloc, status = _stacks_after(lr, layout, end_effects, pool, node, w * 64 + k, 0,
+                                                                    0, -1, to_scratch, alloc)
                 if status != OK:
                     return tops, 0, alloc, status
                 for j in range(n_found):
@@ -530,13 +502,14 @@ def _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column, layout, 
 
 
 @kernel(inline="always")
-def _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout, pool_state,
-                  scratch_state, scratch_parent, hyp, byte, winner, state, shadow, ahead, lookahead, tops, count,
-                  brackets, blocks, to_scratch, alloc, out, n_out, ended, key):
-    """Write a successor of ``hyp`` per stack of ``tops[:count]`` (its lexeme ended before
-    ``byte``), remembering the stacks in ``ended`` as a list in the scratch pool where the
+def _write_stacks(lexer, glue, pool, hyp, ending, tops, count, brackets, blocks, to_scratch, alloc, out, n_out, ended,
+                  key):
+    """Write a successor of ``hyp`` per stack of ``tops[:count]`` (its lexeme ended as
+    ``ending`` says, see :func:`_write_ended`), remembering the stacks in ``ended`` as a list in the scratch pool where the
     caller lets it (see :func:`advance_hypothesis`; ``key``: the terminal fed, -2 for every
     one that accepts). Returns ``(n_out, alloc, status)``."""
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if ended[3] == 0 and to_scratch and alloc + count <= scratch_state.shape[0]:
         link = -1
         for k in range(count):
@@ -546,21 +519,24 @@ def _write_stacks(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_co
             alloc += 1
         ended[0], ended[1], ended[2], ended[3], ended[4] = link, brackets, blocks, 2, key
     for k in range(count):
-        n_out, status = _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout,
-                                     pool_state, scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead,
-                                     tops[k], brackets, blocks, out, n_out)
+        n_out, status = _write_ended(lexer, glue, pool, hyp, ending, tops[k], brackets, blocks, out, n_out)
         if status != OK:
             return n_out, alloc, status
     return n_out, alloc, OK
 
 
 @kernel(inline="always")
-def _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_column, layout, pool_state,
-                 scratch_state, hyp, byte, winner, state, shadow, ahead, lookahead, new_node, brackets, blocks, out,
-                 n_out):
+def _write_ended(lexer, glue, pool, hyp, ending, new_node, brackets, blocks, out, n_out):
     """Write to ``out[n_out]`` the successor of ``hyp`` whose lexeme (won by ``winner``) ended
     before ``byte`` with the stack ``new_node``, unless ``byte`` cannot start the next
-    lexeme there. Returns ``(n_out, status)``."""
+    lexeme there. ``ending`` is ``(byte, winner, state, shadow, ahead, lookahead)``: the byte
+    after the lexeme, its winner, the parser state it was lexed in, the shadow of a longer
+    lexeme (or -1) and that of the lookahead's pseudo parser state (``ahead``, or -1, and
+    ``lookahead``). Returns ``(n_out, status)``."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    byte, winner, state, shadow, ahead, lookahead = ending
     new_state = node_state(pool_state, scratch_state, new_node)
     # The next lexeme starts at the new state's start, after a word character or not.
     first = lx_trans[cand_id[new_state + (cand_id.shape[0] >> 1) * end_effects[winner, ENDS_IN_WORD]], byte]
@@ -585,17 +561,19 @@ def _write_ended(lx_trans, lx_alive, cand_bits, cand_id, end_effects, tracks_col
 
 
 @kernel
-def same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
+def same_hypothesis(pool, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` mean the same: equal stacks, lexeme, layout
     and set of shadows (each shadow judged by its lexer state and candidate set)?"""
-    return (same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y)
-            and same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[STACK], y[STACK]))
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    return (same_lexing(pool, cand_id, x, y)
+            and same_stack(pool, x[STACK], y[STACK]))
 
 
 @kernel
-def same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, x, y):
+def same_lexing(pool, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` agree on all but their parser stacks: lexeme,
     layout and set of shadows?"""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if x[LEXEME] != y[LEXEME] or x[BRACKETS] != y[BRACKETS] or x[COLUMN] != y[COLUMN]:
         return False
     n_x = 0
@@ -618,23 +596,23 @@ def same_lexing(pool_state, pool_parent, scratch_state, scratch_parent, cand_id,
             n_y += 1
     if n_x != n_y:  # shadows within a row are distinct, so equal counts make the sets equal
         return False
-    return same_stack(pool_state, pool_parent, scratch_state, scratch_parent, x[BLOCKS], y[BLOCKS])
+    return same_stack(pool, x[BLOCKS], y[BLOCKS])
 
 
 @kernel
-def merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n, alloc):
+def merged_hypotheses(pool, cand_id, rows, n, alloc):
     """Merge rows of ``rows[:n]`` that differ only below the tops of their stacks (same top
     state) into one whose stack node stands for both (:func:`.stacks.merge_stacks`, in the
     committed pool from ``alloc``), in place, order kept. Returns ``(rows left, alloc,
     status)``. Only a generalized grammar needs it: there, stacks that a deterministic parser
     would never tell apart multiply with every ambiguous choice."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     kept = 1 if n else 0
     for h in range(1, n):
         merged = False
         for k in range(kept):
             a, b = rows[k, STACK], rows[h, STACK]
-            if pool_state[a] == pool_state[b] and same_lexing(pool_state, pool_parent, scratch_state,
-                                                               scratch_parent, cand_id, rows[k], rows[h]):
+            if pool_state[a] == pool_state[b] and same_lexing(pool, cand_id, rows[k], rows[h]):
                 node, alloc, status = merge_stacks(pool_state, pool_parent, a, b, alloc)
                 if status != OK:
                     return n, alloc, status
@@ -649,13 +627,14 @@ def merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, ca
 
 
 @kernel
-def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, n):
+def distinct_hypotheses(pool, cand_id, rows, n):
     """Drop rows of ``rows[:n]`` that mean the same as an earlier one (in place, order kept);
     returns how many are left. Ambiguous text that lexes two ways into equal states (an
     ignored separator split differently) would otherwise double the rows again and again."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     kept = 1
     for h in range(1, n):
-        if not repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
+        if not repeats_kept(pool, cand_id, rows, h, kept):
             if kept != h:
                 rows[kept] = rows[h]
             kept += 1
@@ -663,18 +642,17 @@ def distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, 
 
 
 @kernel(inline="always")
-def repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
+def repeats_kept(pool, cand_id, rows, h, kept):
     """Does ``rows[h]`` mean the same as one of the first ``kept`` rows?"""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     for k in range(kept):
-        if same_hypothesis(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows[h], rows[k]):
+        if same_hypothesis(pool, cand_id, rows[h], rows[k]):
             return True
     return False
 
 
 @kernel
-def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                  term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column,
-                  pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps, data, pool_used, out):
+def advance_bytes(lexer, lr, glue, pool, hyps, data, pool_used, out):
     """Feed ``data`` to the hypotheses ``hyps``, committing new stack nodes to the pool.
 
     Writes the surviving, viable hypotheses to ``out`` (as wide as ``hyps``) and returns
@@ -682,6 +660,10 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, act
     rejected, and ``offset`` is then the first byte no hypothesis survived. Statuses other
     than OK ask for a larger pool, more rows in ``out`` or wider rows, and a call again.
     """
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     current = np.empty((max(out.shape[0], hyps.shape[0]), hyps.shape[1]), np.int32)
     current[:hyps.shape[0]] = hyps
     n_current = hyps.shape[0]
@@ -692,31 +674,23 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, act
     for offset in range(data.shape[0]):
         n_next = 0
         for h in range(n_current):
-            n_next, alloc, status = advance_hypothesis(
-                lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
-                scratch_state, scratch_parent, exposed, current[h], data[offset], False, alloc, following, n_next,
-                unremembered)
+            n_next, alloc, status = advance_hypothesis(lexer, lr, glue, pool, current[h], data[offset], False, alloc,
+                                                       following, n_next, unremembered)
             if status != OK:
                 return 0, pool_used, status, offset
         if n_next == 0:
             return 0, pool_used, OK, offset
         if n_next > 1:
-            n_next = distinct_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent, cand_id,
-                                         following, n_next)
+            n_next = distinct_hypotheses(pool, cand_id, following, n_next)
         if n_next > 1 and forks:
-            n_next, alloc, status = merged_hypotheses(pool_state, pool_parent, scratch_state, scratch_parent,
-                                                      cand_id, following, n_next, alloc)
+            n_next, alloc, status = merged_hypotheses(pool, cand_id, following, n_next, alloc)
             if status != OK:
                 return 0, pool_used, status, offset
         current[:n_next] = following[:n_next]
         n_current = n_next
     n_out = 0
     for h in range(n_current):
-        viable, status = hypothesis_viable(
-            lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len, term_column,
-            cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column, pool_state,
-            pool_parent, scratch_state, scratch_parent, exposed, current[h], 0)
+        viable, status = hypothesis_viable(lexer, lr, glue, pool, current[h], 0)
         if status != OK:
             return 0, pool_used, status, data.shape[0]
         if viable:
@@ -728,35 +702,33 @@ def advance_bytes(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, act
 
 
 @kernel
-def _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state, pool_parent, scratch_state,
-                   scratch_parent, exposed, node, blocks, end_column, alloc):
+def _close_and_end(lr, layout, pool, node, blocks, end_column, alloc):
     """(does the stack accept the end of the text after every open block is closed, alloc, status)."""
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     while blocks >= 0:
-        node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                            scratch_state, scratch_parent, exposed, node,
-                                            layout[DEDENT_COLUMN], True, alloc)
+        node, alloc, status = feed_terminal(lr, pool, node, layout[DEDENT_COLUMN], True, alloc)
         if status != OK or node < 0:
             return False, alloc, status
         blocks = node_parent(pool_parent, scratch_parent, blocks)
-    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                                       scratch_parent, exposed, node, end_column, True, alloc)
+    top, alloc, status = feed_terminal(lr, pool, node, end_column, True, alloc)
     if top == FORKED:
-        top, alloc, status = feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                                      scratch_parent, exposed, node, end_column, True, alloc)
+        top, alloc, status = feed_any(lr, pool, node, end_column, True, alloc)
     return top == -2, alloc, status
 
 
 @kernel
-def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                          term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
-                          tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
-                          end_column):
+def hypotheses_accept_end(lexer, lr, glue, pool, hyps, end_column):
     """(the text so far is a complete sentence for some hypothesis, status).
 
     With an indentation layout, the end of the text closes every open block, after a
     newline terminal if the text does not end with one already; the column of a final
     newline lexeme does not matter.
     """
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     newline = layout[NEWLINE_TERMINAL]
     for h in range(hyps.shape[0]):
         node = hyps[h, STACK]
@@ -771,42 +743,30 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_b
             if winner < 0 or end_effects[winner, NEEDS_TEXT]:
                 continue
             if layout[EVERY_SPLIT] == 1:  # lexed every way (no layout): does one reading end?
-                tops, count, alloc, status = _every_winner_stacks(action, goto, rule_lhs, rule_len, term_column,
-                                                                  layout, end_effects, pool_state, pool_parent,
-                                                                  scratch_state, scratch_parent, exposed, node,
-                                                                  lx_accept[q], cand_bits[state], True, alloc)
+                tops, count, alloc, status = _every_winner_stacks(lr, layout, end_effects, pool, node, lx_accept[q],
+                                                                  cand_bits[state], True, alloc)
                 if status != OK:
                     return False, status
                 for k in range(count):
-                    accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state,
-                                                             pool_parent, scratch_state, scratch_parent, exposed,
-                                                             tops[k], -1, end_column, alloc)
+                    accepted, alloc, status = _close_and_end(lr, layout, pool, tops[k], -1, end_column, alloc)
                     if status != OK:
                         return False, status
                     if accepted:
                         return True, OK
                 continue
             if winner == newline and brackets == 0:
-                node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                    scratch_state, scratch_parent, exposed, node,
-                                                    layout[NEWLINE_COLUMN], True, alloc)
+                node, alloc, status = feed_terminal(lr, pool, node, layout[NEWLINE_COLUMN], True, alloc)
                 ends_with_newline = True
             else:
                 below = node
-                node, brackets, blocks, alloc, status = end_lexeme(
-                    action, goto, rule_lhs, rule_len, term_column, layout, end_effects, pool_state, pool_parent,
-                    scratch_state, scratch_parent, exposed, node, winner, brackets, 0, blocks, True, alloc)
+                node, brackets, blocks, alloc, status = end_lexeme(lr, layout, end_effects, pool, node, winner,
+                                                                   brackets, 0, blocks, True, alloc)
                 if node == FORKED:  # a generalized grammar (no layout): does one of the stacks end?
-                    tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                          scratch_state, scratch_parent, exposed, below,
-                                                          term_column[winner], True, alloc)
+                    tops, count, alloc, status = feed_all(lr, pool, below, term_column[winner], True, alloc)
                     if status != OK:
                         return False, status
                     for k in range(count):
-                        accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout,
-                                                                 pool_state, pool_parent, scratch_state,
-                                                                 scratch_parent, exposed, tops[k], -1, end_column,
-                                                                 alloc)
+                        accepted, alloc, status = _close_and_end(lr, layout, pool, tops[k], -1, end_column, alloc)
                         if status != OK:
                             return False, status
                         if accepted:
@@ -823,16 +783,12 @@ def hypotheses_accept_end(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_b
             if supply_newline:
                 if newline < 0 or ends_with_newline:
                     break
-                node, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent,
-                                                    scratch_state, scratch_parent, exposed, node,
-                                                    layout[NEWLINE_COLUMN], True, alloc)
+                node, alloc, status = feed_terminal(lr, pool, node, layout[NEWLINE_COLUMN], True, alloc)
                 if status != OK:
                     return False, status
                 if node < 0:
                     break
-            accepted, alloc, status = _close_and_end(action, goto, rule_lhs, rule_len, layout, pool_state,
-                                                     pool_parent, scratch_state, scratch_parent, exposed, node,
-                                                     blocks, end_column, alloc)
+            accepted, alloc, status = _close_and_end(lr, layout, pool, node, blocks, end_column, alloc)
             if status != OK:
                 return False, status
             if accepted:

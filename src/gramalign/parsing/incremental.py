@@ -57,8 +57,7 @@ class IncrementalParser:
             pool = self.pool
             if self._version != self.tables.version:
                 self._bind()
-            count, used, status, offset = advance_bytes(*self._args, *pool.arrays(), hyps, array,
-                                                        pool.used, out)
+            count, used, status, offset = advance_bytes(*self._args, pool.arrays(), hyps, array, pool.used, out)
             if status == OK:
                 break
             if status == HYPOTHESES_FULL:
@@ -91,8 +90,7 @@ class IncrementalParser:
         while True:  # every fill asks: the loop without until_it_fits' closure
             if self._version != self.tables.version:
                 self._bind()
-            result, status = hypotheses_accept_end(*self._args, *self.pool.arrays(), hyps,
-                                                   self.tables.end_column)
+            result, status = hypotheses_accept_end(*self._args, self.pool.arrays(), hyps, self.tables.end_column)
             if status == OK:
                 return bool(result)
             self.pool.grow(status)

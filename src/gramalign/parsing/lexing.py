@@ -1,9 +1,9 @@
 """Lexer steps of the runtime parser: one byte through the lexer DFA (with the column and
 code-point counters it carries), and the terminals a lexer state can still end as.
 
-Kernels take the arrays of ``ParserTables.kernel_args()`` they need under the names
-``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte`` (the lexer), ``reach_bits,
-reach_done`` (the lazily filled winners cache) and ``layout, tracks_column``.
+Kernels take the members of ``ParserTables.kernel_args()`` they need, one by one, under the
+names ``lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte`` (the lexer),
+``reach_bits, reach_done`` (the lazily filled winners cache) and ``layout, tracks_column``.
 """
 
 from __future__ import annotations

@@ -51,8 +51,7 @@ def node_parent(pool_parent, scratch_parent, node):
 
 
 @kernel
-def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                  scratch_parent, exposed, node, column, to_scratch, alloc):
+def feed_terminal(lr, pool, node, column, to_scratch, alloc):
     """Reduce as the LALR table says for terminal ``column``, then shift it (and make the
     default reductions of an LR(0) table, see ``grammar/lalr.py``, where it lands).
 
@@ -64,6 +63,8 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
     ``exposed[0]`` is lowered to the lowest committed node that a reduction uncovered (see
     :class:`StackPool`).
     """
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     base = SCRATCH_BASE if to_scratch else 0
     default = action.shape[1] - 1
@@ -107,8 +108,7 @@ def feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scr
 
 
 @kernel
-def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent, exposed,
-             node, column, to_scratch, alloc):
+def feed_all(lr, pool, node, column, to_scratch, alloc):
     """Every stack that the stack ``node`` becomes on terminal ``column``, following each
     action of a forking cell and each parent of a merged node. Returns ``(tops, count,
     alloc, status)``: ``tops[:count]`` are the stacks that shifted the terminal, one node per
@@ -121,6 +121,8 @@ def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
     another way gains a parent, and only the reductions through that new edge are done
     again (every reduction pops at least one symbol, so each path leaves a node by one edge).
     """
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     n_states = goto[0]
     # Nodes made at the current position and shifted nodes, by state: at most one per state,
     # so these never grow. (An array variable assigned twice costs reference counting on
@@ -135,8 +137,7 @@ def feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
     edges = np.full(64, -1, np.int64)  # (node << 32 | parent) of the nodes made here: a set
     below = np.empty(16, np.int32)
     while True:
-        status = _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                                 scratch_parent, exposed, column, to_scratch, here, top, tasks, edges, below, counts)
+        status = _feed_all_tasks(lr, pool, column, to_scratch, here, top, tasks, edges, below, counts)
         if status != _ROOM:
             break
         need = counts[NEED]  # room for this many more tasks and edges, the nodes below the task in ``below``
@@ -171,10 +172,11 @@ _ROOM = -1  # :func:`_feed_all_tasks` needs bigger work arrays (``counts[NEED]``
 
 
 @kernel
-def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent,
-                    exposed, column, to_scratch, here, top, tasks, edges, below, counts):
+def _feed_all_tasks(lr, pool, column, to_scratch, here, top, tasks, edges, below, counts):
     """The work loop of :func:`feed_all`; returns its status, or ``_ROOM`` (the task left on
     the list) where ``tasks``, ``edges`` or ``below`` must grow first."""
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     n_states = goto[0]
     actions = np.empty(1, np.int32)
@@ -222,8 +224,7 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
                         found = k
                 if found < 0:
                     top[0, n_top] = a - 1
-                    top[1, n_top] = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
-                                          alloc, a - 1, node)
+                    top[1, n_top] = _push(pool, to_scratch, alloc, a - 1, node)
                     alloc += 1
                     n_top += 1
                     fresh = top[1, n_top - 1]
@@ -232,16 +233,13 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
                 if _insert(edges, (np.int64(fresh) << 32) | np.int64(node)):
                     n_edges += 1
                     if found >= 0:
-                        alloc = _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
-                                            alloc, fresh, node)
+                        alloc = _add_parent(pool, to_scratch, alloc, fresh, node)
                 continue
             rule = -a - 1
             if via < 0:
-                n_below = _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, rule_len[rule],
-                                       below)
+                n_below = _nodes_below(pool, node, rule_len[rule], below)
             else:
-                n_below = _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, via,
-                                       rule_len[rule] - 1, below)
+                n_below = _nodes_below(pool, via, rule_len[rule] - 1, below)
             if n_below < 0 or n_task + 1 + n_below > tasks.shape[1] or 2 * (n_edges + n_below) >= edges.shape[0]:
                 status = _ROOM
                 counts[NEED] = abs(n_below) + 1
@@ -277,8 +275,7 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
                         found = k
                 if found < 0:  # a new node here
                     here[0, n_here] = target
-                    there = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, target,
-                                  under)
+                    there = _push(pool, to_scratch, alloc, target, under)
                     here[1, n_here] = there
                     alloc += 1
                     _insert(edges, (np.int64(there) << 32) | np.int64(under))
@@ -299,8 +296,7 @@ def _feed_all_tasks(action, goto, rule_lhs, rule_len, pool_state, pool_parent, s
                 if edges[h] != key:  # a new edge: its reductions
                     edges[h] = key
                     n_edges += 1
-                    alloc = _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch,
-                                        alloc, there, under)
+                    alloc = _add_parent(pool, to_scratch, alloc, there, under)
                     tasks[0, n_task], tasks[1, n_task] = there, under
                     n_task += 1
             exposed[0] = lowest
@@ -341,8 +337,9 @@ def _rehashed(table, size):
 
 
 @kernel(inline="always")
-def _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, state, parent):
+def _push(pool, to_scratch, alloc, state, parent):
     """Allocate the node (``state``, ``parent``) at ``alloc``; its id."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if to_scratch:
         scratch_state[alloc] = state
         scratch_parent[alloc] = parent
@@ -353,17 +350,18 @@ def _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, al
 
 
 @kernel
-def _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, node, parent):
+def _add_parent(pool, to_scratch, alloc, node, parent):
     """Give ``node`` (made in this feed) the parent ``parent`` too (the caller knows it is new);
     returns alloc. At most two list nodes are allocated."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     p = node_parent(pool_parent, scratch_parent, node)
     if p <= -2:
         head = p  # the list goes on as it was, after the new parent
     else:
-        first = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, p, -1)
+        first = _push(pool, to_scratch, alloc, p, -1)
         alloc += 1
         head = -first - 2
-    added = _push(pool_state, pool_parent, scratch_state, scratch_parent, to_scratch, alloc, parent, -head - 2)
+    added = _push(pool, to_scratch, alloc, parent, -head - 2)
     alloc += 1
     if node >= SCRATCH_BASE:
         scratch_parent[node - SCRATCH_BASE] = -added - 2
@@ -373,9 +371,10 @@ def _add_parent(pool_state, pool_parent, scratch_state, scratch_parent, to_scrat
 
 
 @kernel
-def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, depth, out):
+def _nodes_below(pool, node, depth, out):
     """The distinct nodes ``depth`` parents below ``node``, following every parent of a
     merged node, into ``out``: their count, or minus the room needed where ``out`` is too small."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if out.shape[0] < 1:
         return -1
     out[0] = node
@@ -403,13 +402,14 @@ def _nodes_below(pool_parent, scratch_parent, scratch_state, pool_state, node, d
                 return -m
             n = m
             continue
-        return _nodes_below_wide(pool_parent, scratch_parent, scratch_state, pool_state, out, n, depth - level)
+        return _nodes_below_wide(pool, out, n, depth - level)
     return n
 
 
 @kernel
-def _nodes_below_wide(pool_parent, scratch_parent, scratch_state, pool_state, out, n, depth):
+def _nodes_below_wide(pool, out, n, depth):
     """:func:`_nodes_below` from the ``n`` nodes in ``out``, ``depth`` levels down."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     size = 16
     while size <= 2 * out.shape[0]:
         size *= 2  # a power of two (_insert masks with it), at most half full
@@ -509,17 +509,16 @@ def merge_stacks(pool_state, pool_parent, a, b, alloc):
 
 
 @kernel
-def feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state, scratch_parent, exposed,
-             node, column, to_scratch, alloc):
+def feed_any(lr, pool, node, column, to_scratch, alloc):
     """Like :func:`feed_terminal` where only success matters: ``(a top, alloc, status)``,
     the top being some stack that shifted the terminal (-2: the end accepted) or -1, the
     forks followed where the table has them."""
-    top, alloc, status = feed_terminal(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                                       scratch_parent, exposed, node, column, to_scratch, alloc)
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    top, alloc, status = feed_terminal(lr, pool, node, column, to_scratch, alloc)
     if top != FORKED:
         return top, alloc, status
-    tops, count, alloc, status = feed_all(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_state,
-                                          scratch_parent, exposed, node, column, to_scratch, alloc)
+    tops, count, alloc, status = feed_all(lr, pool, node, column, to_scratch, alloc)
     if status != OK or count == 0:
         return -1, alloc, status
     for k in range(count):
@@ -529,9 +528,10 @@ def feed_any(action, goto, rule_lhs, rule_len, pool_state, pool_parent, scratch_
 
 
 @kernel(inline="always")
-def same_stack(pool_state, pool_parent, scratch_state, scratch_parent, a, b):
+def same_stack(pool, a, b):
     """Do the persistent stacks ``a`` and ``b`` (node ids, -1 empty) hold the same states?
     They share their bottom, so the walk stops where they meet."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     while a != b:
         if a < 0 or b < 0:
             return False
@@ -626,7 +626,9 @@ class StackPool:
         else:
             raise ValueError(f"not a pool status: {status}")
 
-    def arrays(self):
+    def arrays(self) -> tuple:
+        """The ``pool`` bundle kernels take: ``pool_state, pool_parent, scratch_state,
+        scratch_parent, exposed``."""
         return self.state, self.parent, self.scratch_state, self.scratch_parent, self.exposed
 
     def until_it_fits(self, call):

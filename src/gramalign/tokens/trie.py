@@ -29,6 +29,12 @@ class TokenTrie:
     _links: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
+    def arrays(self) -> tuple:
+        """The ``trie`` bundle kernels take: ``node_byte, node_depth, subtree_end, token_start,
+        token_ids``."""
+        return self.node_byte, self.node_depth, self.subtree_end, self.token_start, self.token_ids
+
+    @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
 

@@ -336,6 +336,10 @@ class LexicalContexts:
             walks = [(self.trie, whole), (cover.block.rest, rest)]
             max_nodes = self.trie.num_nodes
         group_reach = np.zeros((MAX_INSIDE_GROUPS, lexer.words), dtype=np.uint64)
+        reach_cache = (tables.reach_bits, tables.reach_done)
+        lexeme = (np.int32(key[0]), cand, shadow_states, shadow_cands)
+        restart = (self._starts_any, tables.term_column, np.int32(key[1]),
+                   np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word)
         n_groups = 0
         pieces = []
         held = []  # scratch buffers in use, back to the free list at the end
@@ -352,19 +356,12 @@ class LexicalContexts:
                 positions, groups = scratch
                 if self.every_split:
                     n_groups, n_written = classify_tokens_every_split(
-                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.is_start,
-                        lexer.class_byte, self._starts_any, cand, tables.reach_bits, tables.reach_done, shadow_states,
-                        shadow_cands, np.int32(key[0]), trie.node_byte, trie.node_depth, trie.subtree_end,
-                        trie.token_start, trie.token_ids, trie.max_depth, group_reach, np.int64(n_groups), positions,
-                        groups, max_nodes)
+                        tables.lexer_arrays, reach_cache, lexeme, self._starts_any, trie.arrays, trie.max_depth,
+                        group_reach, np.int64(n_groups), scratch, max_nodes)
                 else:
                     n_groups, n_written = classify_tokens(
-                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.is_start,
-                        lexer.class_byte, self._starts_any, tables.term_column, cand, np.int32(key[1]),
-                        np.int32(self._start_after_word.get(key[1], key[1])), self._ends_in_word, tables.reach_bits,
-                        tables.reach_done, shadow_states, shadow_cands, np.int32(key[0]), trie.node_byte,
-                        trie.node_depth, trie.subtree_end, trie.token_start, trie.token_ids, trie.max_depth,
-                        group_reach, np.int64(n_groups), skip[0], skip[1], positions, groups, max_nodes)
+                        tables.lexer_arrays, reach_cache, lexeme, restart, trie.arrays, trie.max_depth, group_reach,
+                        np.int64(n_groups), skip[0], skip[1], scratch, max_nodes)
                 if n_groups < 0:
                     return None
                 pieces.append((trie, positions, groups, n_written))

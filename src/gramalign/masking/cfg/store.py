@@ -123,9 +123,8 @@ class GrammarMaskStore:
         while True:
             if self._version != self.tables.version:
                 self._bind()
-            status = walk_trie_grammar(*self._args, *parser.pool.arrays(), hyps, trie.node_byte,
-                                       trie.node_depth, trie.subtree_end, trie.token_start,
-                                       trie.token_ids, trie.max_depth, rows, scratch)
+            status = walk_trie_grammar(*self._args, parser.pool.arrays(), hyps, trie.arrays, trie.max_depth, rows,
+                                       scratch)
             if status == OK:
                 if scratch is not row:
                     row |= scratch
@@ -264,14 +263,12 @@ class GrammarMaskStore:
                 shadows.append((self.contexts.candidate_id[lookahead], lookahead))
             shadows = [s for s in shadows if s[0] >= 0]
             node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
-                *tables.lr_arrays, tables.layout, end_effects, *arrays, int(hyp[STACK]), winner,
+                tables.lr_arrays, tables.layout, end_effects, arrays, int(hyp[STACK]), winner,
                 int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
             pool.used = int(alloc)
             if node == FORKED:
-                action, goto, rule_lhs, rule_len, term_column = tables.lr_arrays
                 tops, count, alloc, _ = pool.until_it_fits(lambda arrays: feed_all(
-                    action, goto, rule_lhs, rule_len, *arrays, int(hyp[STACK]), int(term_column[winner]), False,
-                    pool.used))
+                    tables.lr_arrays, arrays, int(hyp[STACK]), int(tables.term_column[winner]), False, pool.used))
                 pool.used = int(alloc)
                 nodes = tops[:count].tolist()
             else:

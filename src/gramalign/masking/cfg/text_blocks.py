@@ -101,8 +101,8 @@ def _text_lengths(node_byte, node_depth, token_start, text):
 
 
 @kernel
-def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, start, text, step_bytes,
-                  step_offsets, max_depth, marks, searches, stamp):
+def text_coverage(lexer, cand, reach_bits, reach_done, start, text, step_bytes, step_offsets, max_depth, marks,
+                  searches, stamp):
     """(depth, state, searches): depth and state are int32 [256], by first byte ``b`` of a
     text: how many bytes of any text that starts with ``b`` lexer state ``start`` reads under candidates ``cand``
     such that after each byte the lexeme is alive and has the reachable winners of
@@ -120,6 +120,7 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     a first byte where ``marks[p, u, 1]`` is ``stamp``, a number the caller keeps while
     ``cand``, ``text`` and ``max_depth`` stay the same (the keys of one object share most of
     these pairs). A fresh scratch is zeros with ``searches`` 0 and ``stamp`` 1."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     depth = np.zeros(256, np.int32)
     state = np.full(256, -1, np.int32)
     queues = np.empty((2, 0, 2), np.int32)  # the searches' queues, allocated at the first search
@@ -129,30 +130,30 @@ def text_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
         if u < 0 or p < 0:
             continue
         state[b] = p
-        depth[b], searches, queues = _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits,
-                                                       reach_done, p, u, text, step_bytes, step_offsets, max_depth,
-                                                       marks, searches, stamp, queues)
+        depth[b], searches, queues = _remembered_depth(lexer, cand, reach_bits, reach_done, p, u, text, step_bytes,
+                                                       step_offsets, max_depth, marks, searches, stamp, queues)
     return depth, state, searches
 
 
 @kernel(inline="always")
-def _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u, text,
-                      step_bytes, step_offsets, max_depth, marks, searches, stamp, queues):
+def _remembered_depth(lexer, cand, reach_bits, reach_done, p, u, text, step_bytes, step_offsets, max_depth, marks,
+                      searches, stamp, queues):
     """(:func:`_depth_from` for the pair (``p``, ``u``), from the memo in ``marks`` under
     ``stamp`` or searched now; the last search number; the queues, made on first need)."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     if marks[p, u, 1] != stamp:
         if queues.shape[1] == 0:
             queues = np.empty((2, lx_trans.shape[0] * text.shape[0], 2), np.int32)
         searches += 1
         marks[p, u, 1] = stamp
-        marks[p, u, 2] = _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, p, u,
-                                     text, step_bytes, step_offsets, max_depth, marks, searches, queues[0], queues[1])
+        marks[p, u, 2] = _depth_from(lexer, cand, reach_bits, reach_done, p, u, text, step_bytes, step_offsets,
+                                     max_depth, marks, searches, queues[0], queues[1])
     return marks[p, u, 2], searches, queues
 
 
 @kernel
-def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, depth, state, level, text,
-                  step_bytes, step_offsets, max_depth, marks, searches, stamp):
+def pair_coverage(lexer, cand, reach_bits, reach_done, depth, state, level, text, step_bytes, step_offsets, max_depth,
+                  marks, searches, stamp):
     """:func:`text_coverage` one byte further, for the first bytes it left short of ``level``
     although the lexeme after them is alive and cannot end there (a key whose reachable
     names change at its next byte: ``"l`` of ``"line_length"`` among any other key). Returns
@@ -162,6 +163,7 @@ def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
     after ``b c``; the last search number).
 
     The other arguments are :func:`text_coverage`'s, its memo included."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     row = np.full(256, -1, np.int32)
     n = 0
     for b in range(256):
@@ -186,9 +188,9 @@ def pair_coverage(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits
             if v < 0 or p < 0:
                 continue
             after[r, c] = p
-            depth_after, searches, queues = _remembered_depth(lx_trans, lx_accept, lx_alive, lx_class_byte, cand,
-                                                              reach_bits, reach_done, p, v, text, step_bytes,
-                                                              step_offsets, max_depth, marks, searches, stamp, queues)
+            depth_after, searches, queues = _remembered_depth(lexer, cand, reach_bits, reach_done, p, v, text,
+                                                              step_bytes, step_offsets, max_depth, marks, searches,
+                                                              stamp, queues)
             if depth_after >= level - 1:
                 covered[r, c] = 1
     return row, covered, after, searches
@@ -211,11 +213,12 @@ def admits_text(lx_trans, lx_alive, cand, start, text):
 
 
 @kernel
-def _depth_from(lx_trans, lx_accept, lx_alive, lx_class_byte, cand, reach_bits, reach_done, first, first_text, text,
-                step_bytes, step_offsets, max_depth, marks, search, level, following):
+def _depth_from(lexer, cand, reach_bits, reach_done, first, first_text, text, step_bytes, step_offsets, max_depth,
+                marks, search, level, following):
     """:func:`text_coverage` for the texts whose first byte led to (lexer ``first``, text
     ``first_text``): breadth-first over (lexer state, text state) pairs. Once a level
     brings no pair not seen before, deeper levels repeat checked pairs: ``max_depth``."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     words = cand.shape[0]
     fill_reach(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, first)
     n_next = 1
@@ -486,11 +489,11 @@ def _warm_kernels() -> None:
             raise AssertionError("a lexer that reads any text admits text")
         steps = step_bytes(np.zeros(256, np.int64), TEXT)
         marks = np.zeros((1, TEXT.shape[0], 3), np.int32)
-        depth, state, _ = text_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits,
-                                        reach_done, np.int32(0), TEXT, *steps, LEVELS[-1], marks, np.int64(0),
-                                        np.int64(1))
-        pair_coverage(transitions, bits, bits, np.zeros(1, np.int64), bits[0], reach_bits, reach_done, depth, state,
-                      LEVELS[-1], TEXT, *steps, LEVELS[-1], marks, np.int64(0), np.int64(1))
+        lexer = (transitions, bits, bits, np.zeros(1, np.uint8), np.zeros(1, np.int64))  # (lexer_arrays' types)
+        depth, state, _ = text_coverage(lexer, bits[0], reach_bits, reach_done, np.int32(0), TEXT, *steps, LEVELS[-1],
+                                        marks, np.int64(0), np.int64(1))
+        pair_coverage(lexer, bits[0], reach_bits, reach_done, depth, state, LEVELS[-1], TEXT, *steps, LEVELS[-1], marks,
+                      np.int64(0), np.int64(1))
     ids, offsets, row = np.zeros(1, np.int32), np.zeros(257, np.int64), np.zeros(1, np.uint32)
     pairs = np.zeros((256, 256), np.int32)
     for array in (ids, offsets, row, pairs):
@@ -632,9 +635,8 @@ class TextCover:
             try:
                 stamp = scratch.stamp_for(self._owner, cand)
                 depth, state_after, scratch.searches = text_coverage(
-                    lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand, tables.reach_bits,
-                    tables.reach_done, np.int32(start), slices.text, *steps, LEVELS[-1], scratch.marks,
-                    np.int64(scratch.searches), stamp)
+                    tables.lexer_arrays, cand, tables.reach_bits, tables.reach_done, np.int32(start), slices.text,
+                    *steps, LEVELS[-1], scratch.marks, np.int64(scratch.searches), stamp)
                 # The level most text tokens can take (a few first bytes may admit longer texts,
                 # e.g. four-byte characters under a length bound in characters).
                 ascii_depth = depth[slices.ascii]
@@ -642,9 +644,8 @@ class TextCover:
                 row, pair_covered, pair_state = _NO_ROW, _NO_PAIRS, _NO_PAIR_STATES
                 if np.any((depth > 0) & (depth < level)):  # the first bytes short of it, split by the second
                     row, pair_covered, pair_state, scratch.searches = pair_coverage(
-                        lexer.transitions, lexer.accept_bits, lexer.alive_bits, lexer.class_byte, cand,
-                        tables.reach_bits, tables.reach_done, depth, state_after, level, slices.text, *steps,
-                        LEVELS[-1], scratch.marks, np.int64(scratch.searches), stamp)
+                        tables.lexer_arrays, cand, tables.reach_bits, tables.reach_done, depth, state_after, level,
+                        slices.text, *steps, LEVELS[-1], scratch.marks, np.int64(scratch.searches), stamp)
             finally:
                 _return_scratch(k, scratch)
             if level:

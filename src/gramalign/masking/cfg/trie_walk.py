@@ -30,11 +30,8 @@ case, where the comparisons would cost more than they save)."""
 
 
 @kernel
-def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                      term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects,
-                      tracks_column, pool_state, pool_parent, scratch_state, scratch_parent, exposed, hyps,
-                      node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, rows, out_words):
-    """OR into ``out_words`` every token of the trie that some hypothesis in ``hyps`` can read
+def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_words):
+    """OR into ``out_words`` every token of ``trie`` (``TokenTrie.arrays``) that some hypothesis in ``hyps`` can read
     and still complete, tracking up to ``rows`` hypotheses per trie depth. Returns a status
     code (grow the pools, ``rows`` or the width of ``hyps`` and call again if not OK).
 
@@ -43,6 +40,11 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
     stack can shift is found out lazily, terminal by terminal, and memoized per hypothesis
     (``usable``/``known``) down the trie.
     """
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    action, goto, rule_lhs, rule_len, term_column = lr
+    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    node_byte, node_depth, subtree_end, token_start, token_ids = trie
     words = cand_bits.shape[1]
     width = hyps.shape[1]
     rows = max(rows, hyps.shape[0])
@@ -94,8 +96,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
                     if several_common_bits(lx_accept[q], cand_bits[state]):
                         key = -2
                     if ended[above, h, 4] == key:
-                        simple = not _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent,
-                                                  scratch_state, scratch_parent, ended[above, h], byte)
+                        simple = not _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool, ended[above, h], byte)
             if simple:
                 went_on, counter = lexer_step(lx_trans, tracks_column, layout, q, levels[above, h, COLUMN], byte)
                 if went_on < 0:
@@ -112,9 +113,7 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
                     if reach_bits[went_on, w] & ~known[above, h, w]:
                         unknown = True
                 if not viable and unknown:
-                    viable, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
-                                                  pool_parent, scratch_state, scratch_parent, exposed,
-                                                  levels[above, h, STACK], alloc,
+                    viable, status = usable_meets(lr, pool, levels[above, h, STACK], alloc,
                                                   free_terminal(layout, levels[above, h, BRACKETS]),
                                                   reach_bits[went_on], usable[above, h], known[above, h])
                     if status != OK:
@@ -138,11 +137,8 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
             memo = ended[above, h]
             was_known = memo[3] >= 1
             was_node = memo[0]
-            n_out, alloc, status = advance_hypothesis(
-                lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, action, goto, rule_lhs, rule_len,
-                term_column, cand_bits, cand_id, layout, end_effects, tracks_column, pool_state, pool_parent,
-                scratch_state, scratch_parent, exposed, levels[above, h], byte, True, alloc, levels[depth], n_out,
-                memo)
+            n_out, alloc, status = advance_hypothesis(lexer, lr, glue, pool, levels[above, h], byte, True, alloc,
+                                                      levels[depth], n_out, memo)
             if status != OK:
                 return status
             if memo[3] >= 1 and not (was_known and memo[0] == was_node):
@@ -168,10 +164,9 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
                 if not alive:
                     reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done,
                                               lexeme)
-                    alive, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state,
-                                                 pool_parent, scratch_state, scratch_parent, exposed, stack,
-                                                 alloc, free_terminal(layout, levels[depth, k, BRACKETS]),
-                                                 reach, usable[depth, kept], known[depth, kept])
+                    alive, status = usable_meets(lr, pool, stack, alloc,
+                                                 free_terminal(layout, levels[depth, k, BRACKETS]), reach,
+                                                 usable[depth, kept], known[depth, kept])
                     if status != OK:
                         return status
                 if shared:  # what this stack can shift, found out once for all the siblings
@@ -187,8 +182,8 @@ def walk_trie_grammar(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte,
                                 every and levels[depth, k, STACK] == levels[above, h, STACK])
             n_out = kept
         if n_out > MERGE_AFTER:
-            n_out = _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, levels[depth],
-                                     usable[depth], known[depth], parser_state[depth], n_out)
+            n_out = _distinct_levels(pool, cand_id, levels[depth], usable[depth], known[depth], parser_state[depth],
+                                     n_out)
         if n_out == 0:
             i = subtree_end[i]
             continue
@@ -216,10 +211,10 @@ def _inherit_ending(ended, ended_usable, ended_known, above, h, depth, k, inheri
 
 
 @kernel(inline="always")
-def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent, scratch_state, scratch_parent,
-                 memo, byte):
+def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool, memo, byte):
     """In a grammar lexed every way: can a stack that ending the lexeme left (remembered in
     ``memo``, see :func:`.hypotheses.advance_hypothesis`) start a lexeme with ``byte``?"""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if memo[3] == 1:
         node = memo[0]
         if node < 0:
@@ -238,13 +233,13 @@ def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool_state, pool_parent
 
 
 @kernel
-def _distinct_levels(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, usable, known,
-                     parser_state, n):
+def _distinct_levels(pool, cand_id, rows, usable, known, parser_state, n):
     """Drop hypotheses of one trie depth that mean the same as an earlier one, with their
     memos (in place); returns how many are left."""
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     kept = 1
     for h in range(1, n):
-        if not repeats_kept(pool_state, pool_parent, scratch_state, scratch_parent, cand_id, rows, h, kept):
+        if not repeats_kept(pool, cand_id, rows, h, kept):
             if kept != h:
                 rows[kept] = rows[h]
                 usable[kept] = usable[h]
@@ -312,10 +307,8 @@ def _group_of(reach, group_reach, n_groups):
 
 
 @kernel
-def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, starts_any, term_column, cand, cid,
-                    cid_after_word, ends_in_word, reach_bits, reach_done, shadow_states, shadow_cands, start,
-                    node_byte, node_depth, subtree_end, token_start, token_ids, max_depth, group_reach, n_groups,
-                    skip_first, skip_rows, out_positions, out_groups, max_nodes):
+def classify_tokens(lexer, reach_cache, lexeme, restart, trie, max_depth, group_reach, n_groups, skip_first, skip_rows,
+                    out, max_nodes):
     """Split the vocabulary for a lexeme in lexer state ``start`` with candidates ``cand``.
 
     The walk follows the lexer only, branching where a lexeme may end: an ignored lexeme
@@ -332,6 +325,13 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
     * anything else is rejected. Ending the current lexeme at position 0 is not
       considered: callers add that as a separate hypothesis.
 
+    Bundles: ``lexer`` (see ``ParserTables.lexer_arrays``); ``reach_cache`` is ``(reach_bits,
+    reach_done)``, the reachable-winners cache; ``lexeme`` is ``(start, cand, shadow_states,
+    shadow_cands)``, the context; ``restart`` is ``(starts_any, term_column, cid,
+    cid_after_word, ends_in_word)``, how a lexeme starts after one ends; ``trie`` is
+    ``TokenTrie.arrays``; ``out`` is ``(out_positions, out_groups)``.
+
+    ``term_column`` (per lexer terminal; negative: ignored) says which lexemes are ignored.
     ``cid`` is the context's candidate set, so state ``cid`` is where a lexeme starts after
     an ignored one (``cid_after_word`` after one that ends with a word character, where
     ``ends_in_word``, per terminal, says so: see grammar/lexer.py); ``starts_any[b]`` says
@@ -353,6 +353,12 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
     ``shadow_states``/``shadow_cands`` (int32 [k], uint64 [k, words], k <= 2) are pending
     longest-match lookaheads that must never accept (see the parser module).
     """
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    reach_bits, reach_done = reach_cache
+    start, cand, shadow_states, shadow_cands = lexeme
+    starts_any, term_column, cid, cid_after_word, ends_in_word = restart
+    node_byte, node_depth, subtree_end, token_start, token_ids = trie
+    out_positions, out_groups = out
     words = cand.shape[0]
     q_of = np.empty((max_depth + 1, MAX_BRANCHES), np.int32)
     shadow_of = np.full((max_depth + 1, MAX_BRANCHES, 2), -1, np.int32)
@@ -559,8 +565,8 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
                         shadowed = True
                         break
             if shadowed:  # (is_open is read only then)
-                n_open = _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of[depth],
-                                             shadow_of[depth], which_of[depth], n_out, is_open, branch_cands)
+                n_open = _mark_open_branches(lexer, cand, shadow_cands, q_of[depth], shadow_of[depth], which_of[depth],
+                                             n_out, is_open, branch_cands)
             if n_open == 1 and n_out == 1 and lone_group[q_of[depth, 0]] != -2:
                 group = lone_group[q_of[depth, 0]]
             elif n_open > 0:  # inline: a call per node costs more than the work
@@ -595,12 +601,12 @@ def classify_tokens(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, s
 
 
 @kernel
-def _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of, shadow_of, which_of, n_out, is_open,
-                        branch_cands):
+def _mark_open_branches(lexer, cand, shadow_cands, q_of, shadow_of, which_of, n_out, is_open, branch_cands):
     """Set ``is_open[h]`` for each of the ``n_out`` branches of a trie node (lexer states
     ``q_of``, shadows ``shadow_of`` of kind ``which_of``) whose lexeme can get clear of its
     shadows (:func:`~gramalign.parsing.lexing.lexeme_escapes_shadows`): a token may end
     only on those. Returns how many are open."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     n_open = 0
     for h in range(n_out):
         shadowed = False
@@ -617,10 +623,8 @@ def _mark_open_branches(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q_of,
 
 
 @kernel
-def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte, starts_any, cand,
-                                reach_bits, reach_done, shadow_states, shadow_cands, start, node_byte, node_depth,
-                                subtree_end, token_start, token_ids, max_depth, group_reach, n_groups, out_positions,
-                                out_groups, max_nodes):
+def classify_tokens_every_split(lexer, reach_cache, lexeme, starts_any, trie, max_depth, group_reach, n_groups, out,
+                                max_nodes):
     """:func:`classify_tokens` for a grammar lexed every way (``Grammar.every_split``): a
     lexeme may end wherever it accepts even if it could go on. A token along which the
     lexeme stays alive is inside (allowed through its group, whatever else it could split
@@ -631,6 +635,11 @@ def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_c
     not allow that group, since a split may still allow some of them. Same output and
     arguments as :func:`classify_tokens`, less those that only longest match reads (a
     separate kernel: branching inside that one's hot loop slowed it down by half)."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
+    reach_bits, reach_done = reach_cache
+    start, cand, shadow_states, shadow_cands = lexeme
+    node_byte, node_depth, subtree_end, token_start, token_ids = trie
+    out_positions, out_groups = out
     q_of = np.empty(max_depth + 1, np.int32)
     shadow_of = np.full((max_depth + 1, 2), -1, np.int32)
     which_of = np.zeros((max_depth + 1, 2), np.int32)
@@ -694,7 +703,7 @@ def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_c
             continue
         if token_start[i] < token_start[i + 1]:  # (written out: a helper returning a tuple ran at half speed)
             if byte >= 0x80 and (shadow_of[depth, 0] >= 0 or shadow_of[depth, 1] >= 0) and not _escapes_every_split(
-                    lx_trans, lx_accept, lx_alive, cand, shadow_cands, went_on, shadow_of[depth], which_of[depth]):
+                    lexer, cand, shadow_cands, went_on, shadow_of[depth], which_of[depth]):
                 if splits:  # the shadows close the lexeme's way on: only a split may be left
                     n_written = _write_tokens(out_positions, out_groups, n_written, token_start[i],
                                               token_start[i + 1], -1)
@@ -714,9 +723,10 @@ def classify_tokens_every_split(lx_trans, lx_accept, lx_alive, lx_is_start, lx_c
 
 
 @kernel
-def _escapes_every_split(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q, shadows, which):
+def _escapes_every_split(lexer, cand, shadow_cands, q, shadows, which):
     """:func:`~gramalign.parsing.lexing.lexeme_escapes_shadows` for a node of
     :func:`classify_tokens_every_split` (every shadow there is one of the context's)."""
+    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     cands = np.empty((2, cand.shape[0]), np.uint64)
     for k in range(2):
         if shadows[k] >= 0:
@@ -725,18 +735,17 @@ def _escapes_every_split(lx_trans, lx_accept, lx_alive, cand, shadow_cands, q, s
 
 
 @kernel
-def stack_shifts_each(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent, scratch_state,
-                      scratch_parent, exposed, node, free, group_reach, allowed):
+def stack_shifts_each(lr, pool, node, free, group_reach, allowed):
     """``allowed[g]``: can the stack at ``node`` shift one of the terminals of row g of
     ``group_reach`` (one memo of what the stack can shift serves every row)? Returns a
     status (grow the pools and call again if not OK)."""
+    action, goto, rule_lhs, rule_len, term_column = lr
+    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     words = group_reach.shape[1]
     usable = np.zeros(words, np.uint64)
     known = np.zeros(words, np.uint64)
     for g in range(group_reach.shape[0]):
-        answer, status = usable_meets(action, goto, rule_lhs, rule_len, term_column, pool_state, pool_parent,
-                                      scratch_state, scratch_parent, exposed, node, 0, free, group_reach[g], usable,
-                                      known)
+        answer, status = usable_meets(lr, pool, node, 0, free, group_reach[g], usable, known)
         if status != OK:
             return status
         allowed[g] = answer
