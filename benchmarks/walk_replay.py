@@ -37,6 +37,8 @@ from gramalign.masking.cfg import store  # noqa: E402
 
 SHARED_BYTES = 4 << 20
 """Arrays from this size up are shared between the recorded calls, not copied."""
+POOL_ARGUMENT = 3
+"""``walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, ...)``: the one bundle copied."""
 
 
 def _copied(value):
@@ -71,7 +73,9 @@ def main() -> None:
     recorded = []
 
     def recording(*call):
-        recorded.append(_copied(call))
+        # the bundles of tables and trie shared, the pool bundle (which the walk writes) copied
+        recorded.append(tuple(_copied(value) if k == POOL_ARGUMENT or not isinstance(value, tuple) else value
+                              for k, value in enumerate(call)))
         return kernel(*call)
 
     store.walk_trie_grammar = recording

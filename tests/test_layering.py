@@ -147,3 +147,30 @@ def test_the_private_import_check_sees_each_form(tmp_path):
     probe.write_text("from .dfa import _a, b\nfrom gramalign.tokens.eos import _c\nfrom __future__ import annotations\n"
                      "def f():\n    from .. import _d\n    from .x import __version__\n")
     assert sorted(_private_imports(probe, tmp_path / "gramalign")) == [".._d", ".dfa._a", "gramalign.tokens.eos._c"]
+
+
+MAX_PARAMETERS = 16
+"""More than this and a kernel's arrays belong in named bundles (see gramalign.jit): two
+int32 arrays swapped by position in a 30-parameter call still compile and run."""
+
+
+def _long_signatures(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            count = (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None)
+                     + (a.kwarg is not None))
+            if count > MAX_PARAMETERS:
+                found.append(f"{getattr(node, 'name', 'lambda')} ({count}, line {node.lineno})")
+    return found
+
+
+def test_no_function_takes_more_than_sixteen_parameters(tmp_path):
+    wrong = [f"{path.relative_to(PACKAGE)}: {name}" for path in sorted(PACKAGE.rglob("*.py"))
+             for name in _long_signatures(path)]
+    assert wrong == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f(" + ", ".join(f"a{k}" for k in range(17)) + "):\n    pass\n"
+                     "def g(" + ", ".join(f"a{k}" for k in range(15)) + ", *rest):\n    pass\n")
+    assert _long_signatures(probe) == ["f (17, line 1)"]

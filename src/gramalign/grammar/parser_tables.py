@@ -109,17 +109,17 @@ class ParserTables:
 
     @cached_property
     def lr_arrays(self) -> tuple:
-        """The ``lr`` bundle: ``action, goto, rule_lhs, rule_len, term_column``, the LALR table
-        and each lexer terminal's column in it."""
+        """The ``lr`` bundle: ``action, goto, rule_lhs, rule_len``, the LALR table."""
         t = self.table
-        return t.action, t.goto, t.rule_lhs, t.rule_len, self.term_column
+        return t.action, t.goto, t.rule_lhs, t.rule_len
 
     @cached_property
     def glue_arrays(self) -> tuple:
-        """The ``glue`` bundle: ``cand_bits, cand_id, reach_bits, reach_done, layout,
-        end_effects, tracks_column``, what ties the lexer to the table (the candidates of each
-        parser state, the reachable-winners cache, the layout, what ending each terminal does)."""
-        return (self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done, self.layout,
+        """The ``glue`` bundle: ``term_column, cand_bits, cand_id, reach_bits, reach_done, layout,
+        end_effects, tracks_column``, what ties the lexer to the table (each lexer terminal's
+        column in it, the candidates of each parser state, the reachable-winners cache, the
+        layout, what ending each terminal does)."""
+        return (self.term_column, self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done, self.layout,
                 self.end_effects, self.tracks_column)
 
     @cached_property

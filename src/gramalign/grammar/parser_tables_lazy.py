@@ -96,7 +96,7 @@ class LazyParserTables:
 
     @property
     def lr_arrays(self) -> tuple:
-        return self.action, self.goto, self.rule_lhs, self.rule_len, self.term_column
+        return self.action, self.goto, self.rule_lhs, self.rule_len
 
     @property
     def lexer_arrays(self) -> tuple:
@@ -105,7 +105,7 @@ class LazyParserTables:
 
     @property
     def glue_arrays(self) -> tuple:
-        return (self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done, self.layout,
+        return (self.term_column, self.candidate_bits, self.candidate_id, self.reach_bits, self.reach_done, self.layout,
                 self.end_effects, self.tracks_column)
 
     def kernel_args(self) -> tuple:

@@ -42,7 +42,7 @@ from .state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, LEXEME, OK, POOL_
 
 
 @kernel
-def usable_meets(lr, pool, node, scratch_alloc, free_terminal, wanted, usable, known):
+def usable_meets(lr, term_column, pool, node, scratch_alloc, free_terminal, wanted, usable, known):
     """Can the stack ``node`` really shift (or ignore) some terminal of ``wanted``?
 
     ``usable``/``known`` (uint64 bitsets) memoize the per-terminal answers for this stack:
@@ -53,8 +53,6 @@ def usable_meets(lr, pool, node, scratch_alloc, free_terminal, wanted, usable, k
     column, so whatever indent or dedents the stack needs can follow. Returns (answer,
     status).
     """
-    action, goto, rule_lhs, rule_len, term_column = lr
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     words = wanted.shape[0]
     if free_terminal >= 0 and (wanted[free_terminal >> 6] >> np.uint64(free_terminal & 63)) & np.uint64(1):
         return True, OK
@@ -93,9 +91,7 @@ def hypothesis_viable(lexer, lr, glue, pool, hyp, scratch_alloc):
     only whether the current lexeme can become a terminal the stack can take.
     """
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     q = hyp[LEXEME]
     if lx_is_start[q] != 0:
         return True, OK
@@ -103,11 +99,12 @@ def hypothesis_viable(lexer, lr, glue, pool, hyp, scratch_alloc):
     reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done, q)
     usable = np.zeros(cand_bits.shape[1], np.uint64)
     known = np.zeros(cand_bits.shape[1], np.uint64)
-    return usable_meets(lr, pool, node, scratch_alloc, free_terminal(layout, hyp[BRACKETS]), reach, usable, known)
+    return usable_meets(lr, term_column, pool, node, scratch_alloc, free_terminal(layout, hyp[BRACKETS]), reach, usable,
+                        known)
 
 
 @kernel
-def end_lexeme(lr, layout, end_effects, pool, node, winner, brackets, column, blocks, to_scratch, alloc):
+def end_lexeme(lr, term_column, layout, end_effects, pool, node, winner, brackets, column, blocks, to_scratch, alloc):
     """Feed the parser what a lexeme won by lexer terminal ``winner`` means.
 
     Usually that is the terminal itself (nothing for an ignored one). A newline lexeme
@@ -116,7 +113,6 @@ def end_lexeme(lr, layout, end_effects, pool, node, winner, brackets, column, bl
     then be the column of an open block. Returns ``(node, brackets, blocks, alloc,
     status)``; the node is -1 when the parser rejects it.
     """
-    action, goto, rule_lhs, rule_len, term_column = lr
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if winner == layout[NEWLINE_TERMINAL]:
         if brackets > 0:
@@ -228,13 +224,12 @@ def _any_shadowed(out, first, n_out):
 
 
 @kernel
-def _drop_cornered(lexer, cand_bits, pool_state, scratch_state, out, first, n_out):
+def _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first, n_out):
     """Remove from ``out[first:n_out]`` (order kept) the rows whose shadows leave their
     lexeme no way on (:func:`.lexing.lexeme_escapes_shadows`); returns the rows left."""
-    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     kept = first
     for h in range(first, n_out):
-        if _escapes_shadows(lexer, cand_bits, pool_state, scratch_state, out[h]):
+        if _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out[h]):
             if kept != h:
                 out[kept] = out[h]
             kept += 1
@@ -242,9 +237,8 @@ def _drop_cornered(lexer, cand_bits, pool_state, scratch_state, out, first, n_ou
 
 
 @kernel(inline="always")
-def _escapes_shadows(lexer, cand_bits, pool_state, scratch_state, row):
+def _escapes_shadows(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, row):
     """:func:`.lexing.lexeme_escapes_shadows` for a hypothesis row."""
-    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
     q = row[LEXEME]
     cand = cand_bits[node_state(pool_state, scratch_state, row[STACK])]
     slots = shadow_slots(row.shape[0])
@@ -271,13 +265,13 @@ def advance_hypothesis(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out,
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``, without those whose
     shadows leave no way on (see :func:`.lexing.lexeme_escapes_shadows` and :func:`_successors`)."""
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     first = n_out
     n_out, alloc, status = _successors(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out, ended)
     if status == OK and byte >= 0x80 and _any_shadowed(out, first, n_out):  # (ASCII starts or ends a character)
-        n_out = _drop_cornered(lexer, cand_bits, pool_state, scratch_state, out, first, n_out)
+        n_out = _drop_cornered(lx_trans, lx_accept, lx_alive, cand_bits, pool_state, scratch_state, out, first,
+                               n_out)
     return n_out, alloc, status
 
 
@@ -286,8 +280,9 @@ def _successors(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out,
     """Write the successors of ``hyp`` on ``byte`` into ``out[n_out:]``.
 
     Returns ``(n_out, alloc, status)``: "the lexeme goes on" and "the lexeme ended just
-    before this byte" (one successor per stack where a generalized parser forks). ``HYPOTHESES_FULL``: ``out`` needs more rows;
-    ``SHADOWS_FULL``: the rows need more shadow slots (see :func:`.state.widen`).
+    before this byte" (one successor per stack where a generalized parser forks).
+    ``HYPOTHESES_FULL``: ``out`` needs more rows; ``SHADOWS_FULL``: the rows need more
+    shadow slots (see :func:`.state.widen`).
 
     ``ended`` (int32 [5]) remembers what ending this hypothesis's lexeme fed the parser
     (node, brackets, blocks, then 1 once known; 0: not yet; -1: do not remember; 2: the
@@ -300,8 +295,7 @@ def _successors(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out,
     share it too (same stack); it is taken only for the same terminal.
     """
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if _shadow_violated(lx_trans, lx_accept, cand_bits, hyp, byte):
         return n_out, alloc, OK
@@ -364,14 +358,14 @@ def _successors(lexer, lr, glue, pool, hyp, byte, to_scratch, alloc, out, n_out,
             link = node_parent(pool_parent, scratch_parent, link)
         return n_out, alloc, OK
     elif several:  # each terminal that accepts is a reading
-        tops, count, alloc, status = _every_winner_stacks(lr, layout, end_effects, pool, node, lx_accept[q], cand,
-                                                          to_scratch, alloc)
+        tops, count, alloc, status = _every_winner_stacks(lr, term_column, layout, end_effects, pool, node,
+                                                          lx_accept[q], cand, to_scratch, alloc)
         if status != OK:
             return n_out, alloc, status
         return _write_stacks(lexer, glue, pool, hyp, ending, tops, count, hyp[BRACKETS], hyp[BLOCKS], to_scratch,
                              alloc, out, n_out, ended, -2)
     else:
-        new_node, brackets, blocks, alloc, status = end_lexeme(lr, layout, end_effects, pool, node, winner,
+        new_node, brackets, blocks, alloc, status = end_lexeme(lr, term_column, layout, end_effects, pool, node, winner,
                                                                hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS], to_scratch,
                                                                alloc)
         if status != OK:
@@ -417,8 +411,7 @@ def _end_each_reading(lexer, lr, glue, pool, hyp, byte, went_on, to_scratch, all
     parser state) while it could still reach one. Nothing is remembered for the trie walk's
     siblings (see :func:`advance_hypothesis`). Returns ``(n_out, alloc, status)``."""
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     node = hyp[STACK]
     state = node_state(pool_state, scratch_state, node)
@@ -439,9 +432,9 @@ def _end_each_reading(lexer, lr, glue, pool, hyp, byte, went_on, to_scratch, all
                         continue  # the terminal's own match goes on past this byte
                     if _has_bit(lx_alive[went_on], terminal):
                         shadow = went_on
-                tops, count, brackets, blocks, alloc, status = _stacks_after(lr, layout, end_effects, pool, node,
-                                                                             terminal, hyp[BRACKETS], hyp[COLUMN],
-                                                                             hyp[BLOCKS], to_scratch, alloc)
+                tops, count, brackets, blocks, alloc, status = _stacks_after(
+                    lr, term_column, layout, end_effects, pool, node, terminal, hyp[BRACKETS], hyp[COLUMN], hyp[BLOCKS],
+                    to_scratch, alloc)
                 if status != OK:
                     return n_out, alloc, status
                 for j in range(count):
@@ -455,14 +448,13 @@ def _end_each_reading(lexer, lr, glue, pool, hyp, byte, went_on, to_scratch, all
 
 
 @kernel
-def _stacks_after(lr, layout, end_effects, pool, node, terminal, brackets, column, blocks, to_scratch, alloc):
+def _stacks_after(lr, term_column, layout, end_effects, pool, node, terminal, brackets, column, blocks, to_scratch,
+                  alloc):
     """Every stack that ``node`` becomes where a lexeme of lexer terminal ``terminal`` ends
     (:func:`end_lexeme`, and :func:`.stacks.feed_all` where a generalized parser forks):
     ``(tops, count, brackets, blocks, alloc, status)``, ``tops[:count]`` without rejected ones."""
-    action, goto, rule_lhs, rule_len, term_column = lr
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
-    new_node, brackets, blocks, alloc, status = end_lexeme(lr, layout, end_effects, pool, node, terminal, brackets,
-                                                           column, blocks, to_scratch, alloc)
+    new_node, brackets, blocks, alloc, status = end_lexeme(lr, term_column, layout, end_effects, pool, node, terminal,
+                                                           brackets, column, blocks, to_scratch, alloc)
     if status == OK and new_node == FORKED:
         tops, count, alloc, status = feed_all(lr, pool, node, term_column[terminal], to_scratch, alloc)
         return tops, count, brackets, blocks, alloc, status
@@ -470,12 +462,10 @@ def _stacks_after(lr, layout, end_effects, pool, node, terminal, brackets, colum
 
 
 @kernel
-def _every_winner_stacks(lr, layout, end_effects, pool, node, accept, cand, to_scratch, alloc):
+def _every_winner_stacks(lr, term_column, layout, end_effects, pool, node, accept, cand, to_scratch, alloc):
     """The stacks that ``node`` becomes on each terminal of ``accept`` & ``cand`` (a grammar
     lexed every way: every terminal that accepts the lexeme is a reading of its own), as
     ``(tops, count, alloc, status)`` like :func:`.stacks.feed_all`."""
-    action, goto, rule_lhs, rule_len, term_column = lr
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     tops = np.empty(4, np.int32)
     count = 0
     for w in range(accept.shape[0]):
@@ -483,8 +473,8 @@ def _every_winner_stacks(lr, layout, end_effects, pool, node, accept, cand, to_s
         k = 0
         while x:
             if x & np.uint64(1):
-                found, n_found, _, _, alloc, status = _stacks_after(lr, layout, end_effects, pool, node, w * 64 + k, 0,
-                                                                    0, -1, to_scratch, alloc)
+                found, n_found, _, _, alloc, status = _stacks_after(lr, term_column, layout, end_effects, pool, node,
+                                                                    w * 64 + k, 0, 0, -1, to_scratch, alloc)
                 if status != OK:
                     return tops, 0, alloc, status
                 for j in range(n_found):
@@ -505,10 +495,10 @@ def _every_winner_stacks(lr, layout, end_effects, pool, node, accept, cand, to_s
 def _write_stacks(lexer, glue, pool, hyp, ending, tops, count, brackets, blocks, to_scratch, alloc, out, n_out, ended,
                   key):
     """Write a successor of ``hyp`` per stack of ``tops[:count]`` (its lexeme ended as
-    ``ending`` says, see :func:`_write_ended`), remembering the stacks in ``ended`` as a list in the scratch pool where the
-    caller lets it (see :func:`advance_hypothesis`; ``key``: the terminal fed, -2 for every
-    one that accepts). Returns ``(n_out, alloc, status)``."""
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    ``ending`` says, see :func:`_write_ended`), remembering the stacks in ``ended`` as a
+    list in the scratch pool where the caller lets it (see :func:`advance_hypothesis`;
+    ``key``: the terminal fed, -2 for every one that accepts). Returns ``(n_out, alloc,
+    status)``."""
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if ended[3] == 0 and to_scratch and alloc + count <= scratch_state.shape[0]:
         link = -1
@@ -534,7 +524,7 @@ def _write_ended(lexer, glue, pool, hyp, ending, new_node, brackets, blocks, out
     lexeme (or -1) and that of the lookahead's pseudo parser state (``ahead``, or -1, and
     ``lookahead``). Returns ``(n_out, status)``."""
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     byte, winner, state, shadow, ahead, lookahead = ending
     new_state = node_state(pool_state, scratch_state, new_node)
@@ -564,7 +554,6 @@ def _write_ended(lexer, glue, pool, hyp, ending, new_node, brackets, blocks, out
 def same_hypothesis(pool, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` mean the same: equal stacks, lexeme, layout
     and set of shadows (each shadow judged by its lexer state and candidate set)?"""
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     return (same_lexing(pool, cand_id, x, y)
             and same_stack(pool, x[STACK], y[STACK]))
 
@@ -573,7 +562,6 @@ def same_hypothesis(pool, cand_id, x, y):
 def same_lexing(pool, cand_id, x, y):
     """Do the hypothesis rows ``x`` and ``y`` agree on all but their parser stacks: lexeme,
     layout and set of shadows?"""
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     if x[LEXEME] != y[LEXEME] or x[BRACKETS] != y[BRACKETS] or x[COLUMN] != y[COLUMN]:
         return False
     n_x = 0
@@ -631,7 +619,6 @@ def distinct_hypotheses(pool, cand_id, rows, n):
     """Drop rows of ``rows[:n]`` that mean the same as an earlier one (in place, order kept);
     returns how many are left. Ambiguous text that lexes two ways into equal states (an
     ignored separator split differently) would otherwise double the rows again and again."""
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     kept = 1
     for h in range(1, n):
         if not repeats_kept(pool, cand_id, rows, h, kept):
@@ -644,7 +631,6 @@ def distinct_hypotheses(pool, cand_id, rows, n):
 @kernel(inline="always")
 def repeats_kept(pool, cand_id, rows, h, kept):
     """Does ``rows[h]`` mean the same as one of the first ``kept`` rows?"""
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     for k in range(kept):
         if same_hypothesis(pool, cand_id, rows[h], rows[k]):
             return True
@@ -660,10 +646,8 @@ def advance_bytes(lexer, lr, glue, pool, hyps, data, pool_used, out):
     rejected, and ``offset`` is then the first byte no hypothesis survived. Statuses other
     than OK ask for a larger pool, more rows in ``out`` or wider rows, and a call again.
     """
-    lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    action, goto, rule_lhs, rule_len = lr
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     current = np.empty((max(out.shape[0], hyps.shape[0]), hyps.shape[1]), np.int32)
     current[:hyps.shape[0]] = hyps
     n_current = hyps.shape[0]
@@ -704,7 +688,6 @@ def advance_bytes(lexer, lr, glue, pool, hyps, data, pool_used, out):
 @kernel
 def _close_and_end(lr, layout, pool, node, blocks, end_column, alloc):
     """(does the stack accept the end of the text after every open block is closed, alloc, status)."""
-    action, goto, rule_lhs, rule_len, term_column = lr
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     while blocks >= 0:
         node, alloc, status = feed_terminal(lr, pool, node, layout[DEDENT_COLUMN], True, alloc)
@@ -726,8 +709,7 @@ def hypotheses_accept_end(lexer, lr, glue, pool, hyps, end_column):
     newline lexeme does not matter.
     """
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     newline = layout[NEWLINE_TERMINAL]
     for h in range(hyps.shape[0]):
@@ -743,8 +725,8 @@ def hypotheses_accept_end(lexer, lr, glue, pool, hyps, end_column):
             if winner < 0 or end_effects[winner, NEEDS_TEXT]:
                 continue
             if layout[EVERY_SPLIT] == 1:  # lexed every way (no layout): does one reading end?
-                tops, count, alloc, status = _every_winner_stacks(lr, layout, end_effects, pool, node, lx_accept[q],
-                                                                  cand_bits[state], True, alloc)
+                tops, count, alloc, status = _every_winner_stacks(lr, term_column, layout, end_effects, pool, node,
+                                                                  lx_accept[q], cand_bits[state], True, alloc)
                 if status != OK:
                     return False, status
                 for k in range(count):
@@ -759,8 +741,8 @@ def hypotheses_accept_end(lexer, lr, glue, pool, hyps, end_column):
                 ends_with_newline = True
             else:
                 below = node
-                node, brackets, blocks, alloc, status = end_lexeme(lr, layout, end_effects, pool, node, winner,
-                                                                   brackets, 0, blocks, True, alloc)
+                node, brackets, blocks, alloc, status = end_lexeme(lr, term_column, layout, end_effects, pool, node,
+                                                                   winner, brackets, 0, blocks, True, alloc)
                 if node == FORKED:  # a generalized grammar (no layout): does one of the stacks end?
                     tops, count, alloc, status = feed_all(lr, pool, below, term_column[winner], True, alloc)
                     if status != OK:

@@ -63,7 +63,7 @@ def feed_terminal(lr, pool, node, column, to_scratch, alloc):
     ``exposed[0]`` is lowered to the lowest committed node that a reduction uncovered (see
     :class:`StackPool`).
     """
-    action, goto, rule_lhs, rule_len, term_column = lr
+    action, goto, rule_lhs, rule_len = lr
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     base = SCRATCH_BASE if to_scratch else 0
@@ -121,8 +121,7 @@ def feed_all(lr, pool, node, column, to_scratch, alloc):
     another way gains a parent, and only the reductions through that new edge are done
     again (every reduction pops at least one symbol, so each path leaves a node by one edge).
     """
-    action, goto, rule_lhs, rule_len, term_column = lr
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
+    action, goto, rule_lhs, rule_len = lr
     n_states = goto[0]
     # Nodes made at the current position and shifted nodes, by state: at most one per state,
     # so these never grow. (An array variable assigned twice costs reference counting on
@@ -175,7 +174,7 @@ _ROOM = -1  # :func:`_feed_all_tasks` needs bigger work arrays (``counts[NEED]``
 def _feed_all_tasks(lr, pool, column, to_scratch, here, top, tasks, edges, below, counts):
     """The work loop of :func:`feed_all`; returns its status, or ``_ROOM`` (the task left on
     the list) where ``tasks``, ``edges`` or ``below`` must grow first."""
-    action, goto, rule_lhs, rule_len, term_column = lr
+    action, goto, rule_lhs, rule_len = lr
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     capacity = scratch_state.shape[0] if to_scratch else pool_state.shape[0]
     n_states = goto[0]
@@ -513,8 +512,6 @@ def feed_any(lr, pool, node, column, to_scratch, alloc):
     """Like :func:`feed_terminal` where only success matters: ``(a top, alloc, status)``,
     the top being some stack that shifted the terminal (-2: the end accepted) or -1, the
     forks followed where the table has them."""
-    action, goto, rule_lhs, rule_len, term_column = lr
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     top, alloc, status = feed_terminal(lr, pool, node, column, to_scratch, alloc)
     if top != FORKED:
         return top, alloc, status

@@ -73,8 +73,8 @@ class StackParts:
         pool.exposed[0] = SCRATCH_BASE
         allowed = np.empty(entry.group_reach.shape[0], dtype=np.bool_)
         tables = self.tables  # its arrays read at each try: lazy tables grow where a stack lands
-        pool.until_it_fits(lambda arrays: stack_shifts_each(tables.lr_arrays, arrays, node, free, entry.group_reach,
-                                                            allowed))
+        pool.until_it_fits(lambda arrays: stack_shifts_each(tables.lr_arrays, tables.term_column, arrays, node, free,
+                                                            entry.group_reach, allowed))
         if entry.derived_reach is not None and not allowed.all():
             return None, 0  # a derived context's groups are exact only where all are allowed
         groups = None if allowed.all() else np.flatnonzero(allowed).tolist()

@@ -263,7 +263,7 @@ class GrammarMaskStore:
                 shadows.append((self.contexts.candidate_id[lookahead], lookahead))
             shadows = [s for s in shadows if s[0] >= 0]
             node, brackets, blocks, alloc, _ = pool.until_it_fits(lambda arrays: end_lexeme(
-                tables.lr_arrays, tables.layout, end_effects, arrays, int(hyp[STACK]), winner,
+                tables.lr_arrays, tables.term_column, tables.layout, end_effects, arrays, int(hyp[STACK]), winner,
                 int(hyp[BRACKETS]), int(hyp[COLUMN]), int(hyp[BLOCKS]), False, pool.used))
             pool.used = int(alloc)
             if node == FORKED:

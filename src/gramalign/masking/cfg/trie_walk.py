@@ -41,8 +41,7 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
     (``usable``/``known``) down the trie.
     """
     lx_trans, lx_accept, lx_alive, lx_is_start, lx_class_byte = lexer
-    action, goto, rule_lhs, rule_len, term_column = lr
-    cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
+    term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     node_byte, node_depth, subtree_end, token_start, token_ids = trie
     words = cand_bits.shape[1]
@@ -113,7 +112,7 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
                     if reach_bits[went_on, w] & ~known[above, h, w]:
                         unknown = True
                 if not viable and unknown:
-                    viable, status = usable_meets(lr, pool, levels[above, h, STACK], alloc,
+                    viable, status = usable_meets(lr, term_column, pool, levels[above, h, STACK], alloc,
                                                   free_terminal(layout, levels[above, h, BRACKETS]),
                                                   reach_bits[went_on], usable[above, h], known[above, h])
                     if status != OK:
@@ -164,7 +163,7 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
                 if not alive:
                     reach = reachable_winners(lx_trans, lx_accept, lx_alive, lx_class_byte, reach_bits, reach_done,
                                               lexeme)
-                    alive, status = usable_meets(lr, pool, stack, alloc,
+                    alive, status = usable_meets(lr, term_column, pool, stack, alloc,
                                                  free_terminal(layout, levels[depth, k, BRACKETS]), reach,
                                                  usable[depth, kept], known[depth, kept])
                     if status != OK:
@@ -236,7 +235,6 @@ def _ended_reads(lx_trans, lx_alive, cand_bits, cand_id, pool, memo, byte):
 def _distinct_levels(pool, cand_id, rows, usable, known, parser_state, n):
     """Drop hypotheses of one trie depth that mean the same as an earlier one, with their
     memos (in place); returns how many are left."""
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     kept = 1
     for h in range(1, n):
         if not repeats_kept(pool, cand_id, rows, h, kept):
@@ -735,17 +733,15 @@ def _escapes_every_split(lexer, cand, shadow_cands, q, shadows, which):
 
 
 @kernel
-def stack_shifts_each(lr, pool, node, free, group_reach, allowed):
+def stack_shifts_each(lr, term_column, pool, node, free, group_reach, allowed):
     """``allowed[g]``: can the stack at ``node`` shift one of the terminals of row g of
     ``group_reach`` (one memo of what the stack can shift serves every row)? Returns a
     status (grow the pools and call again if not OK)."""
-    action, goto, rule_lhs, rule_len, term_column = lr
-    pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     words = group_reach.shape[1]
     usable = np.zeros(words, np.uint64)
     known = np.zeros(words, np.uint64)
     for g in range(group_reach.shape[0]):
-        answer, status = usable_meets(lr, pool, node, 0, free, group_reach[g], usable, known)
+        answer, status = usable_meets(lr, term_column, pool, node, 0, free, group_reach[g], usable, known)
         if status != OK:
             return status
         allowed[g] = answer
