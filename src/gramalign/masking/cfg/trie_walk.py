@@ -48,8 +48,8 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
     width = hyps.shape[1]
     rows = max(rows, hyps.shape[0])
     levels = np.empty((max_depth + 1, rows, width), np.int32)
-    usable = np.zeros((max_depth + 1, rows, words), np.uint64)
     known = np.zeros((max_depth + 1, rows, words), np.uint64)
+    usable = np.zeros((max_depth + 1, rows, words), np.uint64)
     parser_state = np.empty((max_depth + 1, rows), np.int32)
     level_size = np.zeros(max_depth + 1, np.int32)
     level_alloc = np.zeros(max_depth + 1, np.int64)
