@@ -31,9 +31,10 @@ case, where the comparisons would cost more than they save)."""
 
 @kernel
 def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_words):
-    """OR into ``out_words`` every token of ``trie`` (``TokenTrie.arrays``) that some hypothesis in ``hyps`` can read
-    and still complete, tracking up to ``rows`` hypotheses per trie depth. Returns a status
-    code (grow the pools, ``rows`` or the width of ``hyps`` and call again if not OK).
+    """OR into ``out_words`` every token of ``trie`` (``TokenTrie.arrays``) that some
+    hypothesis in ``hyps`` can read and still complete, tracking up to ``rows`` hypotheses per
+    trie depth. Returns a status code (grow the pools, ``rows`` or the width of ``hyps`` and
+    call again if not OK).
 
     The common step (one hypothesis, no shadow, a lexeme that cannot end here) is written
     out inline with scalar indexing: calls and array views cost more than the work. What a
