@@ -194,7 +194,8 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     epsilon = epsilon[order]
     eps_start = np.searchsorted(epsilon[:, 0], np.arange(node_count + 1)).astype(np.int64)
     live = np.ones(node_count, dtype=np.bool_) if live is None else np.asarray(live, dtype=np.bool_)
-    clo_first, clo_last, clo_nodes = kernels.epsilon_closures(eps_start, np.ascontiguousarray(epsilon[:, 1]), live)
+    eps_to = np.ascontiguousarray(epsilon[:, 1])
+    clo_first, clo_last, clo_nodes = kernels.epsilon_closures(eps_start, eps_to, live)
     is_gap = np.zeros(node_count, dtype=np.bool_)
     is_gap[np.asarray(list(gaps), dtype=np.int64)] = True
     can_end = np.asarray(can_end, dtype=np.bool_)
@@ -202,8 +203,17 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
     ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
                                     grammar.n_terminals, tables.first_bits.shape[1])
-    text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead)
-    counters = state[9]
+    gap_of_first, gap_of = kernels.closures_holding(clo_first, clo_last, clo_nodes, is_gap)
+    from_start = np.zeros(node_count, dtype=np.bool_)
+    from_start[clo_nodes[clo_first[0]:clo_last[0]]] = True
+    next_gap = np.full(node_count, node_count, dtype=np.int64)  # the first gap node after each node
+    gap_ids = np.flatnonzero(is_gap)
+    at = np.searchsorted(gap_ids, np.arange(node_count), side="right")
+    next_gap[at < len(gap_ids)] = gap_ids[at[at < len(gap_ids)]]
+    scans = kernels.scan_closures(eps_start, eps_to, live, is_gap, clo_first, clo_last, clo_nodes)
+    text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first,
+            gap_of, from_start, next_gap, scans)
+    counters = state[10]
     while True:
         state[:8] = kernels.earley_run(tables.rules, grammar.n_terminals, grammar.n_symbols, grammar.start, text,
                                        *state, pops)

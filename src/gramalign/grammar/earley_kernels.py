@@ -22,6 +22,19 @@ only where a lexeme ended or it was predicted. A gap's self-spans (``(G, A, G)``
 one place where a completion can meet an item added after it: an item that starts waiting
 for ``A`` at a gap node looks up ``(G, A, G)`` itself.
 
+**Origins move up to gaps.** A gap ``G`` in the ε-closure of an origin ``o`` (ignored text
+can run from ``o`` into the gap: a comment opened in an earlier gap, a line comment over a
+piece without a newline) stands for ``o`` at every node from ``G`` on: an item or triple
+made there with origin ``o`` takes origin ``G``, and a completion ``(G, A, q)`` advances
+what waits for ``A`` at ``G`` and at every such ``o``. Both are exact. Whatever a symbol
+derives from ``o`` to a node ``q >= G`` it also derives from ``G`` (the lexemes before the
+gap written inside it, the one lexeme across it begun inside it: the lexing automaton has
+that edge), and what waits at ``o`` may wait at ``G``, the ε-moves between them. Without
+this, every gap an ignored lexeme can reach from an earlier one kept that gap's items (all
+of the grammar's) alive at every later gap: k gaps cost k times the items of one. The
+leaves of a derivation through a renamed origin are written from ``G`` on
+(:func:`unfold_leaves`: a lexeme read before ``G`` is a whole lexeme inside it).
+
 Every item and triple keeps the first way it was made (the item it advanced or copied,
 and the child: a triple or a terminal), so a derivation unfolds from the goal triple.
 State lives in arrays the caller passes back in: :func:`earley_run` stops after a number of
@@ -139,9 +152,107 @@ def epsilon_closures(eps_start, eps_to, live):
     return first, last, nodes[:used]
 
 
+@kernel(inline="always")
+def _append(nodes, used, node):
+    if used == nodes.shape[0]:
+        nodes = np.concatenate((nodes, nodes))
+    nodes[used] = node
+    return nodes, used + 1
+
+
+@kernel
+def scan_closures(eps_start, eps_to, live, is_gap, clo_first, clo_last, clo_nodes):
+    """Where an item at each live node scans from: ``own`` (``nodes[own_first[n]:
+    own_last[n]]``), the nodes its ε-edges reach without entering a gap node other than
+    ``n``, itself first; and ``enter``, the gap nodes entered first on the others, none in
+    another's ε-closure (:func:`epsilon_closures`), into which the item is copied instead:
+    their items scan the rest once for every earlier node."""
+    count = eps_start.shape[0] - 1
+    own_first = np.zeros(count, dtype=np.int64)
+    own_last = np.zeros(count, dtype=np.int64)
+    own = np.empty(max(16, 2 * count), dtype=np.int64)
+    enter_first = np.zeros(count, dtype=np.int64)
+    enter_last = np.zeros(count, dtype=np.int64)
+    enter = np.empty(16, dtype=np.int64)
+    stamp = np.full(count, -1, dtype=np.int64)
+    covered = np.full(count, -1, dtype=np.int64)
+    used = 0
+    entered = 0
+    for n in range(count - 1, -1, -1):
+        if not live[n]:
+            continue
+        begin = used
+        stamp[n] = n
+        own, used = _append(own, used, n)
+        candidates = entered
+        for e in range(eps_start[n], eps_start[n + 1]):
+            b = eps_to[e]
+            if not live[b]:
+                continue
+            if is_gap[b]:
+                if stamp[b] != n:
+                    stamp[b] = n
+                    enter, entered = _append(enter, entered, b)
+                continue
+            for c in range(own_first[b], own_last[b]):
+                m = own[c]
+                if stamp[m] != n:
+                    stamp[m] = n
+                    own, used = _append(own, used, m)
+            for c in range(enter_first[b], enter_last[b]):
+                g = enter[c]
+                if stamp[g] != n:
+                    stamp[g] = n
+                    enter, entered = _append(enter, entered, g)
+        own_first[n] = begin
+        own_last[n] = used
+        for c in range(candidates, entered):  # what another entered gap reaches is not entered
+            g = enter[c]
+            for d in range(clo_first[g] + 1, clo_last[g]):
+                covered[clo_nodes[d]] = n
+        kept = candidates
+        for c in range(candidates, entered):
+            if covered[enter[c]] != n:
+                enter[kept] = enter[c]
+                kept += 1
+        entered = kept
+        enter_first[n] = candidates
+        enter_last[n] = entered
+    return own_first, own_last, own[:used], enter_first, enter_last, enter[:entered]
+
+
+@kernel
+def closures_holding(clo_first, clo_last, clo_nodes, is_gap):
+    """Per gap node G: G, then every other node whose ε-closure holds G, as
+    ``nodes[first[G]:first[G + 1]]`` (nothing for other nodes). Closures (of
+    :func:`epsilon_closures`) hold live nodes only."""
+    count = clo_first.shape[0]
+    first = np.zeros(count + 1, dtype=np.int64)
+    for o in range(count):
+        for c in range(clo_first[o], clo_last[o]):
+            if is_gap[clo_nodes[c]]:
+                first[clo_nodes[c] + 1] += 1
+    for n in range(count):
+        first[n + 1] += first[n]
+    nodes = np.empty(first[count], dtype=np.int64)
+    fill = first[:count].copy()
+    for n in range(count):
+        if first[n + 1] > first[n]:  # a live gap: itself first
+            nodes[fill[n]] = n
+            fill[n] += 1
+    for o in range(count):
+        for c in range(clo_first[o], clo_last[o]):
+            n = clo_nodes[c]
+            if is_gap[n] and n != o:
+                nodes[fill[n]] = o
+                fill[n] += 1
+    return first, nodes
+
+
 def new_state(node_count: int, capacity: int = 1024):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
-    values, wait keys, wait values, per-node heads [agenda, completions, items], counters)."""
+    values, wait keys, wait values, per-node heads [agenda, completions, items], each
+    node's origin as items take it now (see :func:`earley_run`), counters)."""
     table = 1
     while table < 4 * capacity:
         table *= 2
@@ -153,7 +264,7 @@ def new_state(node_count: int, capacity: int = 1024):
             np.empty((capacity, TRIPLE_COLUMNS), dtype=np.int64),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
-            heads, counters)
+            heads, np.arange(node_count, dtype=np.int64), counters)
 
 
 @kernel(inline="always")
@@ -226,17 +337,23 @@ def _can_start(first_bits, ahead, symbol, node):
 
 @kernel
 def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
-               triple_values, wait_keys, wait_values, heads, counters, max_pops):
+               triple_values, wait_keys, wait_values, heads, canon, counters, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
     agenda entries were handled; returns the (possibly grown) arrays.
 
     ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
     follow_bits, nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton,
-    (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead)
-    (see :func:`terminals_ahead`)."""
+    (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead,
+    gap_of_first, gap_of, from_start, next_gap, scans) (see :func:`terminals_ahead`,
+    :func:`closures_holding`; ``from_start``: the nodes of the start's ε-closure; ``next_gap``:
+    the first gap node after each node; ``scans``: :func:`scan_closures`). ``canon[o]``: the origin an item made now with
+    origin ``o`` takes (the latest gap settled in ``o``'s ε-closure; an item made at a node
+    past the next gap may take a later one)."""
     rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty = rules
-    edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead = text
+    (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
+     from_start, next_gap, scans) = text
+    own_first, own_last, own_nodes, enter_first, enter_last, enter_nodes = scans
     node_count = heads.shape[0]
     n_rules = rule_head.shape[0]
     n_items = counters[C_ITEMS]
@@ -287,9 +404,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                     heads[node, 0] = items[i, I_ANEXT]
                     r = items[i, I_RULE]
                     x = rule_left[r] if items[i, I_DOT] == 0 else rule_right[r]
-                    if x < n_terminals:  # scan x from every node the ε-edges reach
-                        for c in range(clo_first[node], clo_last[node]):
-                            source = clo_nodes[c]
+                    if x < n_terminals:  # scan x from the nodes the ε-edges reach short of a gap
+                        for c in range(own_first[node], own_last[node]):
+                            source = own_nodes[c]
                             scanned = -2 - (x * node_count + source)  # the child: x read from source
                             for e in range(edge_start[source], edge_start[source + 1]):
                                 if edge_t[e] == x:
@@ -325,6 +442,19 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                             if t != -1:
                                 adv_item, adv_child, adv_node, n_adv = _push_advance(
                                     adv_item, adv_child, adv_node, n_adv, i, t, node)
+                    # a gap the ε-edges enter: the item is copied there, to scan and wait from it
+                    for c in range(enter_first[node], enter_last[node]):
+                        g = enter_nodes[c]
+                        origin = canon[items[i, I_ORIGIN]]
+                        for d in range(clo_first[origin], clo_last[origin]):
+                            h = clo_nodes[d]
+                            if is_gap[h] and origin < h <= g:
+                                origin = h
+                        key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
+                        if _lookup(item_keys, item_values, key) == -1:
+                            items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items,
+                                                                      key, r, items[i, I_DOT], origin, g, i, -1)
+                            n_items += 1
                 continue
             # one advance: item over its waited symbol to `target`
             n_adv -= 1
@@ -332,7 +462,12 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             child = adv_child[n_adv]
             target = adv_node[n_adv]
             r = items[i, I_RULE]
-            origin = items[i, I_ORIGIN]
+            origin = canon[items[i, I_ORIGIN]]
+            if target >= next_gap[node]:  # past a gap not settled yet: it may stand for the origin too
+                for c in range(clo_first[origin], clo_last[origin]):
+                    g = clo_nodes[c]
+                    if is_gap[g] and origin < g <= target:
+                        origin = g
             if items[i, I_DOT] == 0 and rule_right[r] >= 0:
                 if not _can_start(first_bits, ahead, rule_right[r], target):
                     continue
@@ -363,12 +498,15 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 triples[t, T_CNEXT] = heads[target, 1]
                 heads[target, 1] = t
                 _insert(triple_keys, triple_values, key, t)
-                if origin == 0 and a == start_symbol and can_end[target]:
+                if from_start[origin] and a == start_symbol and can_end[target]:
                     counters[C_FOUND] = t
                     break
         if counters[C_FOUND] >= 0:
             break
         node += 1
+        if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
+            for c in range(gap_of_first[node], gap_of_first[node + 1]):
+                canon[gap_of[c]] = node
     counters[C_ITEMS] = n_items
     counters[C_TRIPLES] = n_triples
     counters[C_NODE] = node
@@ -378,24 +516,31 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
 @kernel
 def unfold_leaves(items, triples, goal, node_count):
     """The leaves ``(from node, to node, terminal)`` of the derivation of triple ``goal``,
-    leftmost first."""
+    leftmost first. A triple whose origin was moved up to a gap (see the module docstring)
+    may have been derived from an earlier node: its leaves before that gap are written
+    inside it (a lexeme that ends before the gap or in it becomes a whole lexeme in the
+    gap, ``(G, G, t)``; one across it begins in it, ``(G, end, t)``)."""
     out = np.empty((64, 3), dtype=np.int64)
     n_out = 0
-    # tasks: (kind, id, end); kind 0 a triple, 1 the part of an item before its node
+    # tasks: (kind, id, floor); kind 0 a triple, 1 the part of an item before its node;
+    # floor: the latest origin above, where its leaves may begin at the earliest
     stack_kind = np.empty(64, dtype=np.int64)
     stack_id = np.empty(64, dtype=np.int64)
-    n_stack = 0
+    stack_floor = np.empty(64, dtype=np.int64)
     stack_kind[0] = 0
     stack_id[0] = goal
+    stack_floor[0] = 0
     n_stack = 1
     while n_stack:
         n_stack -= 1
         kind = stack_kind[n_stack]
         ident = stack_id[n_stack]
+        floor = stack_floor[n_stack]
         if kind == 0:
             prev = triples[ident, T_PREV]
             child = triples[ident, T_CHILD]
             end = triples[ident, T_END]
+            floor = max(floor, triples[ident, T_ORIGIN])
         else:
             prev = items[ident, I_PREV]
             if prev == -1:
@@ -405,20 +550,27 @@ def unfold_leaves(items, triples, goal, node_count):
         if n_stack + 2 > stack_kind.shape[0]:
             stack_kind = np.concatenate((stack_kind, stack_kind))
             stack_id = np.concatenate((stack_id, stack_id))
+            stack_floor = np.concatenate((stack_floor, stack_floor))
         stack_kind[n_stack] = 1
         stack_id[n_stack] = prev
+        stack_floor[n_stack] = floor
         n_stack += 1
         if child >= 0:  # processed first: the output is built right to left
             stack_kind[n_stack] = 0
             stack_id[n_stack] = child
+            stack_floor[n_stack] = floor
             n_stack += 1
-        else:
+        elif child < -1:  # (-1: an item copied into a gap, no leaf)
             if n_out == out.shape[0]:
                 grown = np.empty((out.shape[0] * 2, 3), dtype=np.int64)
                 grown[:n_out] = out
                 out = grown
             leaf = -2 - child
-            out[n_out, 0] = leaf % node_count
+            source = leaf % node_count
+            if source < floor:  # read before the gap its origin moved up to: written inside it
+                source = floor
+                end = max(end, floor)
+            out[n_out, 0] = source
             out[n_out, 1] = end
             out[n_out, 2] = leaf // node_count
             n_out += 1
