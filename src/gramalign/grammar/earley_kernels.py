@@ -16,24 +16,24 @@ look-ahead, exact, since an item that can never scan adds nothing, and a triple 
 only with what follows it).
 Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a lexeme edge
 from any node of the ε-closure, to a later node, or a gap's loop), and completion (a triple
-``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are not
-copied along ε-edges (ignored text, gap moves): scans read through them, so an item lives
-only where a lexeme ended or it was predicted. A gap's self-spans (``(G, A, G)``) are the
+``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are
+copied along ε-edges (ignored text, gap moves) only into gaps; short of a gap, scans read
+through them. A gap's self-spans (``(G, A, G)``) are the
 one place where a completion can meet an item added after it: an item that starts waiting
 for ``A`` at a gap node looks up ``(G, A, G)`` itself.
 
 **Origins move up to gaps.** A gap ``G`` in the ε-closure of an origin ``o`` (ignored text
 can run from ``o`` into the gap: a comment opened in an earlier gap, a line comment over a
 piece without a newline) stands for ``o`` at every node from ``G`` on: an item or triple
-made there with origin ``o`` takes origin ``G``, and a completion ``(G, A, q)`` advances
-what waits for ``A`` at ``G`` and at every such ``o``. Both are exact. Whatever a symbol
-derives from ``o`` to a node ``q >= G`` it also derives from ``G`` (the lexemes before the
-gap written inside it, the one lexeme across it begun inside it: the lexing automaton has
-that edge), and what waits at ``o`` may wait at ``G``, the ε-moves between them. Without
-this, every gap an ignored lexeme can reach from an earlier one kept that gap's items (all
-of the grammar's) alive at every later gap: k gaps cost k times the items of one. The
-leaves of a derivation through a renamed origin are written from ``G`` on
-(:func:`unfold_leaves`: a lexeme read before ``G`` is a whole lexeme inside it).
+made there with origin ``o`` takes origin ``G``. This is exact. Whatever a symbol derives
+from ``o`` to a node ``q >= G`` it also derives from ``G`` (the lexemes before the gap
+written inside it, the one lexeme across it begun inside it: the lexing automaton has that
+edge); and what waits at ``o`` waits at ``G`` too, since items are copied into the gaps
+their ε-edges enter (:func:`scan_closures`). Without this, every gap an ignored lexeme can
+reach from an earlier one kept that gap's items (most of the grammar's) alive at every later
+gap: k gaps cost k times the items of one. The leaves of a derivation through a renamed
+origin are written from ``G`` on (:func:`unfold_leaves`: a lexeme read before ``G`` is a
+whole lexeme inside it).
 
 Every item and triple keeps the first way it was made (the item it advanced or copied,
 and the child: a triple or a terminal), so a derivation unfolds from the goal triple.
