@@ -495,3 +495,21 @@ def test_gaps_joined_by_comments_decide_as_the_worklist_and_witnesses_parse():
                 assert fits(segments, result.text)
                 assert lark_accepts(oracle, result.text.decode()) and gramalign_accepts(grammar, result.text)
     assert {"impossible", "completable"} <= seen
+
+
+def test_witness_strings_have_the_fewest_code_points_the_schema_asks():
+    """The lexing automaton does not count a string's code points (the parser does), so a
+    string written into a gap would be the shortest lexeme, ``""``, and the parser would
+    refuse it; the witness pads it to ``minLength`` (also when fixed text opens it)."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", "minLength": 3},
+                                               "b": {"type": "string", "minLength": 2, "maxLength": 4}},
+              "required": ["a", "b"], "additionalProperties": False}
+    checker = ga.InfillChecker(ga.Grammar.from_json_schema(schema), budget_s=None)
+    for segments in ([b'{"a":', GAP, b',"b":', GAP, b"}"], [b'{"a":"x', GAP, b',"b":"', GAP, b"}"],
+                     [b'{"a":', GAP, b'"}']):
+        result = checker.check(segments)
+        assert result.completable, (segments, result.reason)
+        assert fits(segments, result.text)
+        jsonschema.validate(json.loads(result.text), schema)

@@ -23,6 +23,7 @@ back into the bytes it writes into gaps, for witnesses.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -187,7 +188,7 @@ class LexingAutomaton:
         kb, ib = self.locate(b)
         if a == b:  # a whole lexeme inside gap ka: the shortest one
             state, _, parents = paths.explore({s: 0 for s in lex.starts}, goal=lambda s: bool(accepting[s]))
-            return [(ka, path_bytes(parents, state)[1], True, True)]
+            return [(ka, _counted(lex, [path_bytes(parents, state)[1]], [0])[0], True, True)]
         # what the lexeme covers, in order: fixed bytes and gaps
         items: list[tuple[str, object]] = []
         k, i = ka, ia
@@ -235,7 +236,46 @@ class LexingAutomaton:
             else:
                 state, filler = path_bytes(layer, state)
                 out.append((value, filler, position == 0, position == len(items) - 1))
-        return out[::-1]
+        out.reverse()
+        if lex.terminal.length is not None:
+            gaps = [n for n, (kind, _) in enumerate(items) if kind == "gap"]
+            parts = [value for kind, value in items]
+            for n, (_, filler, _, _) in zip(gaps, out):
+                parts[n] = filler
+            parts = _counted(lex, parts, gaps)
+            out = [(k, parts[n], begins, ends) for n, (k, _, begins, ends) in zip(gaps, out)]
+        return out
+
+
+def _counted(lex: Lexer, parts: "list[bytes]", gaps: "list[int]") -> "list[bytes]":
+    """A counted JSON string's lexeme (``parts`` in order, ``parts[n]`` for n in ``gaps``
+    written into gaps) with ``a``s written into a gap part until it has the fewest code
+    points its terminal counts (``Terminal.length``), where a place keeps it a lexeme: the
+    lexing automaton does not count, the parser does, and a witness string too short for
+    it would be refused."""
+    if lex.terminal.length is None:
+        return parts
+    fewest = lex.terminal.length[0]
+    try:
+        missing = fewest - len(json.loads(b"".join(parts)))
+    except ValueError:
+        return parts
+    if missing <= 0:
+        return parts
+    dfa = lex.paths.dfa
+    for n in reversed(gaps):
+        for at in range(len(parts[n]), -1, -1):
+            trial = list(parts)
+            trial[n] = parts[n][:at] + b"a" * missing + parts[n][at:]
+            data = b"".join(trial)
+            ends = [dfa.advance(state, data) for state in lex.starts]
+            if any(end != DEAD and dfa.accepting[end] for end in ends):
+                try:
+                    if len(json.loads(data)) == fewest:
+                        return trial
+                except ValueError:
+                    continue
+    return parts
 
 
 def _set_ends(history, piece: bytes, table, accepting, longest: bool, emit) -> None:
