@@ -698,3 +698,47 @@ def walk_states(piece, first, node_base, a, j, states, table, accepting, longest
                 w += 1
         n_surv = w
     return n_edges, n_surv
+
+
+@kernel
+def nearest_state(table, accepting, sources, order, following, ends_there, any_end):
+    """Breadth first over a DFA (``table``: int32 [states, 256], -1 dead) from ``sources``,
+    bytes tried in ``order``: the nearest state that, with ``any_end``, accepts, and
+    otherwise reads the bytes ``following`` into a live state (an accepting one with
+    ``ends_there``); -1 when none. Returns (state, parent, byte): ``parent[s]`` the state
+    before ``s`` (-1 at a source, -2 unseen) and ``byte[s]`` the byte between. Every byte
+    costs one, so breadth first is Dijkstra here."""
+    count = table.shape[0]
+    parent = np.full(count, -2, dtype=np.int64)
+    via = np.full(count, -1, dtype=np.int64)
+    queue = np.empty(count, dtype=np.int64)
+    head = 0
+    tail = 0
+    for s in sources:
+        if parent[s] == -2:
+            parent[s] = -1
+            queue[tail] = s
+            tail += 1
+    while head < tail:
+        s = queue[head]
+        head += 1
+        if any_end:
+            if accepting[s]:
+                return s, parent, via
+        else:
+            t = s
+            for byte in following:
+                t = table[t, byte]
+                if t < 0:
+                    break
+            if t >= 0 and (not ends_there or accepting[t]):
+                return s, parent, via
+        for k in range(256):
+            b = order[k]
+            t = table[s, b]
+            if t >= 0 and parent[t] == -2:
+                parent[t] = s
+                via[t] = b
+                queue[tail] = t
+                tail += 1
+    return -1, parent, via

@@ -144,6 +144,8 @@ class DFAPaths:
         self.dfa = dfa
         self._moves: dict[int, list[tuple[int, int]]] = {}
         self._reach: dict[frozenset, np.ndarray] = {}
+        self._table: "np.ndarray | None" = None
+        self._accepting: "np.ndarray | None" = None
 
     def moves(self, state: int) -> "list[tuple[int, int]]":
         """``(target, byte)`` for every distinct target of ``state``, with a preferred byte."""
@@ -174,6 +176,21 @@ class DFAPaths:
             self._reach[key] = found
         return found
 
+    def nearest(self, sources: "Iterable[int]", following: "bytes | None" = None,
+                ends_there: bool = False) -> "tuple[int | None, _Parents]":
+        """The state nearest ``sources`` that accepts (``following`` None), or that reads
+        ``following`` alive (and accepting, with ``ends_there``), and the parents to walk
+        back with :func:`path_bytes` (the same as :meth:`explore` with that goal, in numba)."""
+        from .earley_kernels import nearest_state
+
+        if self._table is None:
+            self._table = np.ascontiguousarray(self.dfa.transitions, dtype=np.int32)
+            self._accepting = np.asarray(self.dfa.accepting, dtype=np.bool_)
+        state, parent, via = nearest_state(self._table, self._accepting, np.fromiter(sources, dtype=np.int64),
+                                           _PREFERENCE, np.frombuffer(following or b"", dtype=np.uint8),
+                                           ends_there, following is None)
+        return (None if state < 0 else int(state)), _Parents(parent, via)
+
     def explore(self, sources: "dict[int, int]", goal=None) -> "tuple[int | None, dict, dict]":
         """Dijkstra from ``sources`` (state -> cost so far, one byte costs 1): ``(goal state or
         None, cost of every state settled, parents)`` with ``parents[state] = (previous,
@@ -197,6 +214,17 @@ class DFAPaths:
                     parents[target] = (state, byte)
                     heapq.heappush(heap, (cost + 1, target))
         return None, done, parents
+
+
+class _Parents:
+    """:meth:`DFAPaths.nearest`'s parents as :func:`path_bytes` reads them."""
+
+    def __init__(self, parent: np.ndarray, via: np.ndarray):
+        self.parent, self.via = parent, via
+
+    def __getitem__(self, state: int) -> "tuple[int, int] | None":
+        before = int(self.parent[state])
+        return None if before == -1 else (before, int(self.via[state]))
 
 
 def advance_all(table: np.ndarray, states: np.ndarray, data: bytes) -> np.ndarray:

@@ -174,6 +174,40 @@ class LexingAutomaton:
 
     # ------------------------------------------------------------------ witnesses
 
+    @staticmethod
+    def _lexeme_layers(lex: Lexer, items: list, greedy: bool) -> "list | None":
+        """Forward through a lexeme's fixed parts and gaps: per item, ``("fixed", {end
+        state: start state})`` or ``("gap", parents, reached)`` (shortest-path parents; the
+        state a last or greedy gap stops at); None at a dead end. A gap before fixed bytes settles every
+        state it reaches, or with ``greedy`` stops at the nearest that reads those bytes."""
+        paths, dfa = lex.paths, lex.paths.dfa
+        accepting = dfa.accepting
+        layers: list = []
+        current = {s: 0 for s in lex.starts}
+        for position, (kind, value) in enumerate(items):
+            last = position == len(items) - 1
+            if kind == "fixed":
+                origins = np.fromiter(current.keys(), dtype=np.int64, count=len(current))
+                ends = advance_all(dfa.transitions, origins, value)
+                after = {}
+                for origin, end in zip(origins.tolist(), ends.tolist()):
+                    if end != DEAD and end not in after and (not last or accepting[end]):
+                        after[end] = origin
+                layers.append(("fixed", after))
+                current = {s: 0 for s in after}
+            elif last or greedy:  # the nearest state that ends the lexeme, or reads what follows
+                following = None if last else items[position + 1][1]
+                reached, parents = paths.nearest(current, following, position + 1 == len(items) - 1)
+                layers.append(("gap", parents, reached))
+                current = {} if reached is None else {reached: 0}
+            else:
+                _, done, parents = paths.explore(current)
+                layers.append(("gap", parents, None))
+                current = done
+            if not current:
+                return None
+        return layers
+
     def lexeme_pieces(self, lexer: int, a: int, b: int) -> "list[tuple[int, bytes, bool, bool]]":
         """The bytes one lexeme edge ``a -> b`` writes into gaps: ``(gap, bytes, begins in
         the gap, ends in the gap)`` per gap it touches, in order. ``a == b`` a gap node is a
@@ -181,13 +215,11 @@ class LexingAutomaton:
         if lexer == STRUCTURAL:
             return []
         lex = self.lexers[lexer]
-        paths, dfa = lex.paths, lex.paths.dfa
-        accepting = dfa.accepting
         pieces = self.text.pieces
         ka, ia = self.locate(a)
         kb, ib = self.locate(b)
         if a == b:  # a whole lexeme inside gap ka: the shortest one
-            state, _, parents = paths.explore({s: 0 for s in lex.starts}, goal=lambda s: bool(accepting[s]))
+            state, parents = lex.paths.nearest(lex.starts)
             return [(ka, _counted(lex, [path_bytes(parents, state)[1]], [0])[0], True, True)]
         # what the lexeme covers, in order: fixed bytes and gaps
         items: list[tuple[str, object]] = []
@@ -204,27 +236,16 @@ class LexingAutomaton:
             if k == kb:
                 break
             k, i = k + 1, 0
-        # forward: the states each item can end in, with how they were reached
-        layers: list = []
-        current = {s: 0 for s in lex.starts}
-        for position, (kind, value) in enumerate(items):
-            last = position == len(items) - 1
-            if kind == "fixed":
-                origins = np.fromiter(current.keys(), dtype=np.int64, count=len(current))
-                ends = advance_all(dfa.transitions, origins, value)
-                after = {}
-                for origin, end in zip(origins.tolist(), ends.tolist()):
-                    if end != DEAD and end not in after and (not last or accepting[end]):
-                        after[end] = origin
-                layers.append(("fixed", after))
-                current = {s: 0 for s in after}
-            else:
-                goal = (lambda s: bool(accepting[s])) if last else None
-                reached, done, parents = paths.explore(current, goal=goal)
-                layers.append(("gap", parents))
-                current = {reached: 0} if last else done
-            if not current:
-                raise AssertionError(f"lexeme edge {a}->{b} of lexer {lexer} has no path")
+        # forward: the states each item can end in, with how they were reached; first greedily
+        # (a gap stops at the nearest state that reads the next fixed bytes), then, where that
+        # runs into a dead end further on, every state a gap reaches
+        for greedy in (True, False):
+            layers = self._lexeme_layers(lex, items, greedy)
+            if layers is not None:
+                break
+        else:
+            raise AssertionError(f"lexeme edge {a}->{b} of lexer {lexer} has no path")
+        current = layers[-1][1] if layers[-1][0] == "fixed" else {layers[-1][2]: 0}
         # backward: one path, and the bytes it writes into each gap
         state = min(current)
         out: list[tuple[int, bytes, bool, bool]] = []
