@@ -213,7 +213,7 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     scans = kernels.scan_closures(eps_start, eps_to, live, is_gap, clo_first, clo_last, clo_nodes)
     text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first,
             gap_of, from_start, next_gap, scans)
-    counters = state[10]
+    counters = state[9]
     while True:
         state[:8] = kernels.earley_run(tables.rules, grammar.n_terminals, grammar.n_symbols, grammar.start, text,
                                        *state, pops)

@@ -53,6 +53,8 @@ ITEM_COLUMNS = 9
 # triple columns
 T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT = range(6)
 TRIPLE_COLUMNS = 6
+# per-node columns of `heads` (H_ORIGIN: see earley_run)
+H_AGENDA, H_COMPLETIONS, H_ITEMS, H_ORIGIN = range(4)
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 COUNTERS = 5
@@ -251,12 +253,13 @@ def closures_holding(clo_first, clo_last, clo_nodes, is_gap):
 
 def new_state(node_count: int, capacity: int = 1024):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
-    values, wait keys, wait values, per-node heads [agenda, completions, items], each
-    node's origin as items take it now (see :func:`earley_run`), counters)."""
+    values, wait keys, wait values, per node [agenda head, completions head, items head,
+    the origin items take for it now (see :func:`earley_run`)], counters)."""
     table = 1
     while table < 4 * capacity:
         table *= 2
-    heads = np.full((node_count, 3), -1, dtype=np.int64)
+    heads = np.full((node_count, 4), -1, dtype=np.int64)
+    heads[:, H_ORIGIN] = np.arange(node_count)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
     return (np.empty((capacity, ITEM_COLUMNS), dtype=np.int64),
@@ -264,7 +267,7 @@ def new_state(node_count: int, capacity: int = 1024):
             np.empty((capacity, TRIPLE_COLUMNS), dtype=np.int64),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=np.int64),
-            heads, np.arange(node_count, dtype=np.int64), counters)
+            heads, counters)
 
 
 @kernel(inline="always")
@@ -337,7 +340,7 @@ def _can_start(first_bits, ahead, symbol, node):
 
 @kernel
 def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
-               triple_values, wait_keys, wait_values, heads, canon, counters, max_pops):
+               triple_values, wait_keys, wait_values, heads, counters, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
     agenda entries were handled; returns the (possibly grown) arrays.
@@ -347,9 +350,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead,
     gap_of_first, gap_of, from_start, next_gap, scans) (see :func:`terminals_ahead`,
     :func:`closures_holding`; ``from_start``: the nodes of the start's ε-closure; ``next_gap``:
-    the first gap node after each node; ``scans``: :func:`scan_closures`). ``canon[o]``: the origin an item made now with
-    origin ``o`` takes (the latest gap settled in ``o``'s ε-closure; an item made at a node
-    past the next gap may take a later one)."""
+    the first gap node after each node; ``scans``: :func:`scan_closures`).
+    ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
+    gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
     rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
      from_start, next_gap, scans) = text
@@ -445,7 +448,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                     # a gap the ε-edges enter: the item is copied there, to scan and wait from it
                     for c in range(enter_first[node], enter_last[node]):
                         g = enter_nodes[c]
-                        origin = canon[items[i, I_ORIGIN]]
+                        origin = heads[items[i, I_ORIGIN], H_ORIGIN]
                         for d in range(clo_first[origin], clo_last[origin]):
                             h = clo_nodes[d]
                             if is_gap[h] and origin < h <= g:
@@ -462,7 +465,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             child = adv_child[n_adv]
             target = adv_node[n_adv]
             r = items[i, I_RULE]
-            origin = canon[items[i, I_ORIGIN]]
+            origin = heads[items[i, I_ORIGIN], H_ORIGIN]
             if target >= next_gap[node]:  # past a gap not settled yet: it may stand for the origin too
                 for c in range(clo_first[origin], clo_last[origin]):
                     g = clo_nodes[c]
@@ -506,7 +509,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
         node += 1
         if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
             for c in range(gap_of_first[node], gap_of_first[node + 1]):
-                canon[gap_of[c]] = node
+                heads[gap_of[c], H_ORIGIN] = node
     counters[C_ITEMS] = n_items
     counters[C_TRIPLES] = n_triples
     counters[C_NODE] = node

@@ -18,7 +18,7 @@ gaps, and after the first EOS only EOS (or a mask, which must then become EOS) m
 >>> checker.check([b'{"a": ', ga.GAP, b'}']).status
 'completable'
 >>> checker.check([b'{"a": ', ga.GAP, b'}']).text
-b'{"a": true,"":[]}'
+b'{"a": 0}'
 >>> checker.check([b'[1, ', ga.GAP, b'}']).status
 'impossible'
 """
