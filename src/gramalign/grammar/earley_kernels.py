@@ -15,7 +15,7 @@ at ``q`` or ``A`` may end the text and ``q`` can (:func:`terminals_ahead`: one t
 look-ahead, exact, since an item that can never scan adds nothing, and a triple is used
 only with what follows it).
 Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a lexeme edge
-from any node of the ε-closure, to a later node, or a gap's loop), and completion (a triple
+from a node the ε-edges reach, to a later node, or a gap's loop), and completion (a triple
 ``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are
 copied along ε-edges (ignored text, gap moves) only into gaps; short of a gap, scans read
 through them. A gap's self-spans (``(G, A, G)``) are the
@@ -53,8 +53,8 @@ ITEM_COLUMNS = 9
 # triple columns
 T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT = range(6)
 TRIPLE_COLUMNS = 6
-# per-node columns of `heads` (H_ORIGIN: see earley_run)
-H_AGENDA, H_COMPLETIONS, H_ITEMS, H_ORIGIN = range(4)
+# the column of `heads` after the agenda, completion and item list heads: see earley_run
+H_ORIGIN = 3
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 COUNTERS = 5
@@ -338,6 +338,18 @@ def _can_start(first_bits, ahead, symbol, node):
     return False
 
 
+@kernel(inline="always")
+def _moved_up(origin, until, clo_first, clo_last, clo_nodes, is_gap):
+    """The latest gap up to node ``until`` in ``origin``'s ε-closure (``origin`` itself when
+    none): the origin an item made at ``until`` may take."""
+    moved = origin
+    for c in range(clo_first[origin], clo_last[origin]):
+        g = clo_nodes[c]
+        if is_gap[g] and moved < g <= until:
+            moved = g
+    return moved
+
+
 @kernel
 def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
                triple_values, wait_keys, wait_values, heads, counters, max_pops):
@@ -448,11 +460,8 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                     # a gap the ε-edges enter: the item is copied there, to scan and wait from it
                     for c in range(enter_first[node], enter_last[node]):
                         g = enter_nodes[c]
-                        origin = heads[items[i, I_ORIGIN], H_ORIGIN]
-                        for d in range(clo_first[origin], clo_last[origin]):
-                            h = clo_nodes[d]
-                            if is_gap[h] and origin < h <= g:
-                                origin = h
+                        origin = _moved_up(heads[items[i, I_ORIGIN], H_ORIGIN], g, clo_first, clo_last, clo_nodes,
+                                           is_gap)
                         key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
                         if _lookup(item_keys, item_values, key) == -1:
                             items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items,
@@ -467,10 +476,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             r = items[i, I_RULE]
             origin = heads[items[i, I_ORIGIN], H_ORIGIN]
             if target >= next_gap[node]:  # past a gap not settled yet: it may stand for the origin too
-                for c in range(clo_first[origin], clo_last[origin]):
-                    g = clo_nodes[c]
-                    if is_gap[g] and origin < g <= target:
-                        origin = g
+                origin = _moved_up(origin, target, clo_first, clo_last, clo_nodes, is_gap)
             if items[i, I_DOT] == 0 and rule_right[r] >= 0:
                 if not _can_start(first_bits, ahead, rule_right[r], target):
                     continue

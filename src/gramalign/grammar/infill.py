@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import InfillError
 from .automata.dfa import DEAD, ByteDFA
+from .earley_kernels import nearest_state
 from .limits import work_clock
 
 __all__ = ["GAP", "Budget", "BudgetExhausted", "PartialText", "partial_text", "regex_fillers", "DFAPaths"]
@@ -181,8 +182,6 @@ class DFAPaths:
         """The state nearest ``sources`` that accepts (``following`` None), or that reads
         ``following`` alive (and accepting, with ``ends_there``), and the parents to walk
         back with :func:`path_bytes` (the same as :meth:`explore` with that goal, in numba)."""
-        from .earley_kernels import nearest_state
-
         if self._table is None:
             self._table = np.ascontiguousarray(self.dfa.transitions, dtype=np.int32)
             self._accepting = np.asarray(self.dfa.accepting, dtype=np.bool_)

@@ -178,8 +178,9 @@ class LexingAutomaton:
     def _lexeme_layers(lex: Lexer, items: list, greedy: bool) -> "list | None":
         """Forward through a lexeme's fixed parts and gaps: per item, ``("fixed", {end
         state: start state})`` or ``("gap", parents, reached)`` (shortest-path parents; the
-        state a last or greedy gap stops at); None at a dead end. A gap before fixed bytes settles every
-        state it reaches, or with ``greedy`` stops at the nearest that reads those bytes."""
+        state a last or greedy gap stops at); None at a dead end. A gap before fixed bytes
+        settles every state it reaches, or with ``greedy`` stops at the nearest that reads
+        those bytes."""
         paths, dfa = lex.paths, lex.paths.dfa
         accepting = dfa.accepting
         layers: list = []
