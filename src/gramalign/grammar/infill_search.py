@@ -58,7 +58,7 @@ class GrammarInfill:
         singles = []
         for byte in b" \n\t\r" + bytes(range(256)):
             data = bytes([byte])
-            if data not in singles and any(_lexes(lex, data) for lex in self.lexers[self.n_terminals:]):
+            if data not in singles and any(lex.lexes(data) for lex in self.lexers[self.n_terminals:]):
                 singles.append(data)
         if singles:
             return tuple(singles[:3])
@@ -133,7 +133,3 @@ class GrammarInfill:
                 candidates.append(tuple(separated))
         return tuple(candidates)
 
-
-def _lexes(lex: Lexer, data: bytes) -> bool:
-    dfa = lex.paths.dfa
-    return any(dfa.advance(state, data) >= 0 and dfa.accepting[dfa.advance(state, data)] for state in lex.starts)

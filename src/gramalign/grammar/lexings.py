@@ -73,6 +73,15 @@ class Lexer:
                         and t.ends_in_word is None)
         self.anywhere = self.paths.reach(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
 
+    def lexes(self, data: bytes) -> bool:
+        """Is ``data`` one lexeme of this terminal's automaton (from one of its starts)?"""
+        dfa = self.paths.dfa
+        for state in self.starts:
+            end = dfa.advance(state, data)
+            if end != DEAD and dfa.accepting[end]:
+                return True
+        return False
+
 
 class LexerTables:
     """Every lexer's DFA in one table (states offset to be distinct), for the kernel that
@@ -284,14 +293,12 @@ def _counted(lex: Lexer, parts: "list[bytes]", gaps: "list[int]") -> "list[bytes
         return parts
     if missing <= 0:
         return parts
-    dfa = lex.paths.dfa
     for n in reversed(gaps):
         for at in range(len(parts[n]), -1, -1):
             trial = list(parts)
             trial[n] = parts[n][:at] + b"a" * missing + parts[n][at:]
             data = b"".join(trial)
-            ends = [dfa.advance(state, data) for state in lex.starts]
-            if any(end != DEAD and dfa.accepting[end] for end in ends):
+            if lex.lexes(data):
                 try:
                     if len(json.loads(data)) == fewest:
                         return trial
