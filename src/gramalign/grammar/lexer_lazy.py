@@ -25,6 +25,8 @@ from .lexer import byte_classes_of, product_inputs, terminal_bits, terminal_inde
 from .lexer_kernels import copy_block, multi_member_product
 from .limits import active_limits
 
+DEAD = -1
+
 
 class LazyLexer:
     """A lexer DFA grown a start at a time; see the module docstring."""
@@ -43,7 +45,7 @@ class LazyLexer:
         self._byte_class = np.zeros(256, dtype=np.int64)
         self._representative = np.zeros(1, dtype=np.int64)
         self._members: dict[bytes, int] = {}  # product state by its members (terminal, local state) pairs
-        self._starts: dict[bytes, int] = {}
+        self._starts: dict[tuple[int, ...], int] = {}  # start by candidate set (sorted indices)
         self._views()
 
     def _views(self) -> None:
@@ -111,14 +113,18 @@ class LazyLexer:
 
     def add_start(self, terminals) -> int:
         """The start state of the candidate set ``terminals`` (indices), built on first call."""
-        terms = np.unique(np.asarray(list(terminals), dtype=np.int64))
-        key = terms.tobytes()
+        key = tuple(sorted(set(terminals)))
         found = self._starts.get(key)
         if found is not None:
             return found
+        terms = np.asarray(key, dtype=np.int64)
         if len(terms) == 1:  # most candidate sets of JSON (a colon, a key): the terminal's own row
             return self._single_start(key, int(terms[0]))
-        dfas = [self._dfas[t] for t in terms.tolist()]
+        dfas = [self._dfas[t] for t in key]
+        if dfas:
+            firsts = np.stack([d.transitions[d.initial] for d in dfas])  # [terminals, 256]
+            if (np.count_nonzero(firsts >= 0, axis=0) <= 1).all():
+                return self._disjoint_start(key, firsts)
         # the eager lexer's product kernel, over this set's terminals alone
         if dfas:
             byte_class, _, _, offsets, owner, big = product_inputs(dfas)
@@ -189,7 +195,28 @@ class LazyLexer:
         self._views()
         return start
 
-    def _single_start(self, key: bytes, t: int) -> int:
+    def _disjoint_start(self, key: tuple, firsts: np.ndarray) -> int:
+        """The start of a set of terminals no two of which share a first byte (``,`` or
+        ``}``; a value's string, number, ``{``, ``[`` and literals): its only state with
+        two members is the start itself, whose every byte enters one terminal's block."""
+        row = np.full(256, DEAD, dtype=np.int32)
+        alive = [0] * self.words
+        for t, first_row in zip(key, firsts):
+            first = self._block(t)
+            np.copyto(row, first_row + np.int32(first), where=first_row >= 0)
+            alive[t >> 6] |= 1 << (t & 63)
+        self._room(1)
+        start = self.num_states
+        self._transitions[start] = row
+        self._alive[start] = np.array(alive, dtype=np.uint64)
+        self._accept[start] = 0  # no terminal matches the empty string (add_terminal)
+        self._is_start[start] = 1
+        self.num_states += 1
+        self._starts[key] = start
+        self._views()
+        return start
+
+    def _single_start(self, key: tuple, t: int) -> int:
         """The start of a set of one terminal: its DFA's initial row, as a state of its own
         (a start is never re-entered), leading into the terminal's block."""
         first = self._block(t)

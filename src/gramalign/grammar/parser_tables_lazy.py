@@ -33,6 +33,9 @@ from .parser_tables import (COUNTED, COUNTED_BOUNDS, LOOKAHEAD_STATE, MAX_COUNT,
                             mark_counted_block)
 from .productive import ProductiveRules
 
+_WORD = (1 << 64) - 1
+
+
 class LazyParserTables:
     """See the module docstring. Readers use the same attribute names as ``ParserTables``."""
 
@@ -50,6 +53,7 @@ class LazyParserTables:
         self._nonterminal: dict[str, int] = {}
         self._gotos = np.zeros((64, 3), dtype=np.int64)  # (source, nonterminal, target) rows, capacity doubling
         self._num_gotos = 0
+        self._gotos_packed = -1
         self._counted: list[int] = []
         self.reads_before = False  # no word boundaries in a JSON Schema's terminals (ParserTables' meaning)
         self.has_layout = False
@@ -122,22 +126,31 @@ class LazyParserTables:
         mask looks a token ahead, a few lexemes, so the neighbours are built with the state:
         a kernel stopped by an unbuilt state (NEED_STATE) starts again from scratch. An error
         (a part of the schema that cannot be compiled) is raised for ``state`` only, leaving
-        it unbuilt; a neighbour that fails stays unbuilt until a stack lands there."""
+        it unbuilt; a neighbour that fails stays unbuilt until a stack lands there. The
+        arrays every row shares (the packed gotos, the per-lexer-state arrays) are brought
+        up to date once, after the last row."""
         with self.lock:
-            if self.action[state, -1] == UNBUILT:
-                self._build(state)
-            row = self.automaton.row(state)
-            for target in (*row.shifts.values(), *row.gotos.values()):
-                if self.action[target, -1] == UNBUILT:
-                    try:
-                        self._build(target)
-                    except GramalignError:
-                        pass
+            try:
+                if self.action[state, -1] == UNBUILT:
+                    self._build(state)
+                row = self.automaton.row(state)
+                for target in (*row.shifts.values(), *row.gotos.values()):
+                    if self.action[target, -1] == UNBUILT:
+                        try:
+                            self._build(target)
+                        except GramalignError:
+                            pass
+            finally:
+                self._lexer_grown()
+                if self._gotos_packed != self._num_gotos:
+                    self._pack_gotos()
+                self.version += 1  # rows are written: readers' copies of the arrays are stale
 
     def _build(self, state: int) -> None:
-        """Write parser state ``state``'s row (the lock is held). What can fail (emitting its
-        rules, its terminals, its lexer start) comes first; the row is written last, its
-        DEFAULT cell (which says "built") at the very end."""
+        """Write parser state ``state``'s row (the lock is held; :meth:`build` brings the
+        shared arrays up to date after). What can fail (emitting its rules, its terminals,
+        its lexer start) comes first; the row is written last, its DEFAULT cell (which says
+        "built") at the very end."""
         try:
             row = self.automaton.row(state)
         except RecursionError:  # the evaluator recurses once per nested subschema
@@ -150,14 +163,17 @@ class LazyParserTables:
             raise GrammarError(f"the parser needs more than {self.max_states} states")
         columns = [self._terminal_column(name) for name in row.shifts]
         start = self.lexer.add_start(columns)
-        self._lexer_grown()
         self._reserve(self.automaton.num_states)
         if row.default >= 0:
             self._rule(row.default)
-        bits = np.zeros(self.candidate_bits.shape[1], dtype=np.uint64)
+        mask = 0
         for column in columns:
-            bits[column >> 6] |= np.uint64(1) << np.uint64(column & 63)
-        self.start_bits[start] = bits
+            mask |= 1 << column
+        words = self.candidate_bits.shape[1]
+        bits = np.array([(mask >> (64 * w)) & _WORD for w in range(words)], dtype=np.uint64)
+        if start >= self._lexer_states or self._start_bits.shape[1] != words:
+            self._lexer_grown()  # a new start (a start seen before has these bits already)
+            self.start_bits[start] = bits
         # nothing below fails: the row
         self.candidate_bits[state] = bits
         self.candidate_id[state] = self.candidate_id[state + self._states_cap] = start
@@ -168,7 +184,6 @@ class LazyParserTables:
                 self._gotos = _grown(self._gotos, max(2 * self._gotos.shape[0], self._num_gotos + len(entries)))
             self._gotos[self._num_gotos:self._num_gotos + len(entries)] = entries
             self._num_gotos += len(entries)
-            self._pack_gotos()
         action = self.action
         action[state, :-1] = 0
         for column, target in zip(columns, row.shifts.values()):
@@ -176,7 +191,6 @@ class LazyParserTables:
         if row.accepts:
             action[state, self.end_column] = ACCEPT
         action[state, -1] = -(row.default + 1) if row.default >= 0 else 0
-        self.version += 1  # a row is written: readers' copies of candidate_id are stale
 
     def _rule(self, r: int) -> None:
         if r >= self.rule_lhs.shape[0]:
@@ -195,6 +209,7 @@ class LazyParserTables:
         return found
 
     def _pack_gotos(self) -> None:
+        self._gotos_packed = self._num_gotos
         gotos = self._gotos[:self._num_gotos]
         self.goto = pack_goto(gotos[:, 0], gotos[:, 1], gotos[:, 2], self._states_cap)
         self.version += 1
