@@ -181,14 +181,15 @@ class LazyLexer:
             self._transitions[base:base + len(fresh)] = out
             # each member's terminal is alive in its product state, and accepts where its state does
             counts = np.array([hi - lo for _, _, lo, hi in fresh], dtype=np.int64)
-            member_rows = np.concatenate([pairs_all[lo:hi] for _, _, lo, hi in fresh]) if counts.sum() \
-                else np.zeros((0, 2), np.int64)
-            state_of = base + np.repeat(np.arange(len(fresh)), counts)
-            t, q = member_rows[:, 0], member_rows[:, 1]
-            bits = np.left_shift(np.uint64(1), (t & 63).astype(np.uint64))
-            np.bitwise_or.at(self._alive, (state_of, t >> 6), bits)
-            accepts = np.array([bool(self._dfas[a].accepting[b]) for a, b in member_rows.tolist()], dtype=bool)
-            np.bitwise_or.at(self._accept, (state_of[accepts], t[accepts] >> 6), bits[accepts])
+            if counts.sum():  # (an empty candidate set's start has no members)
+                # the members' global states (a terminal's offset plus its own state)
+                members = np.concatenate([flat[lo:hi] for _, _, lo, hi in fresh])
+                state_of = base + np.repeat(np.arange(len(fresh)), counts)
+                t = terms[owner[members]]
+                bits = np.left_shift(np.uint64(1), (t & 63).astype(np.uint64))
+                np.bitwise_or.at(self._alive, (state_of, t >> 6), bits)
+                accepts = np.concatenate([d.accepting for d in dfas])[members]
+                np.bitwise_or.at(self._accept, (state_of[accepts], t[accepts] >> 6), bits[accepts])
         start = int(local[0])
         self._is_start[start] = 1
         self._starts[key] = start
