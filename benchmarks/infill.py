@@ -1,8 +1,10 @@
-"""Latency of the infilling check (issue 37) on the builtin JSON or SQL grammar, on JSON
+"""Latency of the infilling check (issue 37) on the builtin JSON, SQL or Python grammar, on JSON
 Schemas, and a synthetic multi-region infilling task with a toy denoiser.
 
 Valid texts of a target length (JSON: arrays of random mask walks of the grammar, joined with
-", "; SQL: walks joined with "; "; a Lark file: the walk nearest the length from below), then spans of 0-8 bytes blanked at random positions (the gaps); every check's status
+", "; SQL: walks joined with "; "; Python: consecutive top-level statements of standard-library
+modules; a Lark file: the walk nearest the length from below), then spans of 0-8 bytes blanked
+at random positions (the gaps); every check's status
 is counted and its wall time and CPU time (the thread's own, which other processes on a
 shared core do not inflate) measured. Prints p50/p99 per (length, gaps) and the share of
 ``undecided``; ``impossible`` on these texts would be a soundness bug and is reported.
@@ -15,7 +17,7 @@ removed byte and the rest on printable ASCII, once unconstrained (its most confi
 position and token, step by step) and once with ``gramalign.diffusion_sample``; it reports
 the share of valid texts (CPython's json) and the constraint's time per text.
 
-    taskset -c 0 .venv/bin/python benchmarks/infill.py [--grammar json|sql|FILE.lark [--start RULE]] [--lengths 64 256 1024 4096]
+    taskset -c 0 .venv/bin/python benchmarks/infill.py [--grammar json|sql|python|FILE.lark [--start RULE]] [--lengths 64 256 1024 4096]
         [--gaps 1 8 64] [--checks 50] [--budget 1.0] [--schemas 50] [--regions 100]
 """
 
@@ -27,6 +29,7 @@ import os
 import platform
 import random
 import sys
+import sysconfig
 import time
 from collections import Counter
 from pathlib import Path
@@ -68,6 +71,35 @@ def lark_text(pool: list[bytes], rng: random.Random, length: int) -> bytes:
     return max(fitting, key=len) if fitting else min(draws, key=len)
 
 
+def python_pool(checker, count: int = 40) -> list[bytes]:
+    """Standard-library modules of 2-20 KB that the checker's parser accepts, as lists of lines."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    pool = []
+    for path in sorted(stdlib.glob("*.py")):
+        if len(pool) >= count:
+            break
+        if 2_000 <= path.stat().st_size <= 20_000:
+            data = path.read_bytes()
+            if checker._accepts(data):
+                pool.append(data.splitlines(keepends=True))
+    return pool
+
+
+def python_text(pool: list, rng: random.Random, length: int) -> bytes:
+    """Consecutive top-level statements of a standard-library module, about ``length`` bytes
+    (from a line at column 0 to the first such line past the length; the caller redraws
+    what the parser refuses, a cut inside a string)."""
+    lines = rng.choice(pool)
+    tops = [k for k, line in enumerate(lines) if line[:1].isalpha() or line[:1] in b"@_"]
+    first = rng.choice(tops[:-1] or tops)
+    out = bytearray()
+    for line in lines[first:]:
+        if len(out) >= length and (line[:1].isalpha() or line[:1] in b"@_"):
+            break
+        out += line
+    return bytes(out)
+
+
 def blanked(text: bytes, rng: random.Random, gaps: int, width: int = 8) -> list:
     starts = sorted(rng.sample(range(len(text) + 1), min(gaps, len(text) + 1)))
     segments, previous = [], 0
@@ -82,7 +114,7 @@ def blanked(text: bytes, rng: random.Random, gaps: int, width: int = 8) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grammar", default="json",
-                        help="json, sql, or a .lark file (its texts: walks joined by newlines; --start names its rule)")
+                        help="json, sql, python (standard-library code), or a .lark file (its texts: walks joined by newlines; --start names its rule)")
     parser.add_argument("--start", default="start", help="the start rule of a .lark --grammar")
     parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     parser.add_argument("--gaps", type=int, nargs="+", default=[1, 8, 64])
@@ -100,18 +132,22 @@ def main() -> None:
         multi_region(args.regions, args.seed, args.budget, args.fidelity)
     if args.only_extras:
         return
-    if args.grammar in ("json", "sql"):
+    if args.grammar in ("json", "sql", "python"):
         grammar = ga.Grammar.builtin(args.grammar)
-        make = json_text if args.grammar == "json" else sql_text
+        make = {"json": json_text, "sql": sql_text, "python": python_text}[args.grammar]
     else:
         grammar = ga.Grammar.from_lark(Path(args.grammar).read_text(encoding="utf-8"), start=args.start)
         make = lark_text
     checker = ga.InfillChecker(grammar, budget_s=args.budget)
-    pool = random_texts(grammar, 300, seed=args.seed, max_bytes=200 if make is not lark_text else max(args.lengths))
+    if make is python_text:
+        pool = python_pool(checker)
+    else:
+        pool = random_texts(grammar, 300, seed=args.seed, max_bytes=200 if make is not lark_text else max(args.lengths))
     if make is sql_text:  # statements that another may follow after "; " (not those ending in ";")
         pool = [walk for walk in pool if checker._accepts(walk + b"; " + walk)]
     rng = random.Random(args.seed)
-    checker.check([pool[0][:3], ga.GAP, pool[0][-3:]])  # numba kernels load here
+    first = make(pool, rng, 16)
+    checker.check([first[:3], ga.GAP, first[-3:]])  # numba kernels load here
     print(f"# infill check latency, {args.grammar} grammar, {platform.processor() or platform.machine()}, "
           f"python {platform.python_version()}, budget {args.budget} s")
     print(f"{'bytes':>6} {'gaps':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu p50':>8} {'cpu p99':>8}  statuses")

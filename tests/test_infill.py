@@ -2,10 +2,11 @@
 
 * Soundness: partial texts made by blanking 1-4 spans of valid texts (random mask walks of
   the builtin JSON grammar, of small Lark grammars with ignored text and keywords, and of
-  JSON Schema instances) are never ``impossible``.
+  JSON Schema instances, random Python programs) are never ``impossible``.
 * Certificates: every witness keeps the pieces in order (a regex of the pieces) and is
   accepted by a fresh gramalign parser and by the independent oracle (``json.loads``,
-  jsonschema, lark's own LALR parser).
+  jsonschema, lark's own LALR parser, CPython's parser). Python texts called ``impossible``
+  are also refused by CPython with every filler of up to two characters.
 * Exactness: on grammars whose terminals are single bytes with nothing ignored, against the
   language enumerated up to a length by this file's own CFG enumerator, and on regexes
   against ``re.fullmatch`` over every string up to a length: a filler found by brute force
@@ -14,10 +15,12 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import random
 import re
+import warnings
 
 import lark
 import pytest
@@ -25,6 +28,7 @@ import pytest
 import gramalign as ga
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing.incremental import IncrementalParser
+from oracles.python_layout import oracle_accepts, python_random_strings
 from support.grammar_walks import byte_vocabulary, is_valid_text, lark_accepts, random_texts
 
 GAP = ga.GAP
@@ -385,15 +389,67 @@ def test_bad_input_is_an_infill_error(json_grammar):
     assert issubclass(ga.InfillError, ga.GramalignError)
 
 
-def test_budget_and_unmodelled_layout_are_undecided_with_reasons(json_grammar):
+def test_budget_is_undecided_with_a_reason(json_grammar):
     text = b"[" + b", ".join(b'{"k": [1, 2, {"x": null}]}' for _ in range(60)) + b"]"
     segments = blank_spans(text, random.Random(1), 8)
-    result = ga.InfillChecker(json_grammar, budget_s=1e-6).check(segments)
+    checker = ga.InfillChecker(json_grammar, budget_s=1e-6)
+    result = checker.check(segments)
     assert result.status == "undecided" and "budget" in result.reason
-    python = ga.InfillChecker(ga.Grammar.builtin("python"))
-    result = python.check([b"def f(", GAP, b"):\n    return 1\n"])
-    assert result.status == "undecided" and "indentation" in result.reason
-    assert python.counts["undecided"] == 1
+    assert checker.counts["undecided"] == 1
+
+
+def cpython_parses(text: bytes) -> bool:
+    """CPython's parser (``ast.parse``: ``compile`` would also refuse ``await`` outside an
+    async function, which is no syntax error of the grammar)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def python_checker():
+    return ga.InfillChecker(ga.Grammar.builtin("python"), budget_s=None)
+
+
+def test_python_blanked_programs_are_never_impossible_and_witnesses_parse(python_checker):
+    """Python's indentation layout is checked through an over-approximation (indents and
+    dedents left out, a newline ignorable as inside brackets, the final one optional); the
+    witnesses found there are kept where the real parser accepts them. Oracle: lark's LALR
+    parser of the grammar with lark's own indenter (random programs of the grammar, which
+    CPython's parser may refuse for what it checks beyond the grammar, ``False = 1``)."""
+    grammar = ga.Grammar.builtin("python")
+    samples = [text.encode() for text in python_random_strings(30, seed=37)]
+    assert all(gramalign_accepts(grammar, sample) for sample in samples)
+    _check_blanked_spans(python_checker, samples, random.Random(37),
+                         lambda text: oracle_accepts(text.decode("utf-8")) and gramalign_accepts(grammar, text),
+                         min_completable=0.75)
+
+
+@pytest.mark.parametrize("segments", [
+    [b"x = $", GAP],  # no lexeme holds "$" outside a string or a comment, and none is open
+    [b"def f(:", GAP],
+    [b"x = 1 + )", GAP],
+])
+def test_python_impossible_texts(python_checker, segments):
+    assert python_checker.check(segments).status == "impossible"
+    # the oracle agrees on the fillers of up to two characters
+    alphabet = ["", " ", "\n", "#", "'", '"', "(", ")", "x", "1", ":", "\\"]
+    gaps = sum(item is GAP for item in segments)
+    for fillers in itertools.product(itertools.product(alphabet, repeat=2), repeat=gaps):
+        filled = iter("".join(pair).encode() for pair in fillers)
+        assert not cpython_parses(b"".join(next(filled) if item is GAP else item for item in segments))
+
+
+def test_python_indented_blocks_around_gaps(python_checker):
+    for segments in ([b"import os\n", GAP], [b"if x:\n    y = 1\n", GAP, b"else:\n    y = 2\n"],
+                     [b"x = [1, 2", GAP, b")\n"], [b"x = ", GAP, b" if ", GAP, b" else ", GAP, b"\n"]):
+        result = python_checker.check(segments)
+        assert result.completable, (segments, result.reason)
+        assert fits(segments, result.text) and cpython_parses(result.text)
 
 
 def test_compiled_grammars_and_pieces_order():

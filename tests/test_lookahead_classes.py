@@ -66,6 +66,10 @@ def test_classes_say_what_re_match_says(seed):
             text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 8)))
             assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None), (pattern, text)
         return
+    assert_classes_say_what_re_says(pattern, found, rng)
+
+
+def assert_classes_say_what_re_says(pattern: str, found, rng: random.Random) -> None:
     everything, classes = found
     for _ in range(120):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 8)))
@@ -77,6 +81,15 @@ def test_classes_say_what_re_match_says(seed):
             assert model_says(classes, data[:end], data[end:]) == expected, (pattern, text, word)
             if expected:
                 assert everything.matches(data[:end]), (pattern, word)
+
+
+@pytest.mark.parametrize("pattern", [r"a(?=[\s\S])", r"(?:ab*|c)(?=[\s\S])", r"a(?=[\s\S])b?", r"b|a(?=[\s\S])"])
+def test_a_lookahead_that_forbids_nothing_only_needs_text(pattern):
+    """``(?=[\\s\\S])`` forbids no character: only the end of the text (python.lark's line
+    continuation may not end it)."""
+    found = regex_lookahead_classes(pattern)
+    assert found is not None and any(needs for _, _, needs in found[1])
+    assert_classes_say_what_re_says(pattern, found, random.Random(pattern))
 
 
 def test_most_patterns_are_read():

@@ -120,8 +120,11 @@ class Budget:
         self.deadline = float("inf") if seconds is None else self.started + seconds
 
     def check(self) -> None:
-        if work_clock() > self.deadline:
+        if self.exhausted():
             raise BudgetExhausted()
+
+    def exhausted(self) -> bool:
+        return work_clock() > self.deadline
 
     @property
     def elapsed(self) -> float:

@@ -12,12 +12,12 @@ the grammar ignores some (two names written side by side would lex as one).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .bar_hillel import BinaryGrammar, EarleyTables, earley_derivation
-from .grammar import Grammar
+from .grammar import Grammar, Rule
 from .infill import Budget, PartialText, path_bytes
 from .lexings import STRUCTURAL, Lexer, LexerTables, LexingAutomaton, build_lexings
 
@@ -35,10 +35,135 @@ class Search:
     """Live nodes of the lexing automaton (a size for benchmarks)."""
 
 
+def without_layout(grammar: Grammar) -> Grammar:
+    """A grammar holding every word of ``grammar``, an indentation-laid-out grammar (Python),
+    with no layout of its own: the indent and dedent terminals (which the layout makes from
+    the columns of lines) are taken out of the rules, newline lexemes may come between any
+    two lexemes inside brackets (the layout ignores them there), and the last newline of a
+    derivation may be missing (the layout supplies it at the end of the text).
+    Over-approximate: a proof that no filling works here is one for ``grammar``; a filling
+    found here is only a candidate for the real parser."""
+    layout = grammar.indentation
+    dropped = {layout.indent, layout.dedent}
+    alternatives = {rule.name: tuple(tuple(s for s in alternative if s not in dropped)
+                                     for alternative in rule.alternatives) for rule in grammar.rules}
+    names = {t.name for t in grammar.terminals} | set(alternatives)
+
+    def fresh(base: str) -> str:
+        name = base
+        while name in names:
+            name += "_"
+        names.add(name)
+        return name
+
+    rules = _bracketed_newlines(alternatives, layout, fresh)
+    nullable: set[str] = set()
+    while True:
+        grown = {name for name, alts in rules.items() if name not in nullable
+                 and any(all(s in nullable for s in alt) for alt in alts)}
+        if not grown:
+            break
+        nullable |= grown
+    # A__last: what A derives, its last newline (at the right edge, before nullable symbols
+    # only) possibly dropped; built for the start and what its right edges reach
+    last = {grammar.start: fresh(f"{grammar.start}__last")}
+    queue = [grammar.start]
+    while queue:
+        name = queue.pop()
+        variants = list(rules[name])
+        for alt in rules[name]:
+            for k in range(len(alt) - 1, -1, -1):
+                symbol = alt[k]
+                if symbol == layout.newline:
+                    variants.append(alt[:k] + alt[k + 1:])
+                elif symbol in rules:
+                    if symbol not in last:
+                        last[symbol] = fresh(f"{symbol}__last")
+                        queue.append(symbol)
+                    variants.append(alt[:k] + (last[symbol],) + alt[k + 1:])
+                if symbol not in nullable:
+                    break
+        rules[last[name]] = tuple(dict.fromkeys(variants))
+    priority = {rule.name: rule.priority for rule in grammar.rules}
+    return replace(grammar, rules=tuple(Rule(name, alts, priority.get(name, 0)) for name, alts in rules.items()),
+                   terminals=tuple(t for t in grammar.terminals if t.name not in dropped),
+                   start=last[grammar.start], indentation=None)
+
+
+def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
+    """``alternatives`` where, between an opening bracket and its partner in one
+    alternative, a run of newlines (a new nullable rule) may come between any two symbols;
+    what the symbols there derive, likewise (``A__in`` rules). An alternative whose brackets
+    do not pair up lets newlines come anywhere (a plainer over-approximation)."""
+    opens, closes = set(layout.open_brackets), set(layout.close_brackets)
+    newlines = fresh(f"{layout.newline}__run")
+    rules = {newlines: ((), (newlines, layout.newline))}
+    inside: dict[str, str] = {}
+    queue: list[str] = []
+
+    def within(symbol: str) -> str:
+        if symbol not in alternatives:
+            return symbol
+        if symbol not in inside:
+            inside[symbol] = fresh(f"{symbol}__in")
+            queue.append(symbol)
+        return inside[symbol]
+
+    def spaced(symbols) -> tuple:
+        out: list[str] = []
+        for symbol in symbols:
+            if out:
+                out.append(newlines)
+            out.append(within(symbol))
+        return tuple(out)
+
+    anywhere = False
+    for name, alts in alternatives.items():
+        out_alts = []
+        for alt in alts:
+            out, depth, opened = [], 0, 0
+            for k, symbol in enumerate(alt):
+                if depth == 0:
+                    out.append(symbol)
+                    if symbol in opens:
+                        depth, opened = 1, k
+                    elif symbol in closes:
+                        anywhere = True
+                    continue
+                depth += (symbol in opens) - (symbol in closes)
+                if depth == 0:  # alt[opened] and this symbol pair up
+                    out += [newlines, *spaced(alt[opened + 1:k]), newlines, symbol] if k > opened + 1 \
+                        else [newlines, symbol]
+            if depth:
+                anywhere = True
+                out += spaced(alt[opened + 1:])
+            out_alts.append(tuple(s for s in out))
+        rules[name] = tuple(out_alts)
+    while queue:
+        symbol = queue.pop()
+        rules[inside[symbol]] = tuple(spaced(alt) for alt in alternatives[symbol])
+    if anywhere:  # brackets that open in one rule and close in another: newlines anywhere
+        rules = {name: tuple(spaced_everywhere(alt, newlines) for alt in alts) if name != newlines else alts
+                 for name, alts in rules.items()}
+    return rules
+
+
+def spaced_everywhere(alt: tuple, newlines: str) -> tuple:
+    out: list[str] = []
+    for symbol in alt:
+        if out:
+            out.append(newlines)
+        out.append(symbol)
+    return tuple(out)
+
+
 class GrammarInfill:
-    """The language-level infilling check of one grammar (built once, used per text)."""
+    """The language-level infilling check of one grammar (built once, used per text). A
+    grammar with an indentation layout is checked through :func:`without_layout`."""
 
     def __init__(self, grammar: Grammar):
+        if grammar.indentation is not None:
+            grammar = without_layout(grammar)
         self.grammar = grammar
         used = {name for rule in grammar.rules for alternative in rule.alternatives for name in alternative}
         by_name = {terminal.name: terminal for terminal in grammar.terminals}

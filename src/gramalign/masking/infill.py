@@ -7,8 +7,9 @@
   gives a text any lexer split could parse.
 * ``"completable"``: with a witness ``text`` (the gaps filled) that gramalign's own parser
   accepts (for a one-regex grammar, its DFA: then the check is exact).
-* ``"undecided"``: neither, with a ``reason`` (the time budget ran out, the grammar's layout
-  is not modelled, the parser refused the candidate witnesses). Never a silent yes or no.
+* ``"undecided"``: neither, with a ``reason`` (the time budget ran out, the parser refused
+  the candidate witnesses). Never a silent yes or no. An indentation layout (Python) is
+  checked through a layout-free grammar that holds it (``infill_search.without_layout``).
 
 :meth:`InfillChecker.check_tokens` reads a diffusion model's sequence: masked positions are
 gaps, and after the first EOS only EOS (or a mask, which must then become EOS) may follow.
@@ -69,6 +70,12 @@ class InfillResult:
         return self.status == "completable"
 
 
+def _margin(piece: bytes) -> bytes:
+    """The spaces and tabs that start the last line of ``piece``."""
+    line = piece[piece.rfind(b"\n") + 1:]
+    return line[:len(line) - len(line.lstrip(b" \t"))]
+
+
 class InfillChecker:
     """The infilling check of one grammar (see the module docstring).
 
@@ -96,7 +103,6 @@ class InfillChecker:
         self.budget_s = budget_s
         self.counts: Counter = Counter()
         self._lock = threading.Lock()
-        self._unmodelled = ""
         terminal = grammar.single_terminal()
         self._regex = DFAPaths(terminal.dfa) if terminal is not None else None
         self._parser = None
@@ -104,10 +110,7 @@ class InfillChecker:
         if self._regex is None:
             with applied(limits):
                 self._parser = IncrementalParser(tables if tables is not None else build_parser_tables(grammar))
-            if grammar.indentation is not None:
-                self._unmodelled = "the grammar's indentation layout (indent/dedent tokens) is not modelled"
-            else:
-                self._search = GrammarInfill(grammar)
+            self._search = GrammarInfill(grammar)
 
     def check(self, segments, end: bool = True) -> InfillResult:
         """Can ``segments`` (bytes pieces and :data:`~gramalign.GAP`, each gap any number of
@@ -127,21 +130,39 @@ class InfillChecker:
                 if fillers is None:
                     return InfillResult("impossible", seconds=budget.elapsed)
                 return InfillResult("completable", text.fill(fillers), fillers, seconds=budget.elapsed)
-            if self._unmodelled:
-                return InfillResult("undecided", reason=self._unmodelled, seconds=budget.elapsed)
             found = self._search.search(text, budget)
         except BudgetExhausted:
             return InfillResult("undecided", reason=f"the time budget of {self.budget_s} s ran out",
                                 seconds=budget.elapsed)
         if not found.possible:
             return InfillResult("impossible", seconds=budget.elapsed)
-        for fillers in found.candidates:
+        candidates = self._candidates(text, found.candidates)
+        for k, fillers in enumerate(candidates):
+            if k and budget.exhausted():
+                return InfillResult("undecided", reason=f"the time budget of {self.budget_s} s ran out while the "
+                                    f"parser checked witness candidates ({k} of {len(candidates)} refused)",
+                                    seconds=budget.elapsed)
             candidate = text.fill(fillers)
             if self._accepts(candidate):
                 return InfillResult("completable", candidate, fillers, seconds=budget.elapsed)
         return InfillResult("undecided", reason="a filling exists for some lexing, but the parser refused the "
-                            f"{len(found.candidates)} witness candidate(s) (longest match or priorities split "
-                            "them otherwise)", seconds=budget.elapsed)
+                            f"{len(candidates)} witness candidate(s) (longest match, priorities or the layout "
+                            "read them otherwise)", seconds=budget.elapsed)
+
+    def _candidates(self, text: PartialText, found: tuple) -> list:
+        """The fillers to verify: the search's, then (a layout's lines) the first two with each
+        line break written into a gap indented as the line the gap starts in, then every gap
+        empty and every gap one space (a gap that spans a removable part of a lexeme, or
+        nothing at all, needs no lexeme of its own)."""
+        candidates = list(found)
+        if self.grammar.indentation is not None:
+            margins = [_margin(piece) for piece in text.pieces[:-1]]
+            for fillers in found[:2]:
+                indented = tuple(f.replace(b"\n", b"\n" + m) for f, m in zip(fillers, margins))
+                if indented != fillers:
+                    candidates.append(indented)
+        candidates += [(b"",) * text.gaps, (b" ",) * text.gaps]
+        return list(dict.fromkeys(candidates))
 
     def _accepts(self, data: bytes) -> bool:
         parser = self._parser

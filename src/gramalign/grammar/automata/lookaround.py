@@ -195,7 +195,7 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int, 
         marker, forbidden, _, positive = trailing
         for state, lexemes in _tracked(words, marker, forbidden, pattern, max_states).items():
             rest = None if state < 0 else dfa_from_table(forbidden.transitions, state, np.asarray(forbidden.accepting))
-            add(_erased(lexemes, markers, max_states), rest, positive and state >= 0)
+            add(_erased(lexemes, markers, max_states), rest, positive and (state >= 0 or state == _UNREAD))
     classes = [(lexemes, rest, needs) for lexemes, rest, needs in by_condition.values() if lexemes.initial != DEAD]
     for i in range(len(classes)):
         for j in range(i):
@@ -206,11 +206,17 @@ def lookahead_classes(pattern: str, parsed, flags: int, build, max_states: int, 
     return everything, classes
 
 
+_UNREAD = -3
+"""``_tracked``'s state for a word that ends at a lookahead whose forbidden language is empty."""
+
+
 def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, pattern: str, max_states: int) -> dict[int, ByteDFA]:
     """The words of ``words`` (which hold ``marker`` once) by the state of ``forbidden``
     after reading what follows the marker: -1 where ``forbidden`` can no longer match, so
     nothing after the word can fail the lookahead; words where it matched inside are gone.
-    Other marker bytes leave the state as it is."""
+    Other marker bytes leave the state as it is. Where ``forbidden`` is empty (``(?=[\\s\\S])``
+    forbids no character, it only wants one), a word that ends at the marker is
+    ``_UNREAD``: nothing can fail the lookahead, but the text must go on."""
     if words.initial == DEAD:
         return {}
     before, free = -2, -1
@@ -229,10 +235,14 @@ def _tracked(words: ByteDFA, marker: int, forbidden: ByteDFA, pattern: str, max_
             target = int(table[w, byte])
             if byte == marker:
                 nt = forbidden.initial
-                if f_accepting[nt]:
+                if nt == DEAD:
+                    nt = _UNREAD
+                elif f_accepting[nt]:
                     continue
-            elif byte >= FIRST_MARKER or t < 0:
+            elif byte >= FIRST_MARKER or t == before or t == free:
                 nt = t
+            elif t == _UNREAD:
+                nt = free  # the character the lookahead wants is in the word
             else:
                 nt = int(f_table[t, byte])
                 if nt == DEAD:
