@@ -29,6 +29,7 @@ from gramalign.grammar.automata.regex import regex_to_dfa
 
 from support.grammar_strings import SQL_QUERIES_PATH, random_strings, real_sql_queries, split_sql_statements
 from support.grammar_walks import lark_accepts as lark_parser_accepts
+from support.lark_terminals import lexeme_dfa
 
 TESTS = Path(__file__).parent
 
@@ -86,7 +87,7 @@ def test_grammar_file_documents_coverage_and_uses_no_priorities(name):
     parser = lark_parser(name)
     assert all(t.priority == 0 for t in parser.terminals)
     for t in parser.terminals:  # every regex is one our engine compiles
-        regex_to_dfa(t.pattern.to_regexp())
+        lexeme_dfa(t.pattern.to_regexp())
 
 
 def test_unknown_builtin_lists_available_names():

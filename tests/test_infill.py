@@ -15,12 +15,10 @@
 
 from __future__ import annotations
 
-import ast
 import itertools
 import json
 import random
 import re
-import warnings
 
 import lark
 import pytest
@@ -28,7 +26,7 @@ import pytest
 import gramalign as ga
 from gramalign.grammar.parser_tables import build_parser_tables
 from gramalign.parsing.incremental import IncrementalParser
-from oracles.python_layout import oracle_accepts, python_random_strings
+from oracles.python_layout import ast_parses, oracle_accepts, python_random_strings
 from support.grammar_walks import byte_vocabulary, is_valid_text, lark_accepts, random_texts
 
 GAP = ga.GAP
@@ -398,18 +396,6 @@ def test_budget_is_undecided_with_a_reason(json_grammar):
     assert checker.counts["undecided"] == 1
 
 
-def cpython_parses(text: bytes) -> bool:
-    """CPython's parser (``ast.parse``: ``compile`` would also refuse ``await`` outside an
-    async function, which is no syntax error of the grammar)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def python_checker():
     return ga.InfillChecker(ga.Grammar.builtin("python"), budget_s=None)
@@ -441,7 +427,7 @@ def test_python_impossible_texts(python_checker, segments):
     gaps = sum(item is GAP for item in segments)
     for fillers in itertools.product(itertools.product(alphabet, repeat=2), repeat=gaps):
         filled = iter("".join(pair).encode() for pair in fillers)
-        assert not cpython_parses(b"".join(next(filled) if item is GAP else item for item in segments))
+        assert not ast_parses(b"".join(next(filled) if item is GAP else item for item in segments))
 
 
 def test_python_indented_blocks_around_gaps(python_checker):
@@ -449,7 +435,7 @@ def test_python_indented_blocks_around_gaps(python_checker):
                      [b"x = [1, 2", GAP, b")\n"], [b"x = ", GAP, b" if ", GAP, b" else ", GAP, b"\n"]):
         result = python_checker.check(segments)
         assert result.completable, (segments, result.reason)
-        assert fits(segments, result.text) and cpython_parses(result.text)
+        assert fits(segments, result.text) and ast_parses(result.text)
 
 
 def test_compiled_grammars_and_pieces_order():

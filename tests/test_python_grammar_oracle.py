@@ -15,8 +15,6 @@ import warnings
 import pytest
 from lark.lexer import BasicLexer, PatternStr
 
-from gramalign.grammar.automata.regex import regex_lookahead_classes, regex_to_dfa
-
 from oracles.python_layout import (
                                    grammar_text,
                                    oracle_accepts,
@@ -25,13 +23,7 @@ from oracles.python_layout import (
                                    stdlib_candidate_files,
                                    stdlib_python_files,
                                    )
-
-
-def lexeme_dfa(pattern: str):
-    """The lexemes of a terminal's regex (a lookahead past the lexeme, as the line
-    continuation's ``(?=[\\s\\S])``, read as a terminal's: it only refuses lexemes)."""
-    found = regex_lookahead_classes(pattern)
-    return regex_to_dfa(pattern) if found is None else found[0]
+from support.lark_terminals import lexeme_dfa
 
 
 def python_accepts(text: str) -> bool:
