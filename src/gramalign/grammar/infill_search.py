@@ -222,10 +222,12 @@ class GrammarInfill:
             for r, q, t in found.tolist():
                 leaves.append((at, r, q, t))
                 at = q
-        return Search(True, self._candidates(automaton, leaves), nodes)
+        return Search(True, self._candidates(automaton, leaves, budget), nodes)
 
-    def _candidates(self, automaton: LexingAutomaton, leaves) -> "tuple[tuple[bytes, ...], ...]":
-        """Fillers from the leaves of a derivation: plain, then with separators."""
+    def _candidates(self, automaton: LexingAutomaton, leaves, budget: "Budget | None" = None
+                    ) -> "tuple[tuple[bytes, ...], ...]":
+        """Fillers from the leaves of a derivation: plain, then with separators. (A derivation
+        may write hundreds of kilobytes into the gaps: the budget is checked as they are read.)"""
         successors = automaton.epsilon_successors()
         gaps: list[list[tuple[bytes, bool, bool]]] = [[] for _ in range(automaton.text.gaps)]
         at = automaton.start
@@ -237,7 +239,9 @@ class GrammarInfill:
             at = q
         steps.extend(automaton.epsilon_path(successors, at, automaton.final))
         piece_of, gap = automaton.piece_of, automaton.is_gap
-        for a, b, j in steps:
+        for n, (a, b, j) in enumerate(steps):
+            if budget is not None and n % 256 == 255:
+                budget.check()
             if j != STRUCTURAL and (gap[a] or gap[b] or piece_of[a] != piece_of[b]):  # else all fixed bytes
                 for k, data, begins, ends in automaton.lexeme_pieces(j, a, b):
                     gaps[k].append((data, begins, ends))
