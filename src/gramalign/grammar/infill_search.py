@@ -110,12 +110,7 @@ def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
         return inside[symbol]
 
     def spaced(symbols) -> tuple:
-        out: list[str] = []
-        for symbol in symbols:
-            if out:
-                out.append(newlines)
-            out.append(within(symbol))
-        return tuple(out)
+        return _interleaved([within(symbol) for symbol in symbols], newlines)
 
     anywhere = False
     for name, alts in alternatives.items():
@@ -137,22 +132,23 @@ def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
             if depth:
                 anywhere = True
                 out += spaced(alt[opened + 1:])
-            out_alts.append(tuple(s for s in out))
+            out_alts.append(tuple(out))
         rules[name] = tuple(out_alts)
     while queue:
         symbol = queue.pop()
         rules[inside[symbol]] = tuple(spaced(alt) for alt in alternatives[symbol])
     if anywhere:  # brackets that open in one rule and close in another: newlines anywhere
-        rules = {name: tuple(spaced_everywhere(alt, newlines) for alt in alts) if name != newlines else alts
+        rules = {name: tuple(_interleaved(alt, newlines) for alt in alts) if name != newlines else alts
                  for name, alts in rules.items()}
     return rules
 
 
-def spaced_everywhere(alt: tuple, newlines: str) -> tuple:
+def _interleaved(symbols, separator: str) -> tuple:
+    """``symbols`` with ``separator`` between each two."""
     out: list[str] = []
-    for symbol in alt:
+    for symbol in symbols:
         if out:
-            out.append(newlines)
+            out.append(separator)
         out.append(symbol)
     return tuple(out)
 

@@ -22,10 +22,8 @@ import numpy as np
 from ..errors import GrammarError
 from .grammar import Terminal
 from .lexer import byte_classes_of, product_inputs, terminal_bits, terminal_index
-from .lexer_kernels import copy_block, multi_member_product
+from .lexer_kernels import DEAD, copy_block, multi_member_product
 from .limits import active_limits
-
-DEAD = -1
 
 
 class LazyLexer:
