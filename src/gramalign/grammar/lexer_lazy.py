@@ -116,15 +116,14 @@ class LazyLexer:
         if found is not None:
             return found
         terms = np.asarray(key, dtype=np.int64)
-        if len(terms) == 1:  # most candidate sets of JSON (a colon, a key): the terminal's own row
-            return self._single_start(key, int(terms[0]))
         dfas = [self._dfas[t] for t in key]
         if dfas:
+            # one terminal (most candidate sets of JSON: a colon, a key), or several that share
+            # no first byte: no product
             firsts = np.stack([d.transitions[d.initial] for d in dfas])  # [terminals, 256]
             if (np.count_nonzero(firsts >= 0, axis=0) <= 1).all():
                 return self._disjoint_start(key, firsts)
-        # the eager lexer's product kernel, over this set's terminals alone
-        if dfas:
+            # the eager lexer's product kernel, over this set's terminals alone
             byte_class, _, _, offsets, owner, big = product_inputs(dfas)
             initial = np.asarray([offsets[k] + d.initial for k, d in enumerate(dfas)], dtype=np.int64)
             rows, flat, member_offsets, overflowed = multi_member_product(
@@ -195,9 +194,9 @@ class LazyLexer:
         return start
 
     def _disjoint_start(self, key: tuple, firsts: np.ndarray) -> int:
-        """The start of a set of terminals no two of which share a first byte (``,`` or
-        ``}``; a value's string, number, ``{``, ``[`` and literals): its only state with
-        two members is the start itself, whose every byte enters one terminal's block."""
+        """The start of a set of terminals no two of which share a first byte (one terminal;
+        ``,`` or ``}``; a value's string, number, ``{``, ``[`` and literals): a state of its own
+        (a start is never re-entered) whose every byte enters one terminal's block."""
         row = np.full(256, DEAD, dtype=np.int32)
         alive = [0] * self.words
         for t, first_row in zip(key, firsts):
@@ -209,22 +208,6 @@ class LazyLexer:
         self._transitions[start] = row
         self._alive[start] = np.array(alive, dtype=np.uint64)
         self._accept[start] = 0  # no terminal matches the empty string (add_terminal)
-        self._is_start[start] = 1
-        self.num_states += 1
-        self._starts[key] = start
-        self._views()
-        return start
-
-    def _single_start(self, key: tuple, t: int) -> int:
-        """The start of a set of one terminal: its DFA's initial row, as a state of its own
-        (a start is never re-entered), leading into the terminal's block."""
-        first = self._block(t)
-        self._room(1)
-        start = self.num_states
-        row = first + self._dfas[t].initial
-        self._transitions[start] = self._transitions[row]
-        self._alive[start] = self._alive[row]
-        self._accept[start] = self._accept[row]
         self._is_start[start] = 1
         self.num_states += 1
         self._starts[key] = start
