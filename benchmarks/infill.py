@@ -71,7 +71,7 @@ def lark_text(pool: list[bytes], rng: random.Random, length: int) -> bytes:
     return max(fitting, key=len) if fitting else min(draws, key=len)
 
 
-def python_pool(checker, count: int = 40) -> list[bytes]:
+def python_pool(checker, count: int = 40) -> list[list[bytes]]:
     """Standard-library modules of 2-20 KB that the checker's parser accepts, as lists of lines."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     pool = []
@@ -89,12 +89,15 @@ def python_text(pool: list, rng: random.Random, length: int) -> bytes:
     """Consecutive top-level statements of a standard-library module, about ``length`` bytes
     (from a line at column 0 to the first such line past the length; the caller redraws
     what the parser refuses, a cut inside a string)."""
+    def top_level(line: bytes) -> bool:
+        return line[:1].isalpha() or line[:1] in b"@_"
+
     lines = rng.choice(pool)
-    tops = [k for k, line in enumerate(lines) if line[:1].isalpha() or line[:1] in b"@_"]
+    tops = [k for k, line in enumerate(lines) if top_level(line)]
     first = rng.choice(tops[:-1] or tops)
     out = bytearray()
     for line in lines[first:]:
-        if len(out) >= length and (line[:1].isalpha() or line[:1] in b"@_"):
+        if len(out) >= length and top_level(line):
             break
         out += line
     return bytes(out)

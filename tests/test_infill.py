@@ -403,7 +403,7 @@ def python_checker():
 
 def test_python_blanked_programs_are_never_impossible_and_witnesses_parse(python_checker):
     """Python's indentation layout is checked through an over-approximation (indents and
-    dedents left out, a newline ignorable as inside brackets, the final one optional); the
+    dedents left out, newlines anywhere inside brackets, the final one optional); the
     witnesses found there are kept where the real parser accepts them. Oracle: lark's LALR
     parser of the grammar with lark's own indenter (random programs of the grammar, which
     CPython's parser may refuse for what it checks beyond the grammar, ``False = 1``)."""
