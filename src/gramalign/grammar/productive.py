@@ -32,6 +32,8 @@ class ProductiveRules:
         self._refuted: set[str] = set()
         self._waiting: dict[str, list[list]] = {}  # nonterminal -> alternatives waiting on it
         self._kept: dict[str, tuple[tuple[str, ...], ...]] = {}
+        self._shown = getattr(source, "derives_text", None)  # a source's own cheap proof, if it has one
+        self._not_shown: set[str] = set()
 
     def is_terminal(self, name: str) -> bool:
         return self._source.is_terminal(name)
@@ -61,12 +63,25 @@ class ProductiveRules:
                 if cell[0] == 0 and cell[1] not in self._proved:
                     queue.append(cell[1])
 
+    def _hinted(self, name: str) -> bool:
+        """Proved by the source's ``derives_text`` (sound, or the source is wrong), without
+        expanding anything; the proof reaches what waits on ``name``."""
+        if self._shown is None or name in self._not_shown:
+            return False
+        if not self._shown(name):
+            self._not_shown.add(name)
+            return False
+        self._prove(name)
+        return True
+
     def productive(self, name: str) -> bool:
         """Does ``name`` (a terminal or a nonterminal) derive some string of terminals?"""
         if name in self._proved or self._source.is_terminal(name):
             return True
         if name in self._refuted:
             return False
+        if self._hinted(name):
+            return True
         # First one derivation, depth first, the alternative with fewest unproved symbols
         # first: a union of objects with required members is proved along one member chain,
         # where a breadth-first search expanded every member's value at every level.
@@ -97,6 +112,8 @@ class ProductiveRules:
             return True
         if name in path or name in self._refuted or budget[0] <= 0:
             return False
+        if self._hinted(name):
+            return True
         if name not in self._rules:
             budget[0] -= 1
             self._expand(name)

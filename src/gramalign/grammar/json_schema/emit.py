@@ -26,6 +26,7 @@ from ..automata.dfa import ByteDFA, StateLimitError
 from ..grammar import Grammar, Rule, Terminal
 from ..limits import DEFAULT_LIMITS, check_size, check_time
 from .evaluate import Evaluator, first_pointer
+from .nonempty import NonEmptyValues
 from .numbers import all_numbers, integers
 from .shapes import (ALL_NUMBERS, ArrayShape, ObjectShape, Ref, Shape, TooManyAlternatives, any_object, any_shape,
                      is_empty_dfa, meet)
@@ -78,6 +79,8 @@ class Emitter:
         self.terminals: dict[str, Terminal] = {}
         self._terminal_names: dict[str, str] = {}
         self._value_rules: dict = {}
+        self._value_of_rule: dict[str, tuple[Ref, int]] = {}
+        self._nonempty = NonEmptyValues(evaluator, layout.indent, layout.max_depth)
         self._memo: dict = {}
         self._value_classes: dict = {}
         self._pending: dict = {}  # rule name -> function giving its alternatives: no deep recursion
@@ -195,7 +198,15 @@ class Emitter:
         return self._rule("start", [(value,), ("WS", value)])
 
     def value_rule(self, ref: Ref, depth: int) -> str:
-        return self._later(self._value_rules, (ref, depth), "value", lambda: self._located_alternatives(ref, depth))
+        name = self._later(self._value_rules, (ref, depth), "value", lambda: self._located_alternatives(ref, depth))
+        self._value_of_rule.setdefault(name, (ref, depth))
+        return name
+
+    def derives_text(self, name: str) -> bool:
+        """Is rule ``name`` shown to derive some text without emitting its rules? (A value's
+        rule with a small witness, :mod:`.nonempty`; False: not shown, the rules decide.)"""
+        found = self._value_of_rule.get(name)
+        return found is not None and self._nonempty.surely(*found)
 
     def _located_alternatives(self, ref: Ref, depth: int) -> list[tuple[str, ...]]:
         shape = self.evaluator.shape(ref)

@@ -1,0 +1,96 @@
+"""Value references that surely have a value the emitter writes, shown by a small witness.
+
+Rules emitted on demand must be proved to derive some text before the parser may enter them
+(``grammar/productive.py``); proving it on the rules means emitting them, and for an object
+that is the rules (key automata, shapes) of its required members' values, and theirs, all the
+way down: most of a schema's first parser states' cost. Here the same fact is read from the
+evaluator's shapes: a value set surely holds ``null``, a boolean, a number or a string of its
+own; or ``{}``/``[]``; or an object of just its required members (in schema order, each with
+such a value), or an array of its first few items. The emitter writes every value of a shape
+(its grammar is exact), so such a witness means the value's rule derives text.
+
+A False only means "not shown here" (counted strings of a pattern, objects needing extra
+members, unique items, ``contains``, reference cycles): the proof on rules decides then.
+"""
+
+from __future__ import annotations
+
+from ...errors import GramalignError
+from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
+from .strings import CountedStrings, any_string_contents
+
+MAX_WITNESS_ITEMS = 4
+"""Items an array witness may need (``minItems``) before the rule proof decides instead."""
+
+
+class NonEmptyValues:
+    """``surely(ref, depth)``: does the emitter's rule for ``ref`` at ``depth`` derive text?"""
+
+    def __init__(self, evaluator, indent: "str | None", max_depth: int):
+        self._evaluator = evaluator
+        self._indent = indent
+        self._max_depth = max_depth
+        self._shown: set = set()
+
+    def surely(self, ref: Ref, depth: int) -> bool:
+        return self._ref(ref, depth, set())
+
+    def _ref(self, ref: Ref, depth: int, busy: set) -> bool:
+        key = (ref, depth if self._indent is not None else 0)
+        if key in self._shown:
+            return True
+        if key in busy:  # a witness through itself is no witness
+            return False
+        busy.add(key)
+        try:
+            shown = self._shape(self._evaluator.shape(ref), depth, busy)
+        except (GramalignError, RecursionError):  # the rule proof meets (and reports) the error
+            shown = False
+        finally:
+            busy.discard(key)
+        if shown:
+            self._shown.add(key)
+        return shown
+
+    def _shape(self, shape: Shape, depth: int, busy: set) -> bool:
+        if shape.null or shape.true or shape.false:
+            return True
+        if shape.number is not None and (shape.number == ALL_NUMBERS or not is_empty_dfa(shape.number)):
+            return True
+        strings = shape.string
+        if isinstance(strings, CountedStrings):
+            if strings.contents is any_string_contents() and (strings.maximum is None
+                                                               or strings.minimum <= strings.maximum):
+                return True
+        elif strings is not None and not is_empty_dfa(strings):
+            return True
+        if self._indent is not None and depth >= self._max_depth:
+            return False  # no containers below max_depth with an indent
+        inner = depth + 1 if self._indent is not None else depth
+        return (any(self._object(o, inner, busy) for o in shape.objects)
+                or any(self._array(a, inner, busy) for a in shape.arrays))
+
+    def _object(self, shape: ObjectShape, inner: int, busy: set) -> bool:
+        """Its required members alone, in schema order."""
+        required = shape.required
+        if shape.some or not required <= set(shape.names) or shape.min_properties > len(required):
+            return False
+        if shape.max_properties is not None and len(required) > shape.max_properties:
+            return False
+        for name, value in zip(shape.names, shape.values):
+            if name in required and (value is None or not self._ref(value, inner, busy)):
+                return False
+        return True
+
+    def _array(self, shape: ArrayShape, inner: int, busy: set) -> bool:
+        """Its first ``minItems`` items, each some value of its position."""
+        count = shape.min_items
+        if any(c.minimum > 0 for c in shape.contains) or count > MAX_WITNESS_ITEMS:
+            return False
+        if (shape.max_items is not None and count > shape.max_items) or (shape.unique is not None and count > 1):
+            return False
+        for position in range(count):
+            item = shape.prefix[position] if position < len(shape.prefix) else shape.rest
+            if item is None or not self._ref(item, inner, busy):
+                return False
+        return True
