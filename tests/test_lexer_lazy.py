@@ -123,6 +123,13 @@ def test_terminal_errors_and_the_state_limit():
     lazy = LazyLexer(max_states=3)
     with pytest.raises(ga.GrammarError, match="empty string"):
         lazy.add_terminal(ga.grammar.grammar.Terminal("E", "a*"))
-    lazy.add_terminal(ga.grammar.grammar.Terminal("X", "[a-z]{1,8}"))
-    with pytest.raises(ga.GrammarError, match="exceeds 3 states"):
-        lazy.add_start([0])
+    with pytest.raises(ga.GrammarError, match="exceeds 3 states"):  # its block comes with a terminal
+        lazy.add_terminal(ga.grammar.grammar.Terminal("X", "[a-z]{1,8}"))
+    assert lazy.terminals == [] and lazy.num_states == 0
+    lazy = LazyLexer(max_states=8)
+    lazy.add_terminal(ga.grammar.grammar.Terminal("A3", "aaa"))
+    lazy.add_terminal(ga.grammar.grammar.Terminal("A", "a+"))
+    assert lazy.num_states == 6
+    with pytest.raises(ga.GrammarError, match="exceeds 8 states"):  # the product of the two
+        lazy.add_start([0, 1])
+    assert lazy.num_states == 6 and lazy.add_start([0]) == 6  # one row into A3's block fits

@@ -163,7 +163,8 @@ def build_lexer(terminals, *, starts: "np.ndarray | None" = None, max_states: "i
             np.cumsum(tracked.sum(axis=1), out=start_offsets[1:])
         else:
             start_pool, start_offsets = _initial_states_after(dfas, offsets, tracked, after_word)
-    rows, flat, member_offsets, overflowed = multi_member_product(big, start_pool, start_offsets, max_states)
+    rows, flat, member_offsets, overflowed = multi_member_product(big, np.arange(big.shape[1]), start_pool,
+                                                                  start_offsets, max_states)
     single = rows[rows <= -2]
     entered = np.unique(owner[-2 - single]) if single.size else np.zeros(0, dtype=np.int64)
     n_product = rows.shape[0]

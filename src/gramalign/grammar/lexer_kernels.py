@@ -20,11 +20,12 @@ DEAD = -1
 
 
 @kernel
-def multi_member_product(big, start_pool, start_offsets, max_states):
+def multi_member_product(big, columns, start_pool, start_offsets, max_states):
     """The product states with two or more members (and the starts), from several starts.
 
-    ``big`` is int32 [global states, classes]: every terminal DFA's table with its states
-    offset to be distinct, -1 for dead. A product state is the ordered array of its live
+    ``big`` is int32 [global states, columns]: every terminal DFA's table with its states
+    offset to be distinct, -1 for dead; the product reads the columns ``columns`` (a byte
+    of each class: a lexer's own rows, or all of a table already over classes). A product state is the ordered array of its live
     members' global states. Start state k has the members
     ``start_pool[start_offsets[k]:start_offsets[k + 1]]``; starts are states 0 .. k - 1 and
     are never re-entered (a transition to the same members makes a new state: a start
@@ -32,7 +33,7 @@ def multi_member_product(big, start_pool, start_offsets, max_states):
     ``-2 - g``, to be resolved to ``g``'s place in its terminal's block.
     Returns (rows int32 [states, classes], member pool, offsets into it, overflowed).
     """
-    num_classes = big.shape[1]
+    num_classes = columns.shape[0]
     n_starts = start_offsets.shape[0] - 1
     width = 1
     for k in range(n_starts):
@@ -51,7 +52,7 @@ def multi_member_product(big, start_pool, start_offsets, max_states):
         for c in range(num_classes):
             length = 0
             for i in range(first, past):
-                target = big[pool[i], c]
+                target = big[pool[i], columns[c]]
                 if target >= 0:
                     buffer[length] = target
                     length += 1
@@ -90,6 +91,45 @@ def expand_product_rows(rows, byte_class, owner, global_offsets, block_start, ou
                 t = owner[g]
                 target = block_start[t] + (g - global_offsets[t])
             out[s, b] = target
+
+
+@kernel
+def write_block(transitions, accepting, first, word, bit, lexer_trans, lexer_alive, lexer_accept):
+    """A terminal's table as lexer rows from ``first`` on (its states shifted there), with
+    its bit alive in every row (a terminal DFA is trimmed) and accepting where it accepts.
+    The bitset rows are zero before (rows are never reused)."""
+    shift = np.int32(first)
+    for s in range(transitions.shape[0]):
+        for b in range(256):
+            target = transitions[s, b]
+            lexer_trans[first + s, b] = target + shift if target >= 0 else DEAD
+        lexer_alive[first + s, word] = bit
+        if accepting[s]:
+            lexer_accept[first + s, word] = bit
+
+
+@kernel
+def write_product_states(rows, byte_class, local, fresh, first, pool, offsets, lexer_trans, lexer_alive,
+                         lexer_accept):
+    """Rows ``first + j`` of the lexer for the product states ``fresh[j]`` (indices into
+    ``rows``, over byte classes: a product state, -1 dead, or ``-2 - s`` one lexer state
+    ``s``), product states renumbered by ``local``; each alive and accepting where a member
+    (``pool[offsets[i]:offsets[i + 1]]``, lexer states) is."""
+    for j in range(fresh.shape[0]):
+        i = fresh[j]
+        out = first + j
+        for b in range(256):
+            target = rows[i, byte_class[b]]
+            if target <= -2:
+                lexer_trans[out, b] = -2 - target
+            elif target >= 0:
+                lexer_trans[out, b] = local[target]
+            else:
+                lexer_trans[out, b] = DEAD
+        for m in range(offsets[i], offsets[i + 1]):
+            for w in range(lexer_alive.shape[1]):
+                lexer_alive[out, w] |= lexer_alive[pool[m], w]
+                lexer_accept[out, w] |= lexer_accept[pool[m], w]
 
 
 @kernel
