@@ -582,3 +582,31 @@ def column_classes(table):
     return class_of, first[:count]
 
 
+
+
+@kernel
+def row_runs(table):
+    """``table`` row by row as runs of equal entries: per row its number of runs, then each
+    run's first column and value. Injective (rows are read back in order), and a fraction of
+    the table where rows are mostly DEAD: what an automaton's digest hashes."""
+    n, k = table.shape
+    size = 0
+    for s in range(n):
+        size += 1
+        for c in range(k):
+            if c == 0 or table[s, c] != table[s, c - 1]:
+                size += 2
+    out = np.empty(size, dtype=np.int32)
+    p = 0
+    for s in range(n):
+        head = p
+        p += 1
+        runs = 0
+        for c in range(k):
+            if c == 0 or table[s, c] != table[s, c - 1]:
+                out[p] = c
+                out[p + 1] = table[s, c]
+                p += 2
+                runs += 1
+        out[head] = runs
+    return out
