@@ -5,6 +5,7 @@ Python determinisation (minimal JSON string spellings) against the NFA route."""
 from __future__ import annotations
 
 import itertools
+import random
 
 import numpy as np
 import pytest
@@ -80,6 +81,30 @@ def test_cached_literal_sets_equal_fresh_ones():
         fresh = dfa._literal_dfa(sorted(set(words)), None)
         assert same_automaton(first, fresh)
         assert same_automaton(first, dfa.minimize(first))  # the one-word chain is minimal and canonical
+
+
+def test_literal_sets_from_the_trie_kernel_equal_the_incremental_construction(monkeypatch):
+    """Small word sets are minimised from their trie in one kernel, large ones built
+    incrementally (Daciuk et al.): the same minimal automaton, numbered alike."""
+    rng = random.Random(3)
+    pieces = [b"a", b"b", b"c", "\u00e9".encode(), b"\x00", b"\xff", b"zz"]
+    compared = 0
+    for _ in range(1500):
+        words = sorted({b"".join(rng.choice(pieces) for _ in range(rng.randrange(7)))
+                        for _ in range(rng.randrange(2, 12))})
+        if len(words) < 2:
+            continue
+        monkeypatch.setattr(dfa, "TRIE_CELLS", 1 << 18)
+        from_trie = dfa._literal_dfa(words, None)
+        monkeypatch.setattr(dfa, "TRIE_CELLS", 0)
+        incremental = dfa._literal_dfa(words, None)
+        assert same_automaton(from_trie, incremental), words
+        assert all(from_trie.matches(w) for w in words) and not from_trie.matches(b"azzb" * 3)
+        compared += 1
+    assert compared > 1400
+    monkeypatch.setattr(dfa, "TRIE_CELLS", 1 << 18)
+    with pytest.raises(dfa.StateLimitError):
+        dfa._literal_dfa([b"abcd", b"xyz"], 5)
 
 
 @pytest.mark.parametrize("contents", [

@@ -29,8 +29,8 @@ import numpy as np
 from ...errors import GrammarError
 from ..limits import active_limits, check_size, check_time
 from .cache import AutomatonCache
-from .kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, minimal_dfa, row_runs,
-                      subset_construction)
+from .kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, literal_words_dfa,
+                      minimal_dfa, row_runs, subset_construction)
 
 __all__ = [
     "DEAD",
@@ -458,7 +458,23 @@ def literal_dfa(strings: Iterable[bytes], *, max_states: int | None = None) -> B
     return found
 
 
+TRIE_CELLS = 1 << 18
+"""Words whose trie fits this many (state, byte) cells are minimised from the trie in one
+kernel; larger sets are built incrementally (Daciuk et al.), minimal all along."""
+
+
 def _literal_dfa(words: list[bytes], max_states: int | None) -> ByteDFA:
+    if len(words) > 1:
+        joined = b"".join(words)
+        used = sorted(set(joined))
+        if (len(joined) + 1) * len(used) <= TRIE_CELLS:
+            starts = np.zeros(len(words) + 1, dtype=np.int64)
+            np.cumsum([len(word) for word in words], out=starts[1:])
+            transitions, accepting = literal_words_dfa(np.frombuffer(joined, dtype=np.uint8), starts,
+                                                       np.array(used, dtype=np.int64))
+            if max_states is not None and transitions.shape[0] > max_states:
+                raise StateLimitError(f"the literal strings need more than {max_states} automaton states")
+            return ByteDFA(transitions, 0, accepting)
     if len(words) == 1:  # one word (an object key, a const): its chain is already minimal and canonical
         word = np.frombuffer(words[0], dtype=np.uint8)
         if max_states is not None and len(word) + 1 > max_states:

@@ -610,3 +610,85 @@ def row_runs(table):
                 runs += 1
         out[head] = runs
     return out
+
+
+@kernel
+def literal_words_dfa(data, starts, used):
+    """The minimal DFA of the words ``data[starts[i]:starts[i + 1]]`` (sorted, distinct), over
+    the bytes ``used`` (sorted; each its own class): (transitions int32 [n, 256], accepting),
+    states numbered breadth-first from the initial state 0, bytes in order (the canonical
+    numbering of :func:`canonical_order`). Built as a trie, whose states are then merged
+    bottom up (a child is created after its parent, so descending ids see children first):
+    two states are equal when they agree on accepting and on every child's class."""
+    k = used.shape[0]
+    class_of_byte = np.full(256, -1, dtype=np.int64)
+    for c in range(k):
+        class_of_byte[used[c]] = c
+    table = np.full((data.shape[0] + 1, k), -1, dtype=np.int64)
+    accepting = np.zeros(data.shape[0] + 1, dtype=np.bool_)
+    count = 1
+    for i in range(starts.shape[0] - 1):
+        s = 0
+        for p in range(starts[i], starts[i + 1]):
+            c = class_of_byte[data[p]]
+            t = table[s, c]
+            if t < 0:
+                t = count
+                count += 1
+                table[s, c] = t
+            s = t
+        accepting[s] = True
+    # merge equal states: rep[s] is the registered state equal to s
+    rep = np.arange(count)
+    size = 16
+    while size < 2 * count:
+        size *= 2
+    slots = np.full(size, -1, dtype=np.int64)
+    for s in range(count - 1, -1, -1):
+        h = np.uint64(14695981039346656037) ^ np.uint64(accepting[s])
+        for c in range(k):
+            t = table[s, c]
+            if t >= 0:
+                t = rep[t]
+                table[s, c] = t
+            h = (h ^ np.uint64(t + 1)) * np.uint64(1099511628211)
+        slot = np.int64(h & np.uint64(size - 1))
+        while slots[slot] >= 0:
+            other = slots[slot]
+            same = accepting[other] == accepting[s]
+            c = 0
+            while same and c < k:
+                same = table[other, c] == table[s, c]
+                c += 1
+            if same:
+                rep[s] = other
+                break
+            slot = (slot + 1) & (size - 1)
+        if rep[s] == s:
+            slots[slot] = s
+    # breadth-first numbering of the merged states, children in byte order
+    number = np.full(count, -1, dtype=np.int64)
+    order = np.empty(count, dtype=np.int64)
+    number[0] = 0
+    order[0] = 0
+    n = 1
+    head = 0
+    while head < n:
+        s = order[head]
+        head += 1
+        for c in range(k):
+            t = table[s, c]
+            if t >= 0 and number[t] < 0:
+                number[t] = n
+                order[n] = t
+                n += 1
+    transitions = np.full((n, 256), -1, dtype=np.int32)
+    final = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        s = order[i]
+        final[i] = accepting[s]
+        for c in range(k):
+            t = table[s, c]
+            if t >= 0:
+                transitions[i, used[c]] = number[t]
+    return transitions, final
