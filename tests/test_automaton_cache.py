@@ -107,6 +107,27 @@ def test_literal_sets_from_the_trie_kernel_equal_the_incremental_construction(mo
         dfa._literal_dfa([b"abcd", b"xyz"], 5)
 
 
+def test_without_words_equals_the_difference_with_the_literal_automaton():
+    """``without_words`` grafts the words' trie onto the automaton and merges it bottom up:
+    the automaton the product and minimisation give, state for state, whatever the words
+    (outside the language, prefixes of each other, all of it, none)."""
+    languages = [strings.any_string_contents(),
+                 strings.json_string_dfa(strings.any_string_contents(), escapes="minimal"), regex_to_dfa("a(ba)*c?"), regex_to_dfa("[ab]{0,3}"), regex_to_dfa("x")]
+    pieces = [b"a", b"b", b"c", "\u00e9".encode(), b'"', b"x", b"\xff"]
+    rng = random.Random(5)
+    for _ in range(1500):
+        language = rng.choice(languages)
+        words = [b"".join(rng.choice(pieces) for _ in range(rng.randrange(6))) for _ in range(rng.randrange(1, 8))]
+        if rng.random() < 0.3:
+            words = [b'"' + word + b'"' for word in words]
+        assert same_automaton(automata.without_words(language, words),
+                              automata._compute_product(language, dfa.literal_dfa(words), automata._DIFFERENCE,
+                                                        automata.MAX_STATES)), words
+    assert automata.without_words(regex_to_dfa("x"), [b"x"]).initial == dfa.DEAD
+    with pytest.raises(dfa.StateLimitError):
+        automata.without_words(strings.any_string_contents(), [b"abcdef"], max_states=4)
+
+
 @pytest.mark.parametrize("contents", [
     strings.any_string_contents(),
     strings.literal_contents_dfa(['a"b', "\\", "\n\t\x01\x1f\x10x", "\u00e9", "plain"]),

@@ -16,10 +16,12 @@ import numpy as np
 
 from ..limits import check_time
 from .cache import AutomatonCache
-from .dfa import DEAD, NFA, ByteDFA, StateLimitError, dfa_from_classes, distinct_columns, empty_byte_dfa, nfa_to_byte_dfa
-from .kernels import DIFFERENCE, INTERSECT, UNION, pair_product
+from .dfa import (DEAD, NFA, ByteDFA, StateLimitError, dfa_from_classes, distinct_columns, empty_byte_dfa, literal_dfa,
+                  nfa_to_byte_dfa)
+from .kernels import DIFFERENCE, INTERSECT, UNION, minus_words, pair_product
 
-__all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union"]
+__all__ = ["concatenate", "complement", "difference", "intersect", "optional", "repeat", "star", "union",
+           "without_words"]
 
 MAX_STATES = 50_000
 """Default bound on the states of any automaton these operations build."""
@@ -58,6 +60,27 @@ def _product(a: ByteDFA, b: ByteDFA, mode: int, max_states: int) -> ByteDFA:
         found = _PRODUCTS.put(key, _compute_product(a, b, mode, max_states))
     return found
 
+
+def without_words(a: ByteDFA, words, *, max_states: int = MAX_STATES) -> ByteDFA:
+    """Strings in ``a`` but none of ``words`` (bytes): ``difference(a, literal_dfa(words))``,
+    the same automaton, from the words' trie grafted onto ``a`` (one kernel) instead of a
+    product and a minimisation (an object's extra keys: any key but its property names)."""
+    words = sorted({bytes(word) for word in words})
+    joined = b"".join(words)
+    if a.initial == DEAD or (len(joined) + 1) * 256 > WORDS_CELLS:
+        return difference(a, literal_dfa(words), max_states=max_states)
+    check_time("an automaton without some words")
+    starts = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum([len(word) for word in words], out=starts[1:])
+    transitions, accepting = minus_words(a.transitions, a.initial, a.accepting,
+                                         np.frombuffer(joined, dtype=np.uint8), starts)
+    if transitions.shape[0] > max_states:
+        raise StateLimitError(f"the automaton needs more than {max_states} states")
+    return ByteDFA(transitions, 0, accepting) if transitions.shape[0] else empty_byte_dfa()
+
+
+WORDS_CELLS = 1 << 24
+"""Bound on the (trie node, byte) cells of ``without_words``'s kernel; past it, the product."""
 
 _PRODUCTS = AutomatonCache("products", 64 << 20)
 """allOf/oneOf/complement products and key-set differences recur within a schema and

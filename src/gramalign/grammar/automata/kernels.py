@@ -692,3 +692,139 @@ def literal_words_dfa(data, starts, used):
             if t >= 0:
                 transitions[i, used[c]] = number[t]
     return transitions, final
+
+
+@kernel(inline="always")
+def _row_entry(trans, byte_of, rows, n_l, x, c):
+    return trans[x, byte_of[c]] if x < n_l else rows[x - n_l, c]
+
+
+@kernel(inline="always")
+def _row_accepts(accepting, final, n_l, x):
+    return accepting[x] if x < n_l else final[x - n_l]
+
+
+@kernel
+def minus_words(trans, initial, accepting, data, starts):
+    """The minimal DFA of ``L - W``, ``L`` a trimmed minimal DFA (``trans``, ``initial``,
+    ``accepting``) and ``W`` the words ``data[starts[i]:starts[i + 1]]``: (transitions int32
+    [n, 256], accepting), numbered breadth-first from the initial state 0, bytes in order; no
+    states for the empty language.
+
+    A state of ``L - W`` is a state of ``L`` or a node of the words' trie (a prefix ``u``,
+    with ``L``'s state after ``u``: bytes leaving the trie go on in ``L``). Nodes are merged
+    bottom up (a node is created after its parent, so descending ids see children first) by
+    their rows and accepting flags, ``L``'s states registered first: ``L`` being minimal, a
+    node equal to one of its states is found there. Ids: ``L``'s states, then node ``t`` as
+    ``n_l + t``; a node that accepts nothing is dead (-1). Rows are over byte classes: ``L``'s
+    own, each byte of a word a class of its own, numbered by first byte (so walking classes
+    in order meets targets in byte order)."""
+    n_l = trans.shape[0]
+    l_class, _ = column_classes(trans)
+    in_words = np.zeros(256, dtype=np.bool_)
+    for p in range(data.shape[0]):
+        in_words[data[p]] = True
+    class_of = np.empty(256, dtype=np.int64)
+    byte_of = np.empty(256, dtype=np.int64)
+    numbered = np.full(256, -1, dtype=np.int64)  # L's class -> its class here (bytes of no word)
+    k = 0
+    for b in range(256):
+        if in_words[b]:
+            class_of[b] = k
+        elif numbered[l_class[b]] >= 0:
+            class_of[b] = numbered[l_class[b]]
+            continue
+        else:
+            numbered[l_class[b]] = k
+            class_of[b] = k
+        byte_of[k] = b
+        k += 1
+    total = data.shape[0] + 1
+    rows = np.full((total, k), -1, dtype=np.int32)  # the trie's children, then the nodes' rows (ids)
+    inside = np.full(total, -1, dtype=np.int64)  # L's state after the node's prefix
+    word = np.zeros(total, dtype=np.bool_)
+    inside[0] = initial
+    count = 1
+    for i in range(starts.shape[0] - 1):
+        s = 0
+        for p in range(starts[i], starts[i + 1]):
+            b = data[p]
+            t = rows[s, class_of[b]]
+            if t < 0:
+                t = count
+                count += 1
+                rows[s, class_of[b]] = t
+                if inside[s] >= 0:
+                    inside[t] = trans[inside[s], b]
+            s = t
+        word[s] = True
+    final = np.zeros(count, dtype=np.bool_)
+    merged = np.full(count, -1, dtype=np.int64)
+    size = 16
+    while size < 2 * (n_l + count):
+        size *= 2
+    slots = np.full(size, -1, dtype=np.int64)
+    for j in range(n_l + count):
+        x = j if j < n_l else n_l + (count - 1 - (j - n_l))
+        if x >= n_l:
+            t = x - n_l
+            q = inside[t]
+            final[t] = q >= 0 and accepting[q] and not word[t]
+            live = final[t]
+            for c in range(k):
+                child = rows[t, c]
+                target = merged[child] if child >= 0 else (trans[q, byte_of[c]] if q >= 0 else -1)
+                rows[t, c] = target
+                if target >= 0:
+                    live = True
+            if not live:
+                continue  # merged[t] stays -1: dead
+        h = np.uint64(14695981039346656037) ^ np.uint64(_row_accepts(accepting, final, n_l, x))
+        for c in range(k):
+            h = (h ^ np.uint64(_row_entry(trans, byte_of, rows, n_l, x, c) + 1)) * np.uint64(1099511628211)
+        slot = np.int64(h & np.uint64(size - 1))
+        found = -1
+        while slots[slot] >= 0:
+            y = slots[slot]
+            same = _row_accepts(accepting, final, n_l, y) == _row_accepts(accepting, final, n_l, x)
+            c = 0
+            while same and c < k:
+                same = _row_entry(trans, byte_of, rows, n_l, y, c) == _row_entry(trans, byte_of, rows, n_l, x, c)
+                c += 1
+            if same:
+                found = y
+                break
+            slot = (slot + 1) & (size - 1)
+        if found < 0:
+            slots[slot] = x
+            found = x
+        if x >= n_l:
+            merged[x - n_l] = found
+    root = merged[0]
+    if root < 0:
+        return np.full((0, 256), -1, dtype=np.int32), np.zeros(0, dtype=np.bool_)
+    # breadth-first numbering from the root, classes (so bytes) in order
+    number = np.full(n_l + count, -1, dtype=np.int64)
+    order = np.empty(n_l + count, dtype=np.int64)
+    number[root] = 0
+    order[0] = root
+    n = 1
+    head = 0
+    while head < n:
+        x = order[head]
+        head += 1
+        for c in range(k):
+            y = _row_entry(trans, byte_of, rows, n_l, x, c)
+            if y >= 0 and number[y] < 0:
+                number[y] = n
+                order[n] = y
+                n += 1
+    out = np.empty((n, 256), dtype=np.int32)
+    out_accepting = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        x = order[i]
+        out_accepting[i] = _row_accepts(accepting, final, n_l, x)
+        for b in range(256):
+            y = _row_entry(trans, byte_of, rows, n_l, x, class_of[b])
+            out[i, b] = number[y] if y >= 0 else -1
+    return out, out_accepting

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..automata.algebra import MAX_STATES, difference, intersect
+from ..automata.algebra import MAX_STATES, intersect, without_words
 from ..automata.cache import AutomatonCache
 from ..automata.dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
                             nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
@@ -49,7 +49,7 @@ def other_strings(names, *, max_states: int = MAX_STATES) -> ByteDFA:
     """Every string but ``names`` (the keys an object leaves to additionalProperties)."""
     if not names:
         return any_string_contents()
-    others = difference(any_string_contents(), literal_contents_dfa(names), max_states=max_states)
+    others = without_words(any_string_contents(), [name.encode("utf-8") for name in names], max_states=max_states)
     if not any(_ESCAPED_CHARACTER.search(name) for name in names):  # see json_string_dfa
         _EXCLUDED_NAMES.put(others.digest, tuple(sorted(set(names))))
     return others
@@ -395,8 +395,8 @@ def _spelled_other_strings(contents: ByteDFA, max_states: int) -> ByteDFA | None
     if names is None or 7 * contents.num_states + 2 > max_states:
         return None
     try:
-        return difference(json_string_dfa(any_string_contents(), escapes="minimal", max_states=max_states),
-                          literal_dfa([b'"' + name.encode("utf-8") + b'"' for name in names]), max_states=max_states)
+        return without_words(json_string_dfa(any_string_contents(), escapes="minimal", max_states=max_states),
+                             [b'"' + name.encode("utf-8") + b'"' for name in names], max_states=max_states)
     except StateLimitError:
         return None
 
