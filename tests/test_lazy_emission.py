@@ -248,6 +248,9 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "string", "pattern": "^a$", "minLength": 2},
     {"type": "integer", "minimum": 1.5, "maximum": 1.7},
     {"type": "object", "properties": {"a": {"type": "array", "contains": {"not": {}}}}, "required": ["a"]},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"], "additionalProperties": {"not": {}}},
+    {"type": "object", "properties": {"a": {"type": "object", "required": ["b"], "additionalProperties": False}},
+     "required": ["a"]},
 ]
 
 

@@ -11,16 +11,28 @@ such a value), or an array of its first few items. The emitter writes every valu
 
 A False only means "not shown here" (counted strings of a pattern, objects needing extra
 members, unique items, ``contains``, reference cycles): the proof on rules decides then.
+
+Most values are read from the schema itself, without their shapes (whose evaluation is most
+of a first visit's cost, and would be spent on members the parser may never reach): a
+subschema of a scalar ``type`` and annotations only, or an object of ``properties`` and
+``required`` whose required members are such. Anything else goes by the shape.
 """
 
 from __future__ import annotations
 
 from ...errors import GramalignError
+from .resolve import escape_pointer
 from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
 from .strings import CountedStrings, any_string_contents
 
 MAX_WITNESS_ITEMS = 4
 """Items an array witness may need (``minItems``) before the rule proof decides instead."""
+
+_ANNOTATIONS = frozenset(["title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+                          "writeOnly", "format"])
+_SCALARS = frozenset(["string", "number", "integer", "boolean", "null"])
+_TYPES = _SCALARS | {"object", "array"}
+_OBJECT_KEYWORDS = frozenset(["type", "properties", "required", "additionalProperties"]) | _ANNOTATIONS
 
 
 class NonEmptyValues:
@@ -43,7 +55,9 @@ class NonEmptyValues:
             return False
         busy.add(key)
         try:
-            shown = self._shape(self._evaluator.shape(ref), depth, busy)
+            shown = self._schema(ref, depth, busy)
+            if shown is None:
+                shown = self._shape(self._evaluator.shape(ref), depth, busy)
         except (GramalignError, RecursionError):  # the rule proof meets (and reports) the error
             shown = False
         finally:
@@ -51,6 +65,51 @@ class NonEmptyValues:
         if shown:
             self._shown.add(key)
         return shown
+
+    def _schema(self, ref: Ref, depth: int, busy: set) -> "bool | None":
+        """Shown from the subschema's keywords alone (a format's strings, a scalar type, a
+        value of no ``type``: ``null``; an object of plain required members); None: its
+        shape decides. (``format`` allows some string of every type it applies to.)"""
+        if len(ref) != 1:
+            return None
+        (location,) = ref
+        if not isinstance(location, str):
+            return None
+        index = self._evaluator.index
+        location = index.normalize(location)
+        node = index.node(location)
+        if node is True or node == {}:
+            return True
+        if not isinstance(node, dict) or not node.keys() <= _OBJECT_KEYWORDS:
+            return None
+        types = node.get("type")
+        if types is None:
+            return True  # ``null`` is a value of every such schema (``required`` binds objects only)
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(types, list) or not types or not all(t in _TYPES for t in types):
+            return None  # (an unknown type is the evaluator's error to report)
+        if not _SCALARS.isdisjoint(types):
+            return True
+        if types != ["object"] or self._indent is not None:
+            return None
+        properties, required = node.get("properties", {}), node.get("required", [])
+        additional = node.get("additionalProperties", True)
+        if not isinstance(properties, dict) or not isinstance(required, list):
+            return None
+        for name in required:
+            if not isinstance(name, str):
+                return None
+            if name in properties:
+                member = frozenset([f"{location}/properties/{escape_pointer(name)}"])
+            elif additional is True or additional == {}:
+                continue
+            elif isinstance(additional, dict):
+                member = frozenset([f"{location}/additionalProperties"])
+            else:
+                return None
+            if not self._ref(member, depth, busy):
+                return None
+        return True
 
     def _shape(self, shape: Shape, depth: int, busy: set) -> bool:
         if shape.null or shape.true or shape.false:
