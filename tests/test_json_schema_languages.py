@@ -150,7 +150,8 @@ def test_code_point_lengths_match_enumeration():
     from gramalign.grammar.json_schema.strings import code_point_lengths, with_length
 
     alphabet = ["a", "b", "é", "😀"]
-    for pattern in ["^[ab]{1,3}$", "^é{2}(a|😀)?$", "^(ab|b)$", "^$", "^a*$", "^(a|é😀){0,2}b$"]:
+    for pattern in ["^[ab]{1,3}$", "^é{2}(a|😀)?$", "^(ab|b)$", "^$", "^a*$", "^(a|é😀){0,2}b$", "^(ab|abé😀)a?$",
+                    "^[ab]{2,3}(é|b){1,2}$", "^(a*|b)é$"]:
         dfa = ecma_pattern_dfa(pattern)
         lengths = [n for n in range(6) for word in itertools.product(alphabet, repeat=n)
                    if dfa.matches("".join(word).encode())]

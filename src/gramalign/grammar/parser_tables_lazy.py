@@ -300,8 +300,11 @@ class LazyParserTables:
             self._tracks, self._reach, self._done, self._accepting, self._start_bits = (
                 tracks, reach, done, accepting, starts)
         self._accepting[old:n] = np.any(lexer.accept_bits[old:n] != 0, axis=1)
-        for j, k in enumerate(self._counted):
-            self._mark_counted(k, COUNTED + 2 * j, self._tracks, old)
+        if self._counted:  # only the counted terminals some new state can still become
+            alive = np.bitwise_or.reduce(lexer.alive_bits[old:n], axis=0) if n > old else None
+            for j, k in enumerate(self._counted):
+                if alive is not None and (int(alive[k >> 6]) >> (k & 63)) & 1:
+                    self._mark_counted(k, COUNTED + 2 * j, self._tracks, old)
         if len(lexer.terminals) != self._lexer_terminals:  # finer byte classes with new terminals
             lexer.byte_class, lexer.class_byte = lexer.byte_classes()
             self._lexer_terminals = len(lexer.terminals)

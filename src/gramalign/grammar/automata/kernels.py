@@ -828,3 +828,88 @@ def minus_words(trans, initial, accepting, data, starts):
             y = _row_entry(trans, byte_of, rows, n_l, x, class_of[b])
             out[i, b] = number[y] if y >= 0 else -1
     return out, out_accepting
+
+
+@kernel
+def weighted_path_lengths(table, initial, accepting, weight):
+    """(fewest, most) total ``weight[b]`` (0 or 1 per byte) over the bytes of an accepted
+    string of a trimmed DFA; most is -1 when unbounded (a cycle: in a trimmed DFA every state
+    lies on an accepted path; a cycle of zero weight counts as unbounded too, as the callers'
+    automata have none)."""
+    n = table.shape[0]
+    # fewest: breadth first by weight, each level closed under weight-0 bytes first
+    far = n * 256 + 1
+    dist = np.full(n, far, dtype=np.int64)
+    level = np.empty(n, dtype=np.int64)
+    stack = np.empty(n * 2 + 1, dtype=np.int64)
+    following = np.empty(n, dtype=np.int64)
+    fewest = -1
+    dist[initial] = 0
+    level[0] = initial
+    size = 1
+    d = 0
+    while size and fewest < 0:
+        top = 0
+        for i in range(size):
+            stack[top] = level[i]
+            top += 1
+        n_next = 0
+        while top:
+            top -= 1
+            s = stack[top]
+            if accepting[s] and fewest < 0:
+                fewest = d
+            for b in range(256):
+                t = table[s, b]
+                if t < 0:
+                    continue
+                if weight[b] == 0:
+                    if dist[t] > d:
+                        dist[t] = d
+                        stack[top] = t
+                        top += 1
+                elif dist[t] > d + 1:
+                    dist[t] = d + 1
+                    following[n_next] = t
+                    n_next += 1
+        size = 0
+        for i in range(n_next):
+            if dist[following[i]] == d + 1:
+                level[size] = following[i]
+                size += 1
+        d += 1
+    # most: longest path over a topological order (Kahn), none if a cycle remains
+    indegree = np.zeros(n, dtype=np.int64)
+    for s in range(n):
+        for b in range(256):
+            if table[s, b] >= 0:
+                indegree[table[s, b]] += 1
+    order = np.empty(n, dtype=np.int64)
+    head = 0
+    tail = 0
+    for s in range(n):
+        if indegree[s] == 0:
+            order[tail] = s
+            tail += 1
+    while head < tail:
+        s = order[head]
+        head += 1
+        for b in range(256):
+            t = table[s, b]
+            if t >= 0:
+                indegree[t] -= 1
+                if indegree[t] == 0:
+                    order[tail] = t
+                    tail += 1
+    if tail < n:
+        return fewest, -1
+    longest = np.zeros(n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        s = order[i]
+        best = 0 if accepting[s] else -1
+        for b in range(256):
+            t = table[s, b]
+            if t >= 0 and longest[t] >= 0 and longest[t] + weight[b] > best:
+                best = longest[t] + weight[b]
+        longest[s] = best
+    return fewest, longest[initial]

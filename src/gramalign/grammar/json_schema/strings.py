@@ -21,6 +21,7 @@ from ..automata.algebra import MAX_STATES, intersect, without_words
 from ..automata.cache import AutomatonCache
 from ..automata.dfa import (DEAD, NFA, UNICODE_SCALARS, ByteDFA, StateLimitError, dfa_from_table, empty_byte_dfa, literal_dfa,
                             nfa_to_byte_dfa, nfa_to_utf8_dfa, renumbered)
+from ..automata.kernels import weighted_path_lengths
 
 __all__ = ["CountedStrings", "any_string_contents", "json_literal_dfa", "json_string_dfa", "length_dfa",
            "literal_contents_dfa", "other_strings"]
@@ -281,6 +282,7 @@ def _character_steps(contents: ByteDFA) -> "tuple[list[int], np.ndarray]":
 
 
 _LEADING_BYTES = np.array([not 0x80 <= b <= 0xBF for b in range(256)])  # bytes that start a code point
+_LEADING_WEIGHTS = _LEADING_BYTES.astype(np.int64)
 
 
 def code_point_lengths(contents: ByteDFA) -> tuple[int, int | None]:
@@ -292,60 +294,8 @@ def code_point_lengths(contents: ByteDFA) -> tuple[int, int | None]:
     """
     if contents.initial == DEAD:
         return 0, 0
-    table = contents.transitions
-    n = contents.num_states
-    # edges (state, target, weight): a code point starts on that byte (weight 1) or continues (0)
-    edges = {}
-    for state in range(n):
-        row = table[state]
-        for weight, mask in ((1, _LEADING_BYTES), (0, ~_LEADING_BYTES)):
-            targets = np.unique(row[mask & (row != DEAD)])
-            edges.setdefault(state, []).extend((int(t), weight) for t in targets.tolist())
-    # Kahn's topological order over the trimmed states; leftovers lie on a cycle
-    indegree = [0] * n
-    for state in range(n):
-        for target, _ in edges[state]:
-            indegree[target] += 1
-    order, ready = [], [s for s in range(n) if indegree[s] == 0]
-    while ready:
-        state = ready.pop()
-        order.append(state)
-        for target, _ in edges[state]:
-            indegree[target] -= 1
-            if indegree[target] == 0:
-                ready.append(target)
-    shortest = _shortest_accepted(contents, edges)
-    if len(order) < n:
-        return shortest, None
-    longest_from = [0] * n  # most code points from a state to acceptance (every state can accept later)
-    for state in reversed(order):
-        best = 0 if contents.accepting[state] else None
-        for target, weight in edges[state]:
-            if longest_from[target] is not None and (best is None or longest_from[target] + weight > best):
-                best = longest_from[target] + weight
-        longest_from[state] = best
-    return shortest, longest_from[contents.initial]
-
-
-def _shortest_accepted(contents: ByteDFA, edges: dict) -> int:
-    """Fewest code points to an accepting state (0/1 breadth-first search)."""
-    from collections import deque
-
-    distance = {contents.initial: 0}
-    queue = deque([contents.initial])
-    while queue:
-        state = queue.popleft()
-        if contents.accepting[state]:
-            return distance[state]
-        for target, weight in edges[state]:
-            candidate = distance[state] + weight
-            if candidate < distance.get(target, candidate + 1):
-                distance[target] = candidate
-                if weight:
-                    queue.append(target)
-                else:
-                    queue.appendleft(target)
-    return 0  # unreachable for a non-empty trimmed DFA
+    fewest, most = weighted_path_lengths(contents.transitions, contents.initial, contents.accepting, _LEADING_WEIGHTS)
+    return int(fewest), None if most < 0 else int(most)
 
 
 def json_string_dfa(contents: ByteDFA, *, escapes: str = "all", max_states: int = MAX_STATES) -> ByteDFA:
