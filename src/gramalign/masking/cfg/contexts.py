@@ -53,6 +53,10 @@ derivation stops there, unless it succeeds four times as often."""
 TWIN = -2
 """The candidate-set slot of a context key shared by counted strings (no start has that id)."""
 
+NARROW_BYTES = 2
+"""A lexer state that at most this many bytes continue (inside a literal: a key, an enum
+value) has its first mask walked exactly, and is classified only when it comes back."""
+
 _NO_SKIP = (np.zeros(256, dtype=np.int32), np.zeros((0, 256), dtype=np.uint8))
 _NO_SIGNATURE = np.zeros(0, dtype=np.int32)
 _NO_GROUP_MASKS = np.zeros((0, 0), dtype=np.uint32)  # a derived context's groups have no masks of their own
@@ -128,6 +132,8 @@ class LexicalContexts:
         self._lock = threading.Lock()
         self._version = -1
         self._twins_for = -1  # lexer states when the counted-block twins were last listed
+        self._narrow: dict[int, bool] = {}  # lexer state -> few bytes continue it
+        self._walked: set = set()  # narrow contexts met once (their mask was walked)
         self.bind()
 
     def bind(self) -> None:
@@ -191,6 +197,28 @@ class LexicalContexts:
             with self._lock:
                 entry = self.entries.setdefault(key, entry)
         return entry
+
+    def walk_first(self, fields: list[int], state: int) -> bool:
+        """Is this the first time a narrow context (see :data:`NARROW_BYTES`, no shadows) is
+        met? Then its mask is one exact walk, which follows a path or two through the trie,
+        where a classification visits every token the context could ever take; it is
+        classified when it comes back (a first visit is often the only one: a key is
+        written once per object)."""
+        q = fields[LEXEME]
+        if fields[SHADOW1] >= 0 or fields[SHADOW2] >= 0 or (self._twins and q in self._twins):
+            return False
+        narrow = self._narrow.get(q)
+        if narrow is None:
+            lexer = self.tables.lexer
+            narrow = self._narrow[q] = not lexer.is_start[q] and np.count_nonzero(
+                lexer.transitions[q] >= 0) <= NARROW_BYTES
+        if not narrow:
+            return False
+        key = (q, self.candidate_id[state])
+        if key in self._walked:
+            return False
+        self._walked.add(key)
+        return (q, key[1], -1, -1, -1, -1) not in self.entries
 
     def classified(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
         """The context of :meth:`of`, classified for real where it was derived (the stack

@@ -201,6 +201,11 @@ class GrammarMaskStore:
             return
         q = fields[LEXEME]
         state = int(parser.pool.state[fields[STACK]])
+        if self.contexts.walk_first(fields, state):
+            if overwrite:
+                row[:] = 0
+            self.walk(parser, hyp, row, zeroed=overwrite)
+            return
         entry = self.contexts.of(fields, state, hyp[0])
         part, depth = self.stack_parts.part(parser, hyp, entry, fields, self.walk)
         if part is None:  # a derived context this stack tells apart from its partner
