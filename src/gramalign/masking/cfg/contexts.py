@@ -132,6 +132,9 @@ class LexicalContexts:
         self._lock = threading.Lock()
         self._version = -1
         self._twins_for = -1  # lexer states when the counted-block twins were last listed
+        self._twins: dict[int, tuple[int, int, int]] = {}
+        self._twin_first: dict[bytes, int] = {}  # counted automaton (digest) -> its first terminal
+        self._twins_listed = 0  # terminals whose blocks are in _twins
         self._narrow: dict[int, bool] = {}  # lexer state -> few bytes continue it
         self._walked: set = set()  # narrow contexts met once (their mask was walked)
         self.bind()
@@ -157,7 +160,7 @@ class LexicalContexts:
             self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
         self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
         if lexer.num_states != self._twins_for:  # counted blocks come with new lexer states
-            self._twins = counted_block_twins(tables)
+            self._twins_listed = add_counted_block_twins(tables, self._twins, self._twin_first, self._twins_listed)
             self._twins_for = lexer.num_states
         if self.text is not None:
             self.text.bind()
@@ -454,18 +457,21 @@ class LexicalContexts:
                                                         entry.dependent_ids, entry.lazy["trie"]))
 
 
-def counted_block_twins(tables: ParserTables) -> dict[int, tuple[int, int, int]]:
-    """Lexer state -> (the same state in the first block of that automaton, its terminal,
-    this state's terminal) for the blocks of counted strings (see ``_twin_context``)."""
+def add_counted_block_twins(tables: ParserTables, twins: dict, first_of: dict, listed: int) -> int:
+    """Add to ``twins`` (lexer state -> (the same state in the first block of that automaton,
+    its terminal, this state's terminal)) the blocks of the counted strings among the lexer's
+    terminals from ``listed`` on (see ``_twin_context``); ``first_of``: automaton digest ->
+    its first terminal. Returns the terminals listed now: lazy tables add terminals, each
+    with its block, as they go, so each is listed once. (A terminal without a block has no
+    states to twin: the eager lexer builds only the blocks some lexeme enters.)"""
     lexer = tables.lexer
-    first_of: dict[bytes, int] = {}
-    twins: dict[int, tuple[int, int, int]] = {}
-    for k, terminal in enumerate(lexer.terminals):
-        start = int(lexer.block_start[k]) if lexer.block_start.size else -1
-        if terminal.length is None or start < 0:
-            continue
-        first = first_of.setdefault(terminal.dfa.digest, k)
-        first_start = int(lexer.block_start[first])
-        for local in range(terminal.dfa.num_states):
-            twins[start + local] = (first_start + local, first, k)
-    return twins
+    while listed < len(lexer.terminals):
+        terminal = lexer.terminals[listed]
+        start = int(lexer.block_start[listed]) if lexer.block_start.size else -1
+        if terminal.length is not None and start >= 0:
+            first = first_of.setdefault(terminal.dfa.digest, listed)
+            first_start = int(lexer.block_start[first])
+            for local in range(terminal.dfa.num_states):
+                twins[start + local] = (first_start + local, first, listed)
+        listed += 1
+    return listed
