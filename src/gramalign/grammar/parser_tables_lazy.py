@@ -77,6 +77,8 @@ class LazyParserTables:
         self._done = np.zeros(0, dtype=np.uint8)
         self._accepting = np.zeros(0, dtype=bool)
         self._start_bits = np.zeros((0, 1), dtype=np.uint64)  # the terminals a start tracks
+        self._bits_of_start: dict[int, np.ndarray] = {}  # the same by start, as built (fewer words)
+        self._unwritten_starts: list[int] = []  # new starts whose start_bits row _lexer_grown writes
         self._lexer_views()
         # the bytes any lexeme of the grammar may start with, known before its starts are built
         self.starts_any = np.asarray(source.first_bytes(), dtype=np.uint8)
@@ -166,16 +168,16 @@ class LazyParserTables:
         self._reserve(self.automaton.num_states)
         if row.default >= 0:
             self._rule(row.default)
-        mask = 0
-        for column in columns:
-            mask |= 1 << column
-        words = self.candidate_bits.shape[1]
-        bits = np.array([(mask >> (64 * w)) & _WORD for w in range(words)], dtype=np.uint64)
-        if start >= self._lexer_states or self._start_bits.shape[1] != words:
-            self._lexer_grown()  # a new start (a start seen before has these bits already)
-            self.start_bits[start] = bits
+        bits = self._bits_of_start.get(start)
+        if bits is None:  # a new start: its bits go to start_bits when build() brings those up to date
+            mask = 0
+            for column in columns:
+                mask |= 1 << column
+            bits = self._bits_of_start[start] = np.array(
+                [(mask >> (64 * w)) & _WORD for w in range(self.lexer.words)], dtype=np.uint64)
+            self._unwritten_starts.append(start)
         # nothing below fails: the row
-        self.candidate_bits[state] = bits
+        self.candidate_bits[state, :bits.shape[0]] = bits
         self.candidate_id[state] = self.candidate_id[state + self._states_cap] = start
         self.candidate_list[state] = self.candidate_list[state + self._states_cap] = start
         if row.gotos:
@@ -184,8 +186,7 @@ class LazyParserTables:
                 self._gotos = _grown(self._gotos, max(2 * self._gotos.shape[0], self._num_gotos + len(entries)))
             self._gotos[self._num_gotos:self._num_gotos + len(entries)] = entries
             self._num_gotos += len(entries)
-        action = self.action
-        action[state, :-1] = 0
+        action = self.action  # (an unbuilt row is zero but for its DEFAULT cell)
         for column, target in zip(columns, row.shifts.values()):
             action[state, column] = target + 1
         if row.accepts:
@@ -300,6 +301,10 @@ class LazyParserTables:
             self._tracks, self._reach, self._done, self._accepting, self._start_bits = (
                 tracks, reach, done, accepting, starts)
         self._accepting[old:n] = np.any(lexer.accept_bits[old:n] != 0, axis=1)
+        for start in self._unwritten_starts:
+            bits = self._bits_of_start[start]
+            self._start_bits[start, :bits.shape[0]] = bits
+        self._unwritten_starts.clear()
         if self._counted:  # only the counted terminals some new state can still become
             alive = np.bitwise_or.reduce(lexer.alive_bits[old:n], axis=0) if n > old else None
             for j, k in enumerate(self._counted):
