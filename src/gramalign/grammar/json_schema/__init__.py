@@ -40,10 +40,47 @@ def _parse_int(text: str) -> int | Decimal:
     return int(text) if len(text) <= MAX_NUMBER_DIGITS + 1 else Decimal(text)
 
 
+def _plainly_json(schema) -> bool:
+    """Every value JSON can hold, within the limits, and no container met twice: the common
+    case, checked without the pointers :func:`_check_json_data` keeps for its errors (False:
+    that check decides, and names the place)."""
+    stack = [schema]
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if id(value) in seen:
+                return False
+            seen.add(id(value))
+            for key in value:
+                if not isinstance(key, str):
+                    return False
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            if id(value) in seen:
+                return False
+            seen.add(id(value))
+            stack.extend(value)
+        elif isinstance(value, (str, bool)) or value is None:
+            continue
+        elif isinstance(value, int):
+            if abs(value) >= _DIGITS_LIMIT:
+                return False
+        elif isinstance(value, Decimal):  # (a schema given as text: its fractions are exact)
+            if not value.is_finite() or len(value.as_tuple().digits) > MAX_NUMBER_DIGITS \
+                    or abs(value.adjusted()) > MAX_NUMBER_DIGITS:
+                return False
+        elif not (isinstance(value, float) and math.isfinite(value)):
+            return False
+    return True
+
+
 def _check_json_data(schema) -> None:
     """Raise SchemaCompileError at the first value JSON cannot hold (a set, NaN, a non-string
     key, a dict or list that contains itself) or that is beyond the documented limits (a
     number of more than 1000 digits)."""
+    if _plainly_json(schema):
+        return
     # depth first with exit marks, so "on the current path" (a cycle) is told apart from
     # "met before by another path" (shared, which JSON text cannot say but is harmless)
     stack = [(schema, "", None)]
