@@ -105,8 +105,10 @@ class LengthFilter:
         self._is_start = tables.lexer.is_start
 
     @staticmethod
-    def needed(tables: ParserTables) -> bool:
-        return bool((tables.tracks_column >= COUNTED).any())
+    def needed(tables: ParserTables, since: int = 0) -> bool:
+        """Does the lexer count a string's length (in its states from ``since`` on: lazy
+        tables mark a counted block's states as they add them)?"""
+        return bool((tables.tracks_column[since:] >= COUNTED).any())
 
     def allowed(self, hyp: np.ndarray) -> "np.ndarray | None":
         """The uint32 row of tokens the bounds allow this hypothesis (one row of

@@ -55,7 +55,8 @@ class GrammarMaskStore:
         self.width = bitmask_width(vocabulary.size)
         self.contexts = LexicalContexts(tables, trie, self.width, shared, text_blocks)
         self.stack_parts = StackParts(tables, trie, self.width)
-        self._can_continue = np.zeros(0, dtype=bool)
+        self._continues: dict[int, bool] = {}  # lexer state -> some byte goes on from it (rows never change)
+        self._length_checked = 0  # lexer states LengthFilter.needed has looked at
         self._lengths = None
         self._bind()
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
@@ -72,13 +73,12 @@ class GrammarMaskStore:
         lexer = tables.lexer
         self._args = tables.kernel_args()
         self._accepting_any = tables.accepting
-        done = self._can_continue.shape[0]
-        self._can_continue = np.concatenate([self._can_continue, np.any(lexer.transitions[done:] >= 0, axis=1)])
         self._is_start = lexer.is_start
         if self._lengths is not None:
             self._lengths.bind(tables)
-        elif LengthFilter.needed(tables):
+        elif LengthFilter.needed(tables, self._length_checked):
             self._lengths = LengthFilter(tables, self.trie, self.vocabulary.size, self.width)
+        self._length_checked = lexer.num_states
         self.contexts.bind()
 
     @property
@@ -237,6 +237,13 @@ class GrammarMaskStore:
                 else:
                     self._fill_hypothesis(parser, ended, row)
 
+    def _goes_on(self, q: int) -> bool:
+        """Can the lexeme at lexer state ``q`` go on (some byte keeps it alive)?"""
+        found = self._continues.get(q)
+        if found is None:
+            found = self._continues[q] = bool((self.tables.lexer.transitions[q] >= 0).any())
+        return found
+
     def _lexeme_ended(self, parser: IncrementalParser, hyp: np.ndarray, state: int, cand: np.ndarray):
         """The hypothesis "the current lexeme ends before the next byte", as a 1-row array
         (a row per stack where a generalized parser forks); an empty array if the parser
@@ -259,9 +266,9 @@ class GrammarMaskStore:
             shadows = list(kept)
             if self._every_split:
                 own = int(end_effects[winner, OWN_LONGEST])
-                if own >= 0 and self._can_continue[q] and winner in bit_indexes(lexer.alive_bits[q]):
+                if own >= 0 and self._goes_on(q) and winner in bit_indexes(lexer.alive_bits[q]):
                     shadows.append((q, own))  # its own longer match must never come
-            elif self._can_continue[q]:
+            elif self._goes_on(q):
                 shadows.append((q, state))
             lookahead = int(end_effects[winner, LOOKAHEAD_STATE])
             if lookahead >= 0:  # the lookahead past the lexeme, from the start of its pseudo state
