@@ -307,6 +307,7 @@ def test_keys_among_named_ones_split_by_their_second_byte_as_a_walk_of_every_tok
               for blocks in (True, False)]
     for store in stores:  # key prefixes classified, not derived from a partner (derived_contexts)
         store.contexts._derived = lambda *args: None
+        store.contexts.walk_first = lambda *args: False  # nor walked exactly on a first visit
     with_blocks, walking = (CompiledGrammar(grammar, vocab, store=store) for store in stores)
     covers = []
     text = stores[0].contexts.text
@@ -328,3 +329,22 @@ def test_keys_among_named_ones_split_by_their_second_byte_as_a_walk_of_every_tok
     _assert_same_classes(stores)
     if additional is not False:  # any other key: the split was taken
         assert any(cover.pair_covered.any() for cover in covers)
+
+
+def test_a_narrow_context_is_walked_on_its_first_visit_and_classified_when_it_comes_back():
+    """Inside a key only one byte goes on: its first mask is one exact walk (no context
+    classified), the next mask there classifies it; both equal the brute-force scan."""
+    vocab = gpt2_vocabulary()
+    compiled = ga.compile(ga.Grammar.from_json_schema(
+        {"type": "object", "properties": {"description_of_it": {"type": "integer"}, "other": {"type": "string"}},
+         "required": ["description_of_it"]}), vocab)
+    store = compiled.store
+    matcher = compiled.matcher()
+    matcher.accept_string('{"descr')
+    classified = store.num_contexts
+    first = matcher.allowed_token_ids()
+    assert store.num_contexts == classified  # walked, not classified
+    again = matcher.allowed_token_ids()
+    assert store.num_contexts == classified + 1
+    expected = np.flatnonzero(brute_force_allowed(compiled, b'{"descr'))
+    assert np.array_equal(first, expected) and np.array_equal(again, expected)
