@@ -612,6 +612,16 @@ def row_runs(table):
     return out
 
 
+@kernel(inline="always")
+def _renamed(new_id):
+    """How many states ``new_id`` keeps (those renamed 0 and up)."""
+    n = 0
+    for s in range(new_id.shape[0]):
+        if new_id[s] >= 0:
+            n += 1
+    return n
+
+
 @kernel
 def literal_words_dfa(data, starts, used):
     """The minimal DFA of the words ``data[starts[i]:starts[i + 1]]`` (sorted, distinct), over
@@ -666,32 +676,10 @@ def literal_words_dfa(data, starts, used):
             slot = (slot + 1) & (size - 1)
         if rep[s] == s:
             slots[slot] = s
-    # breadth-first numbering of the merged states, children in byte order
-    number = np.full(count, -1, dtype=np.int64)
-    order = np.empty(count, dtype=np.int64)
-    number[0] = 0
-    order[0] = 0
-    n = 1
-    head = 0
-    while head < n:
-        s = order[head]
-        head += 1
-        for c in range(k):
-            t = table[s, c]
-            if t >= 0 and number[t] < 0:
-                number[t] = n
-                order[n] = t
-                n += 1
-    transitions = np.full((n, 256), -1, dtype=np.int32)
-    final = np.zeros(n, dtype=np.bool_)
-    for i in range(n):
-        s = order[i]
-        final[i] = accepting[s]
-        for c in range(k):
-            t = table[s, c]
-            if t >= 0:
-                transitions[i, used[c]] = number[t]
-    return transitions, final
+    # breadth-first numbering of the merged states (classes are in byte order)
+    number = canonical_order(table, 0)
+    merged, final = _relabelled(table, accepting, number, _renamed(number))
+    return expand_columns(merged, class_of_byte), final
 
 
 @kernel(inline="always")
@@ -803,31 +791,16 @@ def minus_words(trans, initial, accepting, data, starts):
     root = merged[0]
     if root < 0:
         return np.full((0, 256), -1, dtype=np.int32), np.zeros(0, dtype=np.bool_)
-    # breadth-first numbering from the root, classes (so bytes) in order
-    number = np.full(n_l + count, -1, dtype=np.int64)
-    order = np.empty(n_l + count, dtype=np.int64)
-    number[root] = 0
-    order[0] = root
-    n = 1
-    head = 0
-    while head < n:
-        x = order[head]
-        head += 1
+    # breadth-first numbering from the root over one table of every id (classes are in byte order)
+    table = np.empty((n_l + count, k), dtype=np.int64)
+    flags = np.empty(n_l + count, dtype=np.bool_)
+    for x in range(n_l + count):
+        flags[x] = _row_accepts(accepting, final, n_l, x)
         for c in range(k):
-            y = _row_entry(trans, byte_of, rows, n_l, x, c)
-            if y >= 0 and number[y] < 0:
-                number[y] = n
-                order[n] = y
-                n += 1
-    out = np.empty((n, 256), dtype=np.int32)
-    out_accepting = np.zeros(n, dtype=np.bool_)
-    for i in range(n):
-        x = order[i]
-        out_accepting[i] = _row_accepts(accepting, final, n_l, x)
-        for b in range(256):
-            y = _row_entry(trans, byte_of, rows, n_l, x, class_of[b])
-            out[i, b] = number[y] if y >= 0 else -1
-    return out, out_accepting
+            table[x, c] = _row_entry(trans, byte_of, rows, n_l, x, c)
+    number = canonical_order(table, root)
+    merged, merged_accepting = _relabelled(table, flags, number, _renamed(number))
+    return expand_columns(merged, class_of), merged_accepting
 
 
 @kernel
