@@ -345,6 +345,28 @@ def test_a_narrow_context_is_walked_on_its_first_visit_and_classified_when_it_co
     first = matcher.allowed_token_ids()
     assert store.num_contexts == classified  # walked, not classified
     again = matcher.allowed_token_ids()
-    assert store.num_contexts == classified + 1
+    assert store.num_contexts > classified
     expected = np.flatnonzero(brute_force_allowed(compiled, b'{"descr'))
     assert np.array_equal(first, expected) and np.array_equal(again, expected)
+
+
+def test_a_string_body_is_classified_once_for_every_candidate_set():
+    """Inside a string only its terminal is alive: its context is shared by every candidate
+    set the string starts under (a string or an integer, a string or a boolean: two lexer
+    starts), and the masks stay the brute-force scan."""
+    vocab = gpt2_vocabulary()
+    compiled = ga.compile(ga.Grammar.from_json_schema(
+        {"type": "object", "properties": {"a": {"type": ["string", "integer"]},
+                                          "b": {"type": ["string", "boolean"]}},
+         "required": ["a", "b"], "additionalProperties": False}), vocab)
+    store = compiled.store
+    for text in (b'{"a":"x y', b'{"a":"x y","b":"z w'):
+        matcher = compiled.matcher()
+        matcher.accept_string(text.decode())
+        assert np.array_equal(matcher.allowed_token_ids(), np.flatnonzero(brute_force_allowed(compiled, text)))
+    entries = store.contexts.entries
+    shared = [key for key in entries if key[1] == -3]
+    assert shared
+    by_state = [key for key in entries if key[0] == shared[0][0] and key[1] >= 0]
+    assert len({key[1] for key in by_state}) == 2  # two candidate sets, one classification
+    assert all(entries[key] is entries[shared[0]] for key in by_state)

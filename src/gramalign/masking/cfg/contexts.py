@@ -53,6 +53,13 @@ derivation stops there, unless it succeeds four times as often."""
 TWIN = -2
 """The candidate-set slot of a context key shared by counted strings (no start has that id)."""
 
+ONE_TERMINAL = -3
+"""The candidate-set slot of a context key shared by every candidate set, for a lexer state
+that only one terminal is still alive in, in a grammar without ignored terminals: the
+classification then reads nothing of the candidates (the winners reachable from the state
+are that terminal, which the lexeme's candidates hold), so a string's body is classified
+once, not once per property whose value it is."""
+
 NARROW_BYTES = 2
 """A lexer state that at most this many bytes continue (inside a literal: a key, an enum
 value) has its first mask walked exactly, and is classified only when it comes back."""
@@ -136,6 +143,8 @@ class LexicalContexts:
         self._twin_first: dict[bytes, int] = {}  # counted automaton (digest) -> its first terminal
         self._twins_listed = 0  # terminals whose blocks are in _twins
         self._narrow: dict[int, bool] = {}  # lexer state -> few bytes continue it
+        self._one_terminal: dict[int, bool] = {}  # lexer state -> one terminal alive there (not a start)
+        self._one_terminal_ok = False  # contexts may be shared across candidate sets (see bind)
         self._walked: set = set()  # narrow contexts met once (their mask was walked)
         self.bind()
 
@@ -159,6 +168,8 @@ class LexicalContexts:
         self._start_after_word = {} if not self.reads_before else {
             self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
         self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
+        # candidates matter to a classification only where a lexeme restarts after an ignored one
+        self._one_terminal_ok = not (self.reads_before or self.every_split) and bool((tables.term_column >= 0).all())
         if lexer.num_states != self._twins_for:  # counted blocks come with new lexer states
             self._twins_listed = add_counted_block_twins(tables, self._twins, self._twin_first, self._twins_listed)
             self._twins_for = lexer.num_states
@@ -194,12 +205,31 @@ class LexicalContexts:
                shadow2, cid[fields[SHADOW2_PARSER]] if shadow2 >= 0 else -1)
         entry = self.entries.get(key)
         if entry is None:
-            entry = None if shadow1 >= 0 or shadow2 >= 0 else self._derived(key, state, hyp)
+            alike = self._any_candidates(fields)
+            entry = self.entries.get(alike) if alike is not None else None
             if entry is None:
-                entry = self._build_context(key, state, hyp)
+                entry = None if shadow1 >= 0 or shadow2 >= 0 else self._derived(key, state, hyp)
+                if entry is None:
+                    entry = self._build_context(key, state, hyp)
+                    if alike is not None:
+                        with self._lock:
+                            entry = self.entries.setdefault(alike, entry)
             with self._lock:
                 entry = self.entries.setdefault(key, entry)
         return entry
+
+    def _any_candidates(self, fields: list[int]) -> "tuple[int, ...] | None":
+        """The key of this context shared by every candidate set (see :data:`ONE_TERMINAL`),
+        or None where the candidates matter."""
+        q = fields[LEXEME]
+        if fields[SHADOW1] >= 0 or fields[SHADOW2] >= 0 or not self._one_terminal_ok:
+            return None
+        one = self._one_terminal.get(q)
+        if one is None:
+            lexer = self.tables.lexer
+            one = self._one_terminal[q] = not lexer.is_start[q] and q not in self._twins \
+                and sum(bin(int(word)).count("1") for word in lexer.alive_bits[q]) == 1
+        return (q, ONE_TERMINAL, -1, -1, -1, -1) if one else None
 
     def walk_first(self, fields: list[int], state: int) -> bool:
         """Is this the first time a narrow context (see :data:`NARROW_BYTES`, no shadows) is
@@ -221,7 +251,8 @@ class LexicalContexts:
         if key in self._walked:
             return False
         self._walked.add(key)
-        return (q, key[1], -1, -1, -1, -1) not in self.entries
+        alike = self._any_candidates(fields)
+        return (q, key[1], -1, -1, -1, -1) not in self.entries and (alike is None or alike not in self.entries)
 
     def classified(self, fields: list[int], state: int, hyp: np.ndarray) -> ContextMasks:
         """The context of :meth:`of`, classified for real where it was derived (the stack

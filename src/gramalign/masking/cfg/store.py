@@ -90,7 +90,7 @@ class GrammarMaskStore:
         t = self.tables
         total = int(t.reach_bits.nbytes + t.reach_done.nbytes + t.lexer.transitions.nbytes
                     + t.table.action.nbytes + t.table.goto.nbytes)
-        for entry in list(self.contexts.entries.values()):
+        for entry in {id(e): e for e in list(self.contexts.entries.values())}.values():  # (shared keys: once)
             total += part_bytes(entry)
             if entry.derived_reach is not None:
                 continue  # its classes are its partner's
