@@ -108,7 +108,7 @@ class NonEmptyValues:
             else:
                 return None
             if not self._ref(member, depth, busy):
-                return None
+                return False  # its shape has these very members: asking it would walk them again
         return True
 
     def _shape(self, shape: Shape, depth: int, busy: set) -> bool:
