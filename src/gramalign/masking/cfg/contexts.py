@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...bitsets import bit_indexes
 from ...grammar.parser_tables import ENDS_IN_WORD, EVERY_SPLIT, ParserTables
 from ...parsing.state import LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER
 from ...tokens.trie import TokenTrie
@@ -228,7 +229,7 @@ class LexicalContexts:
         if one is None:
             lexer = self.tables.lexer
             one = self._one_terminal[q] = not lexer.is_start[q] and q not in self._twins \
-                and sum(bin(int(word)).count("1") for word in lexer.alive_bits[q]) == 1
+                and len(bit_indexes(lexer.alive_bits[q])) == 1
         return (q, ONE_TERMINAL, -1, -1, -1, -1) if one else None
 
     def walk_first(self, fields: list[int], state: int) -> bool:
