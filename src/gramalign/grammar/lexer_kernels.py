@@ -98,11 +98,8 @@ def write_block(transitions, accepting, first, word, bit, lexer_trans, lexer_ali
     """A terminal's table as lexer rows from ``first`` on (its states shifted there), with
     its bit alive in every row (a terminal DFA is trimmed) and accepting where it accepts.
     The bitset rows are zero before (rows are never reused)."""
-    shift = np.int32(first)
+    copy_block(transitions, first, lexer_trans[first:first + transitions.shape[0]])
     for s in range(transitions.shape[0]):
-        for b in range(256):
-            target = transitions[s, b]
-            lexer_trans[first + s, b] = target + shift if target >= 0 else DEAD
         lexer_alive[first + s, word] = bit
         if accepting[s]:
             lexer_accept[first + s, word] = bit
