@@ -34,6 +34,8 @@ from json_schema_conformance import sample_paths  # noqa: E402
 
 PARTS = {"states": "parser states built", "contexts": "new lexical contexts classified",
          "bind": "store re-bound to grown tables", "walk": "trie walk kernel"}
+PATHS = {"exact": "an exact walk", "ended": "a lexeme ended", "part": "a stack part", "context": "a context looked up"}
+"""Parts a mask's path goes through, for ``--paths``: each mask is grouped by the set it touched."""
 
 
 class Timers:
@@ -56,12 +58,16 @@ class Timers:
 
     def install(self) -> None:
         from gramalign.grammar import parser_tables_lazy
-        from gramalign.masking.cfg import contexts, store
+        from gramalign.masking.cfg import contexts, stack_parts, store
 
         self.wrap(parser_tables_lazy.LazyParserTables, "build", "states")
         self.wrap(contexts.LexicalContexts, "_build_context", "contexts")
         self.wrap(store.GrammarMaskStore, "_bind", "bind")
         self.wrap(store, "walk_trie_grammar", "walk")
+        self.wrap(store.GrammarMaskStore, "walk", "exact")
+        self.wrap(store.GrammarMaskStore, "_lexeme_ended", "ended")
+        self.wrap(stack_parts.StackParts, "part", "part")
+        self.wrap(contexts.LexicalContexts, "of", "context")
         original = parser_tables_lazy.LazyParserTables._build
 
         def build_one(tables, state):
@@ -99,15 +105,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=77)
     parser.add_argument("--slow-us", type=float, default=500.0, help="a mask slower than this is broken down")
     parser.add_argument("--force", action="store_true", help="build every state before the first walk")
+    parser.add_argument("--fresh", type=int, default=0, help="fresh walks per schema too (fresh_walks.py)")
+    parser.add_argument("--engine", default="gramalign-lazy", choices=["gramalign", "gramalign-lazy"])
     args = parser.parse_args()
     tokenizer = llama_tokenizer()
-    engine = maskbench.ENGINES["gramalign-lazy"](tokenizer)
+    paths = list(sample_paths(args.sample, args.seed))
+    documents = [json.loads(path.read_text()) for path in paths]
+    fresh = [{"ids": []} for _ in paths]
+    if args.fresh:  # in a worker first, so its compiles warm nothing here
+        fresh = maskbench.make_fresh(paths, documents, args.fresh, args.seed, 120.0)
+    engine = maskbench.ENGINES[args.engine](tokenizer)
     timers = Timers()
     timers.install()
     bitmask = np.zeros((1, (tokenizer.get_vocab_size() + 31) // 32), dtype=np.int32)
     ttfm, masks, slow, slow_parts = [], [], [], collections.Counter()
-    for path in sample_paths(args.sample, args.seed):
-        document = json.loads(path.read_text())
+    by_path = {"test": collections.defaultdict(list), "fresh": collections.defaultdict(list)}
+    for document, report in zip(documents, fresh):
         started = time.perf_counter()
         try:
             compiled = engine.compile(document["schema"])
@@ -118,9 +131,10 @@ def main() -> None:
         if args.force and not force_states(compiled):
             ttfm.pop()
             continue
-        for test in document["tests"]:
-            ids = tokenizer.encode(json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False),
-                                   add_special_tokens=False).ids
+        walks = [("test", tokenizer.encode(json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False),
+                                           add_special_tokens=False).ids) for test in document["tests"]]
+        walks += [("fresh", ids) for ids in report["ids"]]
+        for kind, ids in walks:
             matcher = engine.matcher(compiled)
             try:
                 for token in ids + [None]:
@@ -131,10 +145,11 @@ def main() -> None:
                     spent = (time.perf_counter_ns() - started) / 1000
                     gc.enable()
                     masks.append(spent)
+                    parts = timers.seconds.copy()
+                    parts.subtract(before)
+                    by_path[kind][frozenset(p for p in PATHS if parts[p] > 0)].append((spent, parts))
                     if spent > args.slow_us:
                         slow.append(spent)
-                        parts = timers.seconds.copy()
-                        parts.subtract(before)
                         slow_parts.update(parts)
                     if token is None or not engine.accept(matcher, token, bitmask):
                         break
@@ -144,6 +159,21 @@ def main() -> None:
     print(f"TTFM p50 / p90: {statistics.median(ttfm):.2f} / {percentile(ttfm, 90):.2f} ms")
     print(f"{len(masks)} masks, p50 / p90 / p99 / p99.9 / max: " + " / ".join(
         f"{percentile(masks, q):.0f}" for q in (50, 90, 99, 99.9)) + f" / {max(masks):.0f} µs")
+    for kind, groups in by_path.items():
+        every = [m for group in groups.values() for m, _ in group]
+        if not every:
+            continue
+        print(f"\n{kind}: {len(every)} masks, p50 / p90 / p99: " + " / ".join(
+            f"{percentile(every, q):.0f}" for q in (50, 90, 99)) + " µs; by the parts their path went through:")
+        for path, timed in sorted(groups.items(), key=lambda item: -len(item[1])):
+            label = ", ".join(PATHS[p] for p in PATHS if p in path) or "a memo hit"
+            group = [m for m, _ in timed]
+            inside = collections.Counter()
+            for _, parts in timed:
+                inside.update(parts)
+            print(f"  {label}: {len(group) / len(every):.0%} of masks, {sum(group) / sum(every):.0%} of the time, "
+                  f"p50 {statistics.median(group):.0f} µs; mean µs in " + ", ".join(
+                      f"{part} {inside[part] * 1e6 / len(group):.0f}" for part in (*PARTS, *PATHS) if inside[part] > 0))
     total = sum(slow) / 1e6
     print(f"\n{len(slow)} masks over {args.slow_us:.0f} µs, {total * 1e3:.0f} ms:")
     for part, label in PARTS.items():

@@ -35,6 +35,17 @@ class TokenTrie:
         return self.node_byte, self.node_depth, self.subtree_end, self.token_start, self.token_ids
 
     @property
+    def roots(self) -> tuple:
+        """The ``roots`` bundle: the nodes at depth 1 (int32, then ``num_nodes``) and their
+        bytes, which a walk reads where most first bytes die: the nodes themselves lie a
+        subtree apart, a cache miss each."""
+        found = self._links.get("roots")
+        if found is None:
+            nodes = np.flatnonzero(self.node_depth == 1).astype(np.int32)
+            found = self._links["roots"] = (np.append(nodes, np.int32(self.num_nodes)), self.node_byte[nodes])
+        return found
+
+    @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
 
@@ -67,7 +78,7 @@ class TokenTrie:
         one-time pass that links every node to its parent)."""
         if positions.size == 0:
             return None
-        if not self._links:
+        if "parent" not in self._links:
             parent, token_node = _links(self.node_depth, self.token_start)
             self._links.update(parent=parent, token_node=token_node)
         arrays = _subset_from_positions(self._links["parent"], self._links["token_node"], self.node_byte,

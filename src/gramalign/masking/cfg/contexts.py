@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...bitsets import bit_indexes
 from ...grammar.parser_tables import ENDS_IN_WORD, EVERY_SPLIT, ParserTables
 from ...parsing.state import LEXEME, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER
 from ...tokens.trie import TokenTrie
@@ -143,8 +142,10 @@ class LexicalContexts:
         self._twins: dict[int, tuple[int, int, int]] = {}
         self._twin_first: dict[bytes, int] = {}  # counted automaton (digest) -> its first terminal
         self._twins_listed = 0  # terminals whose blocks are in _twins
-        self._narrow: dict[int, bool] = {}  # lexer state -> few bytes continue it
-        self._one_terminal: dict[int, bool] = {}  # lexer state -> one terminal alive there (not a start)
+        # per lexer state, listed in bulk as the lexer grows (see _list_shapes): few bytes
+        # continue it; one terminal is alive there (neither is said of a start)
+        self._narrow: list[bool] = []
+        self._one_terminal: list[bool] = []
         self._one_terminal_ok = False  # contexts may be shared across candidate sets (see bind)
         self._walked: set = set()  # narrow contexts met once (their mask was walked)
         self.bind()
@@ -225,12 +226,21 @@ class LexicalContexts:
         q = fields[LEXEME]
         if fields[SHADOW1] >= 0 or fields[SHADOW2] >= 0 or not self._one_terminal_ok:
             return None
-        one = self._one_terminal.get(q)
-        if one is None:
-            lexer = self.tables.lexer
-            one = self._one_terminal[q] = not lexer.is_start[q] and q not in self._twins \
-                and len(bit_indexes(lexer.alive_bits[q])) == 1
-        return (q, ONE_TERMINAL, -1, -1, -1, -1) if one else None
+        if q >= len(self._one_terminal):
+            self._list_shapes()
+        return (q, ONE_TERMINAL, -1, -1, -1, -1) if self._one_terminal[q] and q not in self._twins else None
+
+    def _list_shapes(self) -> None:
+        """Extend ``_narrow`` and ``_one_terminal`` to every lexer state there is now: a fresh
+        walk meets a new lexer state at most tokens, where one at a time cost more than its mask."""
+        lexer = self.tables.lexer
+        first, last = len(self._narrow), lexer.num_states
+        not_start = lexer.is_start[first:last] == 0
+        self._narrow.extend((not_start & (np.count_nonzero(lexer.transitions[first:last] >= 0, axis=1)
+                                          <= NARROW_BYTES)).tolist())
+        alive = lexer.alive_bits[first:last]
+        single = (alive & (alive - np.uint64(1))) == 0  # (a zero word too: 0 & max is 0)
+        self._one_terminal.extend((not_start & (np.count_nonzero(alive, axis=1) == 1) & single.all(axis=1)).tolist())
 
     def walk_first(self, fields: list[int], state: int) -> bool:
         """Is this the first time a narrow context (see :data:`NARROW_BYTES`, no shadows) is
@@ -241,12 +251,9 @@ class LexicalContexts:
         q = fields[LEXEME]
         if fields[SHADOW1] >= 0 or fields[SHADOW2] >= 0 or (self._twins and q in self._twins):
             return False
-        narrow = self._narrow.get(q)
-        if narrow is None:
-            lexer = self.tables.lexer
-            narrow = self._narrow[q] = not lexer.is_start[q] and np.count_nonzero(
-                lexer.transitions[q] >= 0) <= NARROW_BYTES
-        if not narrow:
+        if q >= len(self._narrow):
+            self._list_shapes()
+        if not self._narrow[q]:
             return False
         key = (q, self.candidate_id[state])
         if key in self._walked:

@@ -123,8 +123,8 @@ class GrammarMaskStore:
         while True:
             if self._version != self.tables.version:
                 self._bind()
-            status = walk_trie_grammar(*self._args, parser.pool.arrays(), hyps, trie.arrays, trie.max_depth, rows,
-                                       scratch)
+            status = walk_trie_grammar(*self._args, parser.pool.arrays(), hyps, trie.arrays, trie.roots, trie.max_depth,
+                                       rows, scratch)
             if status == OK:
                 if scratch is not row:
                     row |= scratch

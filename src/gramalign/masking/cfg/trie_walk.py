@@ -30,7 +30,7 @@ case, where the comparisons would cost more than they save)."""
 
 
 @kernel
-def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_words):
+def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, roots, max_depth, rows, out_words):
     """OR into ``out_words`` every token of ``trie`` (``TokenTrie.arrays``) that some
     hypothesis in ``hyps`` can read and still complete, tracking up to ``rows`` hypotheses per
     trie depth. Returns a status code (grow the pools, ``rows`` or the width of ``hyps`` and
@@ -45,20 +45,28 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
     term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     node_byte, node_depth, subtree_end, token_start, token_ids = trie
+    root_node, root_byte = roots
     words = cand_bits.shape[1]
     width = hyps.shape[1]
     rows = max(rows, hyps.shape[0])
+    # Rows below depth 0 are written before they are read (a child starts from its parent's or
+    # from nothing), so only depth 0 is zeroed: most walks use a few of the max_depth levels.
     levels = np.empty((max_depth + 1, rows, width), np.int32)
-    known = np.zeros((max_depth + 1, rows, words), np.uint64)
-    usable = np.zeros((max_depth + 1, rows, words), np.uint64)
+    known = np.empty((max_depth + 1, rows, words), np.uint64)
+    usable = np.empty((max_depth + 1, rows, words), np.uint64)
     parser_state = np.empty((max_depth + 1, rows), np.int32)
     level_size = np.zeros(max_depth + 1, np.int32)
     level_alloc = np.zeros(max_depth + 1, np.int64)
     # what ending each hypothesis's lexeme fed the parser (see advance_hypothesis), shared by
     # its children, with what is known of what that stack can shift
-    ended = np.zeros((max_depth + 1, rows, 5), np.int32)
-    ended_usable = np.zeros((max_depth + 1, rows, words), np.uint64)
-    ended_known = np.zeros((max_depth + 1, rows, words), np.uint64)
+    ended = np.empty((max_depth + 1, rows, 5), np.int32)
+    ended_usable = np.empty((max_depth + 1, rows, words), np.uint64)
+    ended_known = np.empty((max_depth + 1, rows, words), np.uint64)
+    known[0] = 0
+    usable[0] = 0
+    ended[0] = 0
+    ended_usable[0] = 0
+    ended_known[0] = 0
     every = layout[EVERY_SPLIT] == 1
     n_start = 0
     for h in range(hyps.shape[0]):
@@ -69,9 +77,15 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
 
     n_nodes = node_byte.shape[0]
     i = 0
+    r = 0  # the next child of the root, read from ``roots``: a first byte that dies touches no node
     while i < n_nodes:
-        depth = node_depth[i]
-        byte = node_byte[i]
+        if i == root_node[r]:
+            depth = 1
+            byte = root_byte[r]
+            r += 1
+        else:
+            depth = node_depth[i]
+            byte = node_byte[i]
         above = depth - 1
         alloc = level_alloc[above]
         n_out = 0
@@ -185,7 +199,7 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, max_depth, rows, out_wo
             n_out = _distinct_levels(pool, cand_id, levels[depth], usable[depth], known[depth], parser_state[depth],
                                      n_out)
         if n_out == 0:
-            i = subtree_end[i]
+            i = root_node[r] if depth == 1 else subtree_end[i]
             continue
         level_size[depth] = n_out
         level_alloc[depth] = alloc
