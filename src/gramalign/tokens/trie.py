@@ -36,13 +36,21 @@ class TokenTrie:
 
     @property
     def roots(self) -> tuple:
-        """The ``roots`` bundle: the nodes at depth 1 (int32, then ``num_nodes``) and their
-        bytes, which a walk reads where most first bytes die: the nodes themselves lie a
-        subtree apart, a cache miss each."""
+        """The ``roots`` bundle, the first two levels of the trie apart, which a walk reads
+        where most first and second bytes die (the nodes themselves lie a subtree apart, a
+        cache miss each): ``root_node`` (the nodes at depth 1, ascending, then ``num_nodes``),
+        ``root_byte``, ``root_first2`` (per entry of ``root_node``, the index in ``level2_node``
+        of the first node at depth 2 after it), ``level2_node`` (the nodes at depth 2, then
+        ``num_nodes``) and ``level2_byte``."""
         found = self._links.get("roots")
         if found is None:
-            nodes = np.flatnonzero(self.node_depth == 1).astype(np.int32)
-            found = self._links["roots"] = (np.append(nodes, np.int32(self.num_nodes)), self.node_byte[nodes])
+            first = np.flatnonzero(self.node_depth == 1).astype(np.int32)
+            second = np.flatnonzero(self.node_depth == 2).astype(np.int32)
+            end = np.int32(self.num_nodes)
+            root_node = np.append(first, end)
+            found = self._links["roots"] = (
+                root_node, self.node_byte[first], np.searchsorted(second, root_node).astype(np.int32),
+                np.append(second, end), self.node_byte[second])
         return found
 
     @property

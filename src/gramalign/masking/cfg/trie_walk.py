@@ -45,7 +45,7 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, roots, max_depth, rows,
     term_column, cand_bits, cand_id, reach_bits, reach_done, layout, end_effects, tracks_column = glue
     pool_state, pool_parent, scratch_state, scratch_parent, exposed = pool
     node_byte, node_depth, subtree_end, token_start, token_ids = trie
-    root_node, root_byte = roots
+    root_node, root_byte, root_first2, level2_node, level2_byte = roots
     words = cand_bits.shape[1]
     width = hyps.shape[1]
     rows = max(rows, hyps.shape[0])
@@ -67,6 +67,11 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, roots, max_depth, rows,
     ended[0] = 0
     ended_usable[0] = 0
     ended_known[0] = 0
+    # How each hypothesis of a level is read (_reading), worked out when a child of its node
+    # first needs it, not once per child: the root's level is read by up to 256 first bytes.
+    reading = np.empty((max_depth + 1, rows), np.int8)
+    level_gen = np.zeros(max_depth + 1, np.int64)  # bumped each time a level is written
+    reading_gen = np.full(max_depth + 1, -1, np.int64)
     every = layout[EVERY_SPLIT] == 1
     n_start = 0
     for h in range(hyps.shape[0]):
@@ -77,32 +82,35 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, roots, max_depth, rows,
 
     n_nodes = node_byte.shape[0]
     i = 0
-    r = 0  # the next child of the root, read from ``roots``: a first byte that dies touches no node
+    # The next node at depth 1 and at depth 2, read from ``roots`` (see TokenTrie.roots): a first
+    # or second byte that dies touches no node of the trie, whose nodes lie a subtree apart.
+    r = 0
+    r2 = 0
     while i < n_nodes:
         if i == root_node[r]:
             depth = 1
             byte = root_byte[r]
             r += 1
+        elif i == level2_node[r2]:
+            depth = 2
+            byte = level2_byte[r2]
+            r2 += 1
         else:
             depth = node_depth[i]
             byte = node_byte[i]
         above = depth - 1
         alloc = level_alloc[above]
         n_out = 0
+        if reading_gen[above] != level_gen[above]:
+            for h in range(level_size[above]):
+                reading[above, h] = _reading(lx_accept, lx_is_start, cand_bits, levels[above, h], parser_state[above, h])
+            reading_gen[above] = level_gen[above]
         for h in range(level_size[above]):
             q = levels[above, h, LEXEME]
             state = parser_state[above, h]
-            simple = True
-            for k in range(shadow_slots(width)):
-                if levels[above, h, shadow_column(k)] >= 0:
-                    simple = False
-                    break
-            if simple and lx_is_start[q] == 0:
-                for w in range(words):
-                    if lx_accept[q, w] & cand_bits[state, w]:
-                        simple = False  # the lexeme could end here: take the general path
-                        break
-                if not simple and every and ended[above, h, 3] >= 1:
+            simple = reading[above, h] == SIMPLE
+            if reading[above, h] == MAY_END:
+                if every and ended[above, h, 3] >= 1:
                     # Lexed every way, ending here is remembered (from a sibling, or from an
                     # earlier state of the lexeme: same stack): where no stack it left can
                     # start a lexeme with this byte, only going on is left.
@@ -199,15 +207,42 @@ def walk_trie_grammar(lexer, lr, glue, pool, hyps, trie, roots, max_depth, rows,
             n_out = _distinct_levels(pool, cand_id, levels[depth], usable[depth], known[depth], parser_state[depth],
                                      n_out)
         if n_out == 0:
-            i = root_node[r] if depth == 1 else subtree_end[i]
+            if depth == 1:
+                i = root_node[r]
+                r2 = root_first2[r]
+            elif depth == 2:
+                i = min(root_node[r], level2_node[r2])
+            else:
+                i = subtree_end[i]
             continue
         level_size[depth] = n_out
+        level_gen[depth] += 1
         level_alloc[depth] = alloc
         for k in range(token_start[i], token_start[i + 1]):
             token = token_ids[k]
             out_words[token >> 5] |= np.uint32(1) << np.uint32(token & 31)
         i += 1
     return OK
+
+
+GENERAL, SIMPLE, MAY_END = 0, 1, 2
+"""How the walk reads a hypothesis (see _reading)."""
+
+
+@kernel(inline="always")
+def _reading(lx_accept, lx_is_start, cand_bits, hyp, state):
+    """GENERAL for a hypothesis with shadows; else MAY_END where its lexeme could end here
+    (the general path, but lexed every way a remembered ending may leave only going on);
+    else SIMPLE: the lexeme only goes on, inline."""
+    for k in range(shadow_slots(hyp.shape[0])):
+        if hyp[shadow_column(k)] >= 0:
+            return GENERAL
+    q = hyp[LEXEME]
+    if lx_is_start[q] == 0:
+        for w in range(cand_bits.shape[1]):
+            if lx_accept[q, w] & cand_bits[state, w]:
+                return MAY_END
+    return SIMPLE
 
 
 @kernel(inline="always")
