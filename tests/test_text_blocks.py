@@ -331,23 +331,31 @@ def test_keys_among_named_ones_split_by_their_second_byte_as_a_walk_of_every_tok
         assert any(cover.pair_covered.any() for cover in covers)
 
 
-def test_a_narrow_context_is_walked_on_its_first_visit_and_classified_when_it_comes_back():
+def test_a_narrow_context_is_walked_on_its_first_visit_kept_under_its_top_and_classified_on_another():
     """Inside a key only one byte goes on: its first mask is one exact walk (no context
-    classified), the next mask there classifies it; both equal the brute-force scan."""
+    classified), kept under the stack's top parser state; the same key in another object of
+    the same kind is a lookup, and in an object of another kind (another top, the same
+    lexical context) it is classified. Every mask equals the brute-force scan."""
     vocab = gpt2_vocabulary()
-    compiled = ga.compile(ga.Grammar.from_json_schema(
-        {"type": "object", "properties": {"description_of_it": {"type": "integer"}, "other": {"type": "string"}},
-         "required": ["description_of_it"]}), vocab)
+    kind = lambda value: {"type": "object", "properties": {"description_of_it": value}}  # noqa: E731
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "object", "properties": {
+        "a": {"type": "array", "items": kind({"type": "integer"})}, "b": kind({"type": "string"})}}), vocab)
     store = compiled.store
-    matcher = compiled.matcher()
-    matcher.accept_string('{"descr')
+
+    def mask(text: str) -> np.ndarray:
+        matcher = compiled.matcher()
+        matcher.accept_string(text)
+        allowed = matcher.allowed_token_ids()
+        assert np.array_equal(allowed, np.flatnonzero(brute_force_allowed(compiled, text.encode()))), text
+        return allowed
+
+    mask('{"a":[{"descr')
     classified = store.num_contexts
-    first = matcher.allowed_token_ids()
-    assert store.num_contexts == classified  # walked, not classified
-    again = matcher.allowed_token_ids()
+    mask('{"a":[{"descr')  # the same state again
+    mask('{"a":[{"description_of_it":1},{"descr')  # another stack, the same top
+    assert store.num_contexts == classified  # walked once, then looked up
+    mask('{"b":{"descr')  # another kind of object
     assert store.num_contexts > classified
-    expected = np.flatnonzero(brute_force_allowed(compiled, b'{"descr'))
-    assert np.array_equal(first, expected) and np.array_equal(again, expected)
 
 
 def test_a_string_body_is_classified_once_for_every_candidate_set():

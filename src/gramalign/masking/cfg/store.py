@@ -24,8 +24,8 @@ from ...parsing import IncrementalParser
 from ...parsing.hypotheses import end_lexeme
 from ...parsing.stacks import FORKED, feed_all
 from ...parsing.state import (BLOCKS, BRACKETS, COLUMN, HYPOTHESES_FULL, HYPOTHESIS_FIELDS, INITIAL_HYPOTHESES,
-                              LEXEME, OK, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER, SHADOWS_FULL, STACK,
-                              widen)
+                              LEXEME, OK, SCRATCH_BASE, SHADOW1, SHADOW1_PARSER, SHADOW2, SHADOW2_PARSER,
+                              SHADOWS_FULL, STACK, widen)
 from ...tokens.trie import TokenTrie
 from ...tokens.vocabulary import Vocabulary
 from ..bitmask import bitmask_width
@@ -33,7 +33,7 @@ from .contexts import ContextMasks, LexicalContexts
 from .counted_strings import LengthFilter
 from .disk_cache import load_contexts, save_contexts
 from .shared_contexts import ContextClassificationCache
-from .stack_parts import STACK_CACHE_ENTRIES, StackParts, part_bytes, write_part
+from .stack_parts import STACK_CACHE_ENTRIES, StackParts, part_bytes, sparse_words, write_part
 from .trie_walk import walk_trie_grammar
 
 MEMO_ENTRIES = 4096
@@ -62,8 +62,9 @@ class GrammarMaskStore:
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._every_split = bool(tables.layout[EVERY_SPLIT] == 1)
         # (top parser state, lexer state, shadows) -> (context, part) for parts computed
-        # from the top of the stack alone: the fast path of fill().
-        self._by_top: dict[tuple[int, ...], tuple[ContextMasks, tuple]] = {}
+        # from the top of the stack alone: the fast path of fill(). (The context is None
+        # for a first visit's exact walk: its part is the whole row, as sparse words.)
+        self._by_top: dict[tuple[int, ...], tuple["ContextMasks | None", tuple]] = {}
 
     def _bind(self) -> None:
         """Read the tables' arrays (again, after lazy tables grew: see ``ParserTables.version``);
@@ -204,7 +205,9 @@ class GrammarMaskStore:
         if self.contexts.walk_first(fields, state):
             if overwrite:
                 row[:] = 0
-            self.walk(parser, hyp, row, zeroed=overwrite)
+                self._walk_first_visit(parser, hyp, row, fields, state)
+            else:
+                self.walk(parser, hyp, row)
             return
         entry = self.contexts.of(fields, state, hyp[0])
         part, depth = self.stack_parts.part(parser, hyp, entry, fields, self.walk)
@@ -236,6 +239,22 @@ class GrammarMaskStore:
                     row |= part & allowed
                 else:
                     self._fill_hypothesis(parser, ended, row)
+
+    def _walk_first_visit(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray, fields: list[int],
+                          state: int) -> None:
+        """Write into ``row`` (zeros) the exact walk of a narrow context met for the first time
+        (see ``LexicalContexts.walk_first``), and keep it where the walk read no more of the
+        stack than its top state, as a classified context's part is kept: the same context on
+        another stack with that top (the next object of the same kind) is then a lookup, not
+        a classification."""
+        pool = parser.pool
+        pool.exposed[0] = SCRATCH_BASE
+        self.walk(parser, hyp, row, zeroed=True)
+        if (self._newline >= 0 or self._accepting_any[fields[LEXEME]] or len(self._by_top) >= STACK_CACHE_ENTRIES
+                or pool.depth_of(fields[STACK], int(pool.exposed[0])) != 0):
+            return
+        words, bits = sparse_words(row)
+        self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (None, ([], words, bits, None))
 
     def _goes_on(self, q: int) -> bool:
         """Can the lexeme at lexer state ``q`` go on (some byte keeps it alive)?"""
