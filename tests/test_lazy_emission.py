@@ -251,6 +251,17 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"], "additionalProperties": {"not": {}}},
     {"type": "object", "properties": {"a": {"type": "object", "required": ["b"], "additionalProperties": False}},
      "required": ["a"]},
+    {"type": "string", "oneOf": [{"pattern": "^a$"}, {"enum": ["a"]}]},  # one string, in both branches
+    {"type": "string", "oneOf": [{"format": "ipv4"}, {"allOf": [{"format": "ipv4"}]}]},
+    {"type": "string", "anyOf": [{"type": "integer"}, {"not": {}}]},
+    {"type": "string", "oneOf": [{"maxLength": 0}, {"maxLength": 0}]},
+]
+
+STRING_UNIONS = [  # each shown by one branch's shortest string, without the union's own shape
+    {"type": "string", "oneOf": [{"format": "hostname"}, {"format": "ipv4"}, {"format": "ipv6"}]},
+    {"type": "string", "oneOf": [{"format": "ipv4"}, {"format": "ipv4"}, {"enum": ["x"]}]},
+    {"type": "string", "anyOf": [{"pattern": "^[0-9]{3}$"}, {"format": "email"}], "description": "either"},
+    {"type": "string", "oneOf": [{"maxLength": 3}, {"minLength": 2, "maxLength": 5}]},
 ]
 
 
@@ -264,6 +275,24 @@ def test_value_rules_shown_to_derive_text_do_so(index):
                                      strict=False)
     root = next(iter(emitter._value_of_rule))
     assert not emitter.derives_text(root)  # its one member has no value
+
+
+@pytest.mark.parametrize("index", range(len(STRING_UNIONS)))
+def test_string_unions_are_shown_by_a_string_of_one_branch(index, monkeypatch):
+    from gramalign.grammar.json_schema import evaluate
+
+    def refused(*args):
+        raise AssertionError("the union's shape was evaluated")
+
+    inner = STRING_UNIONS[index]
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/u"}}, "required": ["x"], "$defs": {"u": inner}}
+    emitter = lazy_json_schema_rules(schema, strict=False)
+    root = next(iter(emitter._value_of_rule))
+    if index != 3:  # (3: the shortest strings are in both branches: only the union's shape shows it)
+        monkeypatch.setattr(evaluate.Evaluator, "_exactly_one", refused)
+    assert emitter.derives_text(root)
+    monkeypatch.undo()
+    assert shortcut_verdicts(schema)[0] >= 2  # and the rule proof agrees with every value shown
 
 
 def test_shortcut_against_the_rule_proof_on_random_and_maskbench_schemas():

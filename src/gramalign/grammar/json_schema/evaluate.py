@@ -134,7 +134,7 @@ class Evaluator:
     # ------------------------------------------------------------------ locations
 
     def shape_at(self, pointer: str) -> Shape:
-        pointer = self._end_of_ref_chain(self.index.normalize(pointer))
+        pointer = self.end_of_ref_chain(self.index.normalize(pointer))
         node = self.index.node(pointer)
         if node is True or node == {}:
             return any_shape()
@@ -158,7 +158,7 @@ class Evaluator:
         finally:
             self.draft = outer
 
-    def _end_of_ref_chain(self, pointer: str) -> str:
+    def end_of_ref_chain(self, pointer: str) -> str:
         """Follow schemas that are nothing but a ``$ref`` (and annotations) without recursing,
         so a chain of thousands of plain references is as cheap as its last target."""
         seen = {pointer}

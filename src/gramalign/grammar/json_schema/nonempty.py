@@ -20,7 +20,10 @@ subschema of a scalar ``type`` and annotations only, or an object of ``propertie
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import GramalignError
+from ..automata.dfa import ByteDFA
 from .resolve import escape_pointer
 from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
 from .strings import CountedStrings, any_string_contents
@@ -33,6 +36,50 @@ _ANNOTATIONS = frozenset(["title", "description", "default", "examples", "$comme
 _SCALARS = frozenset(["string", "number", "integer", "boolean", "null"])
 _TYPES = _SCALARS | {"object", "array"}
 _OBJECT_KEYWORDS = frozenset(["type", "properties", "required", "additionalProperties"]) | _ANNOTATIONS
+_STRING_UNION_KEYWORDS = (_ANNOTATIONS - {"format"}) | {"type", "anyOf", "oneOf"}
+
+
+def _contents(language) -> ByteDFA:
+    return language.contents if isinstance(language, CountedStrings) else language
+
+
+def _some_string(language) -> "bytes | None":
+    """A shortest string of a (non-empty) string language; for counted strings, the shortest
+    of their contents if it has a length they allow, else None."""
+    word = shortest_word(_contents(language))
+    return word if _holds(language, word) else None
+
+
+def _holds(language, word: bytes) -> bool:
+    """Is the string whose contents are ``word`` in ``language``?"""
+    if not _contents(language).matches(word):
+        return False
+    if not isinstance(language, CountedStrings):
+        return True
+    length = len(word.decode("utf-8", "surrogatepass"))
+    return language.minimum <= length and (language.maximum is None or length <= language.maximum)
+
+
+def shortest_word(dfa: ByteDFA) -> bytes:
+    """A shortest string of the (non-empty, trimmed) automaton ``dfa``, by breadth first."""
+    came = {dfa.initial: (None, 0)}
+    frontier = [dfa.initial]
+    while frontier:
+        following = []
+        for state in frontier:
+            if dfa.accepting[state]:
+                word = bytearray()
+                while came[state][0] is not None:
+                    state, byte = came[state]
+                    word.append(byte)
+                return bytes(reversed(word))
+            for byte in np.flatnonzero(dfa.transitions[state] >= 0).tolist():
+                target = int(dfa.transitions[state, byte])
+                if target not in came:
+                    came[target] = (state, byte)
+                    following.append(target)
+        frontier = following
+    raise ValueError("an empty automaton has no word")
 
 
 class NonEmptyValues:
@@ -76,10 +123,12 @@ class NonEmptyValues:
         if not isinstance(location, str):
             return None
         index = self._evaluator.index
-        location = index.normalize(location)
+        location = self._evaluator.end_of_ref_chain(index.normalize(location))
         node = index.node(location)
         if node is True or node == {}:
             return True
+        if isinstance(node, dict) and node.get("type") == "string" and node.keys() <= _STRING_UNION_KEYWORDS:
+            return self._string_union(node, location)
         if not isinstance(node, dict) or not node.keys() <= _OBJECT_KEYWORDS:
             return None
         types = node.get("type")
@@ -110,6 +159,29 @@ class NonEmptyValues:
             if not self._ref(member, depth, busy):
                 return False  # its shape has these very members: asking it would walk them again
         return True
+
+    def _string_union(self, node: dict, location: str) -> "bool | None":
+        """A string ``anyOf``/``oneOf`` (``format``s, patterns: host names or addresses) by a
+        string of one branch alone: the shortest of its branch, in no other branch for
+        ``oneOf``. The union's own shape meets every branch with the complements of the
+        others (for host name, IPv4 and IPv6: 0.4 s), and a parent proving its members
+        asks it of every member the parser may reach. None: not shown here."""
+        (keyword,) = node.keys() & {"anyOf", "oneOf"} or (None,)
+        branches = node.get(keyword) if keyword is not None else None
+        if not isinstance(branches, list) or not branches:
+            return None
+        strings = []
+        for i in range(len(branches)):
+            language = self._evaluator.shape(frozenset([f"{location}/{keyword}/{i}"])).string
+            strings.append(None if language is None or is_empty_dfa(_contents(language)) else language)
+        for i, language in enumerate(strings):
+            word = _some_string(language) if language is not None else None
+            if word is None:
+                continue
+            if keyword == "anyOf" or not any(other is not None and _holds(other, word)
+                                             for j, other in enumerate(strings) if j != i):
+                return True
+        return None
 
     def _shape(self, shape: Shape, depth: int, busy: set) -> bool:
         if shape.null or shape.true or shape.false:
