@@ -14,8 +14,10 @@ from __future__ import annotations
 import functools
 from decimal import Decimal
 
+import numpy as np
+
 from ..automata.algebra import MAX_STATES, concatenate, intersect, union
-from ..automata.dfa import NFA, ByteDFA, empty_byte_dfa, literal_dfa, nfa_to_byte_dfa
+from ..automata.dfa import ByteDFA, dfa_from_table, empty_byte_dfa, literal_dfa
 from ..automata.regex import regex_to_dfa
 from .integer_ranges import integer_range_dfa
 
@@ -167,56 +169,44 @@ def multiple_of(divisor: Decimal, *, max_states: int = MAX_MULTIPLE_STATES) -> B
         raise StateLimitError(f"multipleOf {divisor} needs a {n_states}-state remainder automaton "
                               f"for each of {places + 1} fraction positions")
     step, divisible = _divisibility(modulus, zeros)
+    step, divisible = np.asarray(step, dtype=np.int32), np.asarray(divisible, dtype=bool)
     nothing = n_states - 1  # no digit but zeros read: N == 0
-
-    def complete(state: int, left: int) -> bool:
-        """Is N divisible when the remaining ``left`` fraction places are zeros?"""
-        for _ in range(left):
-            state = step[state][0]
-        return divisible[state]
-
-    nfa = NFA()
-    accept = nfa.add_state(accepting=True)
-    start = nfa.add_state()
-    nfa.add_epsilon(nfa.initial, start)
-    nfa.add_edge(nfa.initial, [(45, 45)], start)
-    whole = [nfa.add_state() for _ in range(n_states)]  # the integer part's digits read, by state
-    zero = nfa.add_state()  # integer part "0": no more digits
-    nfa.add_edge(start, [(48, 48)], zero)
-    for d in range(1, 10):
-        nfa.add_edge(start, [(48 + d, 48 + d)], whole[step[nothing][d]])
-    for r in range(n_states):
-        for d in range(10):
-            nfa.add_edge(whole[r], [(48 + d, 48 + d)], whole[step[r][d]])
-    # fraction[j][r]: j fraction digits read (1..places), state r; tail: only zeros may follow
-    fraction = [[nfa.add_state() for _ in range(n_states)] for _ in range(places + 1)]
-    dot = [nfa.add_state() for _ in range(n_states)]
-    zero_tail = nfa.add_state()  # after the last significant place: zeros only, value complete
-    for r in range(n_states):
-        entry = whole[r]
-        nfa.add_edge(entry, [(46, 46)], dot[r])
-        if complete(r, places):
-            nfa.add_epsilon(entry, accept)
-        for d in range(10):
-            if places:
-                nfa.add_edge(dot[r], [(48 + d, 48 + d)], fraction[1][step[r][d]])
-            elif d == 0 and complete(r, 0):
-                nfa.add_edge(dot[r], [(48, 48)], zero_tail)
-        for j in range(1, places + 1):
-            state = fraction[j][r]
-            if complete(r, places - j):
-                nfa.add_epsilon(state, accept)
-            if j < places:
-                for d in range(10):
-                    nfa.add_edge(state, [(48 + d, 48 + d)], fraction[j + 1][step[r][d]])
-            elif divisible[r]:
-                nfa.add_edge(state, [(48, 48)], zero_tail)
-    # integer part "0": N is still 0
-    nfa.add_epsilon(zero, accept)
-    nfa.add_edge(zero, [(46, 46)], dot[nothing])
-    nfa.add_edge(zero_tail, [(48, 48)], zero_tail)
-    nfa.add_epsilon(zero_tail, accept)
-    return nfa_to_byte_dfa(nfa, max_states=max_states)
+    # complete[k][r]: is N divisible when k more fraction places are zeros?
+    complete, state = [], np.arange(n_states)
+    for _ in range(places + 1):
+        complete.append(divisible[state])
+        state = step[state, 0]
+    # The automaton is deterministic as built, so it is written as a table: states init, after
+    # '-', integer part "0", a tail of zeros (value complete), then per remainder state r: the
+    # integer part's digits read (whole), its '.' read (dot), j fraction digits read (1..places).
+    INIT, START, ZERO, ZERO_TAIL = range(4)
+    whole = 4 + np.arange(n_states)
+    dot = whole + n_states
+    fraction = [None] + [dot + j * n_states for j in range(1, places + 1)]
+    table = np.full((4 + n_states * (2 + places), 256), -1, dtype=np.int32)
+    accepting = np.zeros(table.shape[0], dtype=bool)
+    digits = 48 + np.arange(10)
+    for source in (INIT, START):
+        table[source, 48] = ZERO
+        table[source, digits[1:]] = whole[step[nothing, 1:]]
+    table[INIT, 45] = START
+    table[ZERO, 46] = dot[nothing]
+    table[ZERO_TAIL, 48] = ZERO_TAIL
+    accepting[[ZERO, ZERO_TAIL]] = True
+    table[whole[:, None], digits] = whole[step]
+    table[whole, 46] = dot
+    accepting[whole] = complete[places]
+    if places:
+        table[dot[:, None], digits] = fraction[1][step]
+    else:
+        table[dot[complete[0]], 48] = ZERO_TAIL
+    for j in range(1, places + 1):
+        accepting[fraction[j]] = complete[places - j]
+        if j < places:
+            table[fraction[j][:, None], digits] = fraction[j + 1][step]
+        else:
+            table[fraction[j][divisible], 48] = ZERO_TAIL
+    return dfa_from_table(table, INIT, accepting)
 
 
 def _split_powers_of_ten(n: int) -> tuple[int, int]:
