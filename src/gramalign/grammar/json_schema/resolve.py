@@ -188,6 +188,8 @@ class SchemaIndex:
         self._walk(root, "", DEFAULT_BASE, "")
         self._scopes: list[_Scope] = []
         self._scope_numbers: dict[_Scope, int] = {}
+        self._normalized: dict[str, str] = {}  # (a scope's resources walked anew on each call cost ~0.1 ms)
+        self._normalized_for = -1  # len(self._resources) the memo was made with
         self.dynamic = False
         if lookup is not None:
             self._load_referenced()
@@ -450,6 +452,15 @@ class SchemaIndex:
         number, pointer = split_location(location)
         if number is None:
             return location
+        if self._normalized_for != len(self._resources):  # a subschema walked late named a resource
+            self._normalized.clear()
+            self._normalized_for = len(self._resources)
+        found = self._normalized.get(location)
+        if found is None:
+            found = self._normalized[location] = self._normalize(number, pointer, location)
+        return found
+
+    def _normalize(self, number: int, pointer: str, location: str) -> str:
         scope = self._scopes[number]
         if scope.resource is None or pointer == scope.resource:
             return location
