@@ -45,8 +45,13 @@ def _contents(language) -> ByteDFA:
 
 def _some_string(language) -> "bytes | None":
     """A shortest string of a (non-empty) string language; for counted strings, the shortest
-    of their contents if it has a length they allow, else None."""
+    of their contents if it has a length they allow, else None (None too where the contents
+    are not UTF-8: no JSON string has them)."""
     word = shortest_word(_contents(language))
+    try:
+        word.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     return word if _holds(language, word) else None
 
 
@@ -56,7 +61,7 @@ def _holds(language, word: bytes) -> bool:
         return False
     if not isinstance(language, CountedStrings):
         return True
-    length = len(word.decode("utf-8", "surrogatepass"))
+    length = len(word.decode("utf-8", "replace"))  # (only a word of _some_string is asked)
     return language.minimum <= length and (language.maximum is None or length <= language.maximum)
 
 
@@ -166,8 +171,11 @@ class NonEmptyValues:
         ``oneOf``. The union's own shape meets every branch with the complements of the
         others (for host name, IPv4 and IPv6: 0.4 s), and a parent proving its members
         asks it of every member the parser may reach. None: not shown here."""
-        (keyword,) = node.keys() & {"anyOf", "oneOf"} or (None,)
-        branches = node.get(keyword) if keyword is not None else None
+        unions = node.keys() & {"anyOf", "oneOf"}
+        if len(unions) != 1:
+            return None
+        (keyword,) = unions
+        branches = node[keyword]
         if not isinstance(branches, list) or not branches:
             return None
         strings = []
