@@ -147,8 +147,11 @@ class Gramalign(Engine):
         self.ga = ga
         self.vocab = ga.Vocabulary.from_tokenizers(tokenizer, eos_token_ids=[EOS])
         # Load the trie and every numba kernel a compile and a walk use (from numba's disk
-        # cache) once per process, as a server does at start.
+        # cache) once per process, as a server does at start; then freeze what is alive, as
+        # docs/serving.md asks of a long-lived process (numba's own objects, ~100k, made each
+        # generation-2 collection of this worker 50-180 ms, half of them inside a mask).
         ga.warm_up(self.vocab)
+        ga.freeze_gc()
 
     def compile(self, schema):
         return self.ga.compile(self.ga.Grammar.from_json_schema(schema, strict=False), self.vocab)

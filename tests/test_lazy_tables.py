@@ -193,3 +193,26 @@ def test_terminals_added_past_64_after_contexts_were_classified():
         b.accept_token(byte_token[char.encode()])
     assert a.can_terminate() and b.can_terminate()
     assert lazy.store.tables.lexer.words == 2
+
+
+def test_a_dropped_grammar_frees_its_schema_front_end_without_the_cyclic_collector():
+    """The emitter's pending rules are closures that name it: a cycle the collector alone
+    frees, with every automaton the evaluator holds, in whatever mask sets a collection off.
+    Dropping the tables must free the evaluator (and its shapes) at once."""
+    import gc
+    import weakref
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", "format": "date"},
+                                               "b": {"type": "array", "items": {"$ref": "#"}}}}
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        tables = lazy_tables(schema)
+        parser = IncrementalParser(tables)
+        assert parser.accepts(b'{"a":"2024-01-02","b":[{}]}')
+        evaluator = weakref.ref(tables.source.evaluator)
+        del tables, parser
+        assert evaluator() is None
+    finally:
+        if enabled:
+            gc.enable()

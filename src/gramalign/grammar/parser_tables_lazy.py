@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -47,6 +48,8 @@ class LazyParserTables:
         """``source``: the rules (``is_terminal``, ``alternatives``) and ``terminals`` (name ->
         Terminal) of the grammar, emitted as they are asked for."""
         self.source = source
+        if hasattr(source, "close"):  # (see Emitter.close) freed with these tables, not by the collector
+            weakref.finalize(self, source.close)
         self.rules = ProductiveRules(source)
         self.automaton = LazyLR0(self.rules, start)
         self.lexer = LazyLexer()

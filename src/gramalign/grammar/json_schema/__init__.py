@@ -179,6 +179,15 @@ def lazy_json_schema_rules(schema, **options) -> Emitter:
     return compile_json_schema(schema, **options, _lazy=True)
 
 
+def _emitted(evaluator: Evaluator, layout: Layout, root, max_states: int, source: str) -> Grammar:
+    """The whole grammar of ``root``, the emitter closed after (see ``Emitter.close``)."""
+    emitter = Emitter(evaluator, layout, root, max_states=max_states)
+    try:
+        return emitter.grammar(source)
+    finally:
+        emitter.close()
+
+
 def _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction, approximate,
              max_states, strict, indent, separators, max_depth, default_draft, registry, limits, lazy=False) -> Grammar:
     if is_schema_type(schema):
@@ -232,11 +241,11 @@ def _compile(schema, whitespace, max_whitespace, string_escapes, property_order,
             evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=tracked)
             return Emitter(evaluator, layout, root, max_states=max_states, lazy=True)
         try:
-            evaluator = Evaluator(index, max_states=max_states, approximate=approximate)
-            grammar = Emitter(evaluator, layout, root, max_states=max_states).grammar(source)
+            grammar = _emitted(Evaluator(index, max_states=max_states, approximate=approximate), layout, root,
+                               max_states, source)
         except TrackingNeeded:  # the schema uses unevaluatedProperties/unevaluatedItems
-            evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=True)
-            grammar = Emitter(evaluator, layout, root, max_states=max_states).grammar(source)
+            grammar = _emitted(Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=True),
+                               layout, root, max_states, source)
     except StateLimitError as exc:
         raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
     except RecursionError:  # the evaluator recurses once per nested subschema

@@ -90,6 +90,15 @@ class Emitter:
                 name, alternatives = self._pending.popitem()
                 self._rule(name, alternatives())
 
+    def close(self) -> None:
+        """Let go of everything, once done: the functions of the rules (nested, each naming
+        the emitter and the others) make reference cycles that only the cyclic collector
+        frees, and it freed every automaton and shape the emitter held with them (tens of
+        milliseconds in a long-lived process, inside whatever mask set the collection off).
+        Called by the lazy tables that own the emitter when they go, and after an eager
+        emission; nothing of the emitter may be used after."""
+        self.__dict__.clear()
+
     @staticmethod
     def first_bytes() -> np.ndarray:
         """uint8 [256]: 1 for each byte some lexeme of any schema's grammar may start with
