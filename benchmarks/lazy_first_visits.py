@@ -1,17 +1,22 @@
 """Where the lazy JSON Schema engine's slow masks go (issue 35): first visits, in one process.
 
     GRAMALIGN_DATA_DIR=../shared/data PYTHONPATH=src taskset -c 0 .venv/bin/python \
-        benchmarks/lazy_first_visits.py [--sample 10] [--seed 77] [--slow-us 500] [--force]
+        benchmarks/lazy_first_visits.py [--sample 10] [--seed 77] [--slow-us 500] [--force] \
+        [--fresh K] [--engine gramalign-lazy|gramalign]
 
-Compiles each sampled MaskBench schema with ``gramalign-lazy`` (as ``maskbench.py``'s worker
-does, with its warm-up) and walks its test instances, timing every mask fill (the cyclic
-collector paused around it). Prints the time to first mask and the masks' percentiles, then
-for the masks slower than ``--slow-us`` the share of their time in each part (building
-parser states, classifying a new lexical context, re-binding the store to grown tables, the
-trie walk kernel), and for every parser state built the share of the build time by what the
-state needed (new rules, a new lexer start). ``--force`` builds every parser state of a
-schema before its first walk (schemas whose states take over 3 s are left out): what the
-masks cost once first visits cost nothing.
+Compiles each sampled MaskBench schema (as ``maskbench.py``'s worker does, with its warm-up)
+and walks its test instances, and with ``--fresh K`` K fresh walks too (made first by
+``fresh_walks.py`` in a worker, as ``maskbench.py`` makes them, so their compiles warm
+nothing here), timing every mask fill (the cyclic collector paused around it). Prints the
+time to first mask and the masks' percentiles; then, for test and fresh walks apart, the masks
+grouped by the parts their path went through (a memo hit, an exact walk, a lexeme that ended,
+a stack part, a context looked up) with the mean time in each part; then for the masks slower
+than ``--slow-us`` the share of their time in each part (building parser states, classifying
+a new lexical context, re-binding the store to grown tables, the trie walk kernel), and for
+every parser state built the share of the build time by what the state needed (new rules, a
+new lexer start). ``--force`` builds every parser state of a schema before its first walk
+(schemas whose states take over 3 s are left out): what the masks cost once first visits cost
+nothing.
 """
 
 from __future__ import annotations
