@@ -25,7 +25,8 @@ class TokenTrie:
     token_start: np.ndarray  # int32 [n_nodes + 1]: tokens ending at node i are
     token_ids: np.ndarray  # int32: token_ids[token_start[i]:token_start[i + 1]]
     max_depth: int
-    # Lazily built (parent of each node, node of each token position) for subset_positions.
+    # Lazily built: the parent of each node and the node of each token position (for
+    # subset_positions), and the ``roots`` bundle.
     _links: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
