@@ -118,3 +118,15 @@ def test_empty_integer_range_is_an_error():
         integer_range_regex(3, 2)
     with pytest.raises(GrammarError, match="empty"):
         integer_range_dfa(3, 2)
+
+
+@pytest.mark.parametrize("pattern", ["abc|ab|b{3}", "(ab)+c", "[0-9]{2,4}|x{5}", "a*", "(a|b)(a|b)c|bcd?"])
+def test_shortest_word_is_accepted_and_no_shorter_word_is(pattern):
+    """Oracle: every string over the pattern's letters up to the word's length, by ``re``."""
+    dfa = regex_to_dfa(pattern)
+    word = dfa.shortest_word()
+    assert re.fullmatch(pattern, word.decode())
+    letters = sorted(set(re.sub(r"[^a-z0-9]", "", pattern)) | set("0123456789"))
+    for length in range(len(word)):
+        for text in itertools.product(letters, repeat=length):
+            assert not re.fullmatch(pattern, "".join(text)), "".join(text)

@@ -111,6 +111,29 @@ class ByteDFA:
         """True when ``data`` can be extended to a string of the language."""
         return self.advance(self.initial, data) != DEAD
 
+    def shortest_word(self) -> bytes:
+        """A shortest string of the (non-empty) language, found breadth first."""
+        if self.initial == DEAD:
+            raise ValueError("an empty automaton has no word")
+        came = {self.initial: (None, 0)}  # state -> (the state before it, the byte read)
+        frontier = [self.initial]
+        while frontier:
+            following = []
+            for state in frontier:
+                if self.accepting[state]:
+                    word = bytearray()
+                    while came[state][0] is not None:
+                        state, byte = came[state]
+                        word.append(byte)
+                    return bytes(reversed(word))
+                for byte in np.flatnonzero(self.transitions[state] >= 0).tolist():
+                    target = int(self.transitions[state, byte])
+                    if target not in came:
+                        came[target] = (state, byte)
+                        following.append(target)
+            frontier = following
+        raise ValueError("no accepting state is reachable")  # (a trimmed automaton has one)
+
 
 class StateLimitError(GrammarError):
     """An automaton grew beyond the configured number of states."""

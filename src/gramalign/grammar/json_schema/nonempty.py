@@ -20,8 +20,6 @@ subschema of a scalar ``type`` and annotations only, or an object of ``propertie
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import GramalignError
 from ..automata.dfa import ByteDFA
 from .resolve import escape_pointer
@@ -47,7 +45,7 @@ def _some_string(language) -> "bytes | None":
     """A shortest string of a (non-empty) string language; for counted strings, the shortest
     of their contents if it has a length they allow, else None (None too where the contents
     are not UTF-8: no JSON string has them)."""
-    word = shortest_word(_contents(language))
+    word = _contents(language).shortest_word()
     try:
         word.decode("utf-8")
     except UnicodeDecodeError:
@@ -63,28 +61,6 @@ def _holds(language, word: bytes) -> bool:
         return True
     length = len(word.decode("utf-8", "replace"))  # (only a word of _some_string is asked)
     return language.minimum <= length and (language.maximum is None or length <= language.maximum)
-
-
-def shortest_word(dfa: ByteDFA) -> bytes:
-    """A shortest string of the (non-empty, trimmed) automaton ``dfa``, by breadth first."""
-    came = {dfa.initial: (None, 0)}
-    frontier = [dfa.initial]
-    while frontier:
-        following = []
-        for state in frontier:
-            if dfa.accepting[state]:
-                word = bytearray()
-                while came[state][0] is not None:
-                    state, byte = came[state]
-                    word.append(byte)
-                return bytes(reversed(word))
-            for byte in np.flatnonzero(dfa.transitions[state] >= 0).tolist():
-                target = int(dfa.transitions[state, byte])
-                if target not in came:
-                    came[target] = (state, byte)
-                    following.append(target)
-        frontier = following
-    raise ValueError("an empty automaton has no word")
 
 
 class NonEmptyValues:

@@ -217,8 +217,8 @@ class GrammarMaskStore:
         write_part(entry, part, row, overwrite)
         accepting = not self._is_start[q] and self._accepting_any[q]
         if not accepting:
-            if depth == 0 and self._newline < 0 and len(self._by_top) < STACK_CACHE_ENTRIES:
-                self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (entry, part)
+            if depth == 0:
+                self._keep_by_top(state, fields, (entry, part))
             pool = parser.pool
             node = max(fields[STACK], fields[BLOCKS])
             if overwrite and node < pool.used and len(pool.memo) < MEMO_ENTRIES:
@@ -250,11 +250,15 @@ class GrammarMaskStore:
         pool = parser.pool
         pool.exposed[0] = SCRATCH_BASE
         self.walk(parser, hyp, row, zeroed=True)
-        if (self._newline >= 0 or self._accepting_any[fields[LEXEME]] or len(self._by_top) >= STACK_CACHE_ENTRIES
-                or pool.depth_of(fields[STACK], int(pool.exposed[0])) != 0):
-            return
-        words, bits = sparse_words(row)
-        self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = (None, ([], words, bits, None))
+        if not self._accepting_any[fields[LEXEME]] and pool.depth_of(fields[STACK], int(pool.exposed[0])) == 0:
+            self._keep_by_top(state, fields, (None, ([], *sparse_words(row), None)))
+
+    def _keep_by_top(self, state: int, fields: list[int], hit: tuple) -> None:
+        """Keep ``hit`` (a context and its part) for the hypothesis ``fields`` on any stack whose
+        top is parser state ``state``: ``_fill_unbounded``'s fast path. (Not where a layout's
+        brackets and blocks, which the key leaves out, decide masks too.)"""
+        if self._newline < 0 and len(self._by_top) < STACK_CACHE_ENTRIES:
+            self._by_top[(state,) + tuple(fields[LEXEME:SHADOW2_PARSER + 1])] = hit
 
     def _goes_on(self, q: int) -> bool:
         """Can the lexeme at lexer state ``q`` go on (some byte keeps it alive)?"""
