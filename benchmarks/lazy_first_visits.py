@@ -2,7 +2,7 @@
 
     GRAMALIGN_DATA_DIR=../shared/data PYTHONPATH=src taskset -c 0 .venv/bin/python \
         benchmarks/lazy_first_visits.py [--sample 10] [--seed 77] [--slow-us 500] [--force] \
-        [--fresh K] [--engine gramalign-lazy|gramalign]
+        [--fresh K] [--engine gramalign-lazy|gramalign] [--profile FILE]
 
 Compiles each sampled MaskBench schema (as ``maskbench.py``'s worker does, with its warm-up)
 and walks its test instances, and with ``--fresh K`` K fresh walks too (made first by
@@ -16,13 +16,15 @@ a new lexical context, re-binding the store to grown tables, the trie walk kerne
 every parser state built the share of the build time by what the state needed (new rules, a
 new lexer start). ``--force`` builds every parser state of a schema before its first walk
 (schemas whose states take over 3 s are left out): what the masks cost once first visits cost
-nothing.
+nothing. ``--profile FILE`` writes a cProfile of the mask fills after each schema's first
+(``python -m pstats FILE``): what the walks' first visits cost, without the compile.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import gc
 import json
 import statistics
@@ -112,7 +114,9 @@ def main() -> None:
     parser.add_argument("--force", action="store_true", help="build every state before the first walk")
     parser.add_argument("--fresh", type=int, default=0, help="fresh walks per schema too (fresh_walks.py)")
     parser.add_argument("--engine", default="gramalign-lazy", choices=["gramalign", "gramalign-lazy"])
+    parser.add_argument("--profile", help="write a cProfile of the fills after the first to this file")
     args = parser.parse_args()
+    profile = cProfile.Profile() if args.profile else None
     tokenizer = llama_tokenizer()
     paths = list(sample_paths(args.sample, args.seed))
     documents = [json.loads(path.read_text()) for path in paths]
@@ -146,7 +150,11 @@ def main() -> None:
                     before = timers.seconds.copy()
                     gc.disable()
                     started = time.perf_counter_ns()
+                    if profile is not None:
+                        profile.enable()
                     engine.fill(matcher, bitmask)
+                    if profile is not None:
+                        profile.disable()
                     spent = (time.perf_counter_ns() - started) / 1000
                     gc.enable()
                     masks.append(spent)
@@ -160,6 +168,8 @@ def main() -> None:
                         break
             except Exception:  # noqa: BLE001 - a part the walk reached and the engine refuses
                 continue
+    if profile is not None:
+        profile.dump_stats(args.profile)
     print(f"{len(ttfm)} schemas (seed {args.seed}, {args.sample} per dataset){', states built first' if args.force else ''}")
     print(f"TTFM p50 / p90: {statistics.median(ttfm):.2f} / {percentile(ttfm, 90):.2f} ms")
     print(f"{len(masks)} masks, p50 / p90 / p99 / p99.9 / max: " + " / ".join(

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import GramalignError, GrammarError, SchemaCompileError
 from .lalr import ACCEPT
 from .lalr_kernels import UNBUILT, pack_goto
-from .lexer_lazy import LazyLexer
+from .lexer_lazy import GROWTH, LazyLexer
 from .lr0_lazy import LazyLR0
 from .parser_tables import (COUNTED, COUNTED_BOUNDS, LOOKAHEAD_STATE, MAX_COUNT, NEEDS_TEXT, OWN_LONGEST,
                             mark_counted_block)
@@ -289,14 +289,16 @@ class LazyParserTables:
         self.accepting, self.start_bits = self._accepting[:n], self._start_bits[:n]
 
     def _lexer_grown(self) -> None:
-        """The per-lexer-state arrays, for the states the lexer has now (capacity doubling:
-        rows already there are not copied at each growth)."""
+        """The per-lexer-state arrays, for the states the lexer has now (capacity growing as the
+        lexer's, by ``lexer_lazy.GROWTH``; a growth copies the rows there are)."""
         lexer = self.lexer
         n, old, words = lexer.num_states, self._lexer_states, lexer.words
         if n == old and self._reach.shape[1] == words:
             return
         if n > self._tracks.shape[0] or words != self._reach.shape[1]:
-            cap = max(n, 2 * self._tracks.shape[0], 64)
+            cap = self._tracks.shape[0]
+            if n > cap:
+                cap = max(n, GROWTH * cap, 64)
             tracks = np.zeros(cap, dtype=np.int32)
             tracks[:old] = self._tracks[:old]
             reach = np.zeros((cap, words), dtype=np.uint64)

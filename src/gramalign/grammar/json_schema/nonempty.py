@@ -108,7 +108,8 @@ class NonEmptyValues:
         node = index.node(location)
         if node is True or node == {}:
             return True
-        if isinstance(node, dict) and node.get("type") == "string" and node.keys() <= _STRING_UNION_KEYWORDS:
+        if isinstance(node, dict) and node.get("type") == "string" and node.keys() <= _STRING_UNION_KEYWORDS \
+                and not node.keys().isdisjoint(("anyOf", "oneOf")):
             return self._string_union(node, location)
         if not isinstance(node, dict) or not node.keys() <= _OBJECT_KEYWORDS:
             return None
