@@ -107,6 +107,28 @@ def test_fill_checks_shapes(compiled):
     assert bitmask[0].tolist() == [0, 0] and bitmask[1, 1] == 0  # padding words stay empty
 
 
+
+def test_a_reused_bitmask_is_checked_again_where_it_changed(compiled):
+    """The row of the last bitmask is remembered: another row, another array, or the same
+    array reshaped or recast in place are each read anew (or refused), never the old row."""
+    m = compiled.matcher()
+    bitmask = np.zeros((2, 2), dtype=np.int32)
+    m.fill_next_token_bitmask(bitmask, 0)
+    m.fill_next_token_bitmask(bitmask, 1)
+    assert bitmask[0].tolist() == bitmask[1].tolist() != [0, 0]
+    bitmask[:] = 0
+    m.fill_next_token_bitmask(bitmask, -1)
+    assert bitmask[0].tolist() == [0, 0] and bitmask[1].tolist() != [0, 0]
+    m.fill_next_token_bitmask(bitmask, 0)
+    bitmask.shape = (1, 4)  # same buffer, rows twice as wide: refused, not written into row 0's old words
+    with pytest.raises(ValueError, match="words"):
+        m.fill_next_token_bitmask(bitmask, 0)
+    bitmask.shape = (2, 2)
+    m.fill_next_token_bitmask(bitmask, 0)
+    bitmask.dtype = np.float32  # recast in place: refused as any float array is
+    with pytest.raises((TypeError, ValueError)):
+        m.fill_next_token_bitmask(bitmask, 0)
+
 def test_empty_language_and_type_errors():
     with pytest.raises(ga.GrammarError, match="matches no string"):
         ga.compile(ga.Grammar.from_regex(r"[^\s\S]"), make_vocab())

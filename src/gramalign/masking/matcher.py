@@ -13,6 +13,8 @@ from ..grammar.automata.dfa import DEAD
 from .bitmask import as_numpy_bitmask, unpack_bitmask_row
 from .compiler import CompiledGrammar
 
+_INT32 = np.dtype(np.int32)
+
 
 class _RegexCursor:
     """Walks a single-regex grammar: the state is a DFA state number."""
@@ -142,6 +144,7 @@ class GrammarMatcher:
         self._terminated = False
         self._history: list[tuple[object, bool, int]] = []
         self._guard = threading.RLock()  # re-entrant: methods call each other
+        self._last_row: "tuple | None" = None  # (bitmask, index, its row as uint32) of the last fill
 
     def _concurrent_use(self, method: str) -> None:
         raise ConcurrentUseError(
@@ -172,18 +175,26 @@ class GrammarMatcher:
         After termination only EOS is allowed, so finished rows of a batch stay finished.
         """
         compiled = self.compiled
-        if type(bitmask) is np.ndarray and bitmask.dtype == np.int32 and bitmask.ndim == 2:
-            array = bitmask  # the common case, checked cheaply
+        last = self._last_row
+        if last is not None and last[0] is bitmask and last[1] == index and bitmask.shape == last[3] \
+                and bitmask.dtype is _INT32:
+            row = last[2]  # the caller's array again: its row was checked and viewed last time
         else:
-            array = as_numpy_bitmask(bitmask)
-        if array.shape[1] != compiled.bitmask_width:
-            raise ValueError(
-                f"bitmask rows have {array.shape[1]} words but the vocabulary of size "
-                f"{compiled.vocabulary.size} needs {compiled.bitmask_width}"
-            )
-        if not -array.shape[0] <= index < array.shape[0]:
-            raise IndexError(f"bitmask row {index} out of range for batch size {array.shape[0]}")
-        row = array[index].view(np.uint32)
+            if type(bitmask) is np.ndarray and bitmask.dtype is _INT32 and bitmask.ndim == 2:
+                array = bitmask  # the common case, checked cheaply
+            else:
+                array = as_numpy_bitmask(bitmask)
+            if array.shape[1] != compiled.bitmask_width:
+                raise ValueError(
+                    f"bitmask rows have {array.shape[1]} words but the vocabulary of size "
+                    f"{compiled.vocabulary.size} needs {compiled.bitmask_width}"
+                )
+            if not -array.shape[0] <= index < array.shape[0]:
+                raise IndexError(f"bitmask row {index} out of range for batch size {array.shape[0]}")
+            row = array[index].view(np.uint32)
+            # (a numpy array keeps its buffer while a view of it lives, and its shape and dtype
+            # are checked again; a tensor's numpy view is made anew each call: not remembered)
+            self._last_row = (bitmask, index, row, bitmask.shape) if array is bitmask else None
         if not self._guard.acquire(False):
             self._concurrent_use("fill_next_token_bitmask")
         try:
@@ -393,6 +404,7 @@ class GrammarMatcher:
         twin._terminated = self._terminated
         twin._history = list(self._history)
         twin._guard = threading.RLock()
+        twin._last_row = None
         return twin
 
     def _next(self, token_id: int) -> tuple[object, bool]:

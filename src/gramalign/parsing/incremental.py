@@ -85,7 +85,11 @@ class IncrementalParser:
         if self._version != self.tables.version:
             self._bind()
         is_start = self.tables.lexer.is_start
-        if not any(is_start[q] or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
+        if hyps.shape[0] == 1:  # (every fill asks: one hypothesis is the common case)
+            q = hyps[0, LEXEME]
+            if not (is_start[q] or self._accepting[q]):
+                return False
+        elif not any(is_start[q] or self._accepting[q] for q in hyps[:, LEXEME].tolist()):
             return False  # mid-lexeme, and no terminal accepts it yet
         while True:  # every fill asks: the loop without until_it_fits' closure
             if self._version != self.tables.version:

@@ -146,17 +146,18 @@ def sparse_words(row):
     """(indexes of the nonzero words of ``row``, those words): ``or_sparse_words``' input,
     without numpy's flatnonzero and fancy-indexing overhead on a short list."""
     count = 0
-    for k in range(row.shape[0]):
-        if row[k]:
-            count += 1
+    for k in range(row.shape[0]):  # (without a branch: the loop vectorizes)
+        count += row[k] != 0
     words = np.empty(count, np.int64)
     bits = np.empty(count, row.dtype)
-    count = 0
-    for k in range(row.shape[0]):
+    j = 0
+    k = 0
+    while j < count:  # up to the last nonzero word only
         if row[k]:
-            words[count] = k
-            bits[count] = row[k]
-            count += 1
+            words[j] = k
+            bits[j] = row[k]
+            j += 1
+        k += 1
     return words, bits
 
 

@@ -151,21 +151,28 @@ class GrammarMaskStore:
 
     def _fill_unbounded(self, parser: IncrementalParser, hyps: np.ndarray, row: np.ndarray) -> None:
         """``fill`` without length filters (see :mod:`.counted_strings`)."""
+        known = None
         if hyps.shape[0] == 1 and hyps.shape[1] == HYPOTHESIS_FIELDS:
             # The common case: one hypothesis whose lexeme cannot end here, seen before by
             # this parser (stack nodes are immutable, so the whole row is its key), or whose
             # stack-dependent part depended on the top of the stack only.
             fields = tuple(hyps.tolist()[0])
             hit = parser.pool.memo.get(fields)
-            if hit is None and self._newline < 0 and not self._accepting_any[fields[LEXEME]]:
-                hit = self._by_top.get((int(parser.pool.state[fields[STACK]]),) + fields[LEXEME:SHADOW2_PARSER + 1])
+            if hit is None:
+                state = int(parser.pool.state[fields[STACK]])
+                known = (fields, state)  # (for _fill_hypothesis: read once)
+                if self._newline < 0 and not self._accepting_any[fields[LEXEME]]:
+                    hit = self._by_top.get((state,) + fields[LEXEME:SHADOW2_PARSER + 1])
             if hit is not None:
                 write_part(hit[0], hit[1], row, True)
                 return
         mark = parser.pool.used
         try:
-            for h in range(hyps.shape[0]):
-                self._fill_hypothesis(parser, hyps[h:h + 1], row, overwrite=h == 0)
+            if known is not None:
+                self._fill_hypothesis(parser, hyps, row, True, known)
+            else:
+                for h in range(hyps.shape[0]):
+                    self._fill_hypothesis(parser, hyps[h:h + 1], row, overwrite=h == 0)
         finally:
             if parser.pool.used != mark:
                 parser.truncate(mark)
@@ -188,20 +195,24 @@ class GrammarMaskStore:
                 row |= part
 
     def _fill_hypothesis(self, parser: IncrementalParser, hyp: np.ndarray, row: np.ndarray,
-                         overwrite: bool = False) -> None:
-        """OR this hypothesis's allowed tokens into ``row`` (or overwrite ``row`` with them)."""
+                         overwrite: bool = False, known: "tuple | None" = None) -> None:
+        """OR this hypothesis's allowed tokens into ``row`` (or overwrite ``row`` with them).
+        ``known``: (its row as a tuple, its stack's top state), where the caller read them."""
         if self._version != self.tables.version:
             self._bind()
         tables = self.tables
-        fields = hyp[0].tolist()
-        if len(fields) > HYPOTHESIS_FIELDS and fields[HYPOTHESIS_FIELDS] >= 0:
-            # More than two shadows: rare enough that the exact walk beats a context of its own.
-            if overwrite:
-                row[:] = 0
-            self.walk(parser, hyp, row)
-            return
+        if known is not None:
+            fields, state = known
+        else:
+            fields = hyp[0].tolist()
+            if len(fields) > HYPOTHESIS_FIELDS and fields[HYPOTHESIS_FIELDS] >= 0:
+                # More than two shadows: rare enough that the exact walk beats a context of its own.
+                if overwrite:
+                    row[:] = 0
+                self.walk(parser, hyp, row)
+                return
+            state = int(parser.pool.state[fields[STACK]])
         q = fields[LEXEME]
-        state = int(parser.pool.state[fields[STACK]])
         if self.contexts.walk_first(fields, state):
             if overwrite:
                 row[:] = 0
