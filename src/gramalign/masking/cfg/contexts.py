@@ -147,6 +147,7 @@ class LexicalContexts:
         self._narrow: list[bool] = []
         self._one_terminal: list[bool] = []
         self._one_terminal_ok = False  # contexts may be shared across candidate sets (see bind)
+        self._end_effects = None  # the tables' per-terminal array the two above were read from
         self._walked: set = set()  # narrow contexts met once (their mask was walked)
         self.bind()
 
@@ -169,9 +170,11 @@ class LexicalContexts:
         self.half = len(self.candidate_id) // 2
         self._start_after_word = {} if not self.reads_before else {
             self.candidate_id[s]: self.candidate_id[s + self.half] for s in range(self.half)}
-        self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
-        # candidates matter to a classification only where a lexeme restarts after an ignored one
-        self._one_terminal_ok = not (self.reads_before or self.every_split) and bool((tables.term_column >= 0).all())
+        if tables.end_effects is not self._end_effects:  # (lazy tables: new terminals came)
+            self._end_effects = tables.end_effects
+            self._ends_in_word = np.ascontiguousarray(tables.end_effects[:, ENDS_IN_WORD])
+            # candidates matter to a classification only where a lexeme restarts after an ignored one
+            self._one_terminal_ok = not (self.reads_before or self.every_split) and bool((tables.term_column >= 0).all())
         if lexer.num_states != self._twins_for:  # counted blocks come with new lexer states
             self._twins_listed = add_counted_block_twins(tables, self._twins, self._twin_first, self._twins_listed)
             self._twins_for = lexer.num_states

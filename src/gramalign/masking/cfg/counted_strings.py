@@ -89,20 +89,30 @@ class LengthFilter:
         self._growth: dict[int, tuple] = {}
         self._rows: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._need = 0
+        self._counted: list[int] = []
+        self._dfas: dict = {}
+        self._states_read = self._terminals_read = 0
         self.bind(tables)
 
     def bind(self, tables: ParserTables) -> None:
         """Read the tables (again, after lazy tables grew); rows computed so far stay: a lexer
-        state's rows never change."""
-        self._kinds = tables.tracks_column & KIND_MASK
+        state's rows never change, so only the states and terminals added since are read."""
+        lexer = tables.lexer
+        self._tracks = tables.tracks_column
         # the most characters a counted string's state still needs before its quote
-        self._need = int((tables.tracks_column >> NEED_SHIFT).max(initial=0))
+        new = self._tracks[self._states_read:]
+        self._need = max(self._need, int((new >> NEED_SHIFT).max(initial=0)))
+        self._states_read = self._tracks.shape[0]
         self._layout = tables.layout
-        self._trans = tables.lexer.transitions
-        self._counted = [k for k, t in enumerate(tables.lexer.terminals) if t.length is not None]
-        self._dfas = {k: tables.lexer.terminals[k].dfa for k in self._counted}
-        self._block_start = tables.lexer.block_start
-        self._is_start = tables.lexer.is_start
+        self._trans = lexer.transitions
+        for k in range(self._terminals_read, len(lexer.terminals)):
+            if lexer.terminals[k].length is not None:
+                self._counted.append(k)
+                self._dfas[k] = lexer.terminals[k].dfa
+        self._terminals_read = len(lexer.terminals)
+        self._block_start = lexer.block_start
+        self._is_start = lexer.is_start
 
     @staticmethod
     def needed(tables: ParserTables, since: int = 0) -> bool:
@@ -117,10 +127,10 @@ class LengthFilter:
         agrees with it, as it counts only up to the closing quote."""
         q, count = int(hyp[LEXEME]), int(hyp[COLUMN])
         if self._is_start[q]:  # a token may open a counted string (counted from 0) and go on in it
-            kind = int(self._kinds[self._trans[q, 0x22]]) if self._trans[q, 0x22] >= 0 else 0
+            kind = int(self._tracks[self._trans[q, 0x22]]) & KIND_MASK if self._trans[q, 0x22] >= 0 else 0
             count = 0
         else:
-            kind = int(self._kinds[q])
+            kind = int(self._tracks[q]) & KIND_MASK
         if kind < COUNTED or count < 0:
             return None
         at = COUNTED_BOUNDS + ((kind - COUNTED) & ~1)
@@ -166,7 +176,7 @@ class LengthFilter:
     def _growth_of(self, q: int) -> tuple:
         found = self._growth.get(q)
         if found is None:
-            kind = int(self._kinds[self._trans[q, 0x22] if self._is_start[q] else q])
+            kind = int(self._tracks[self._trans[q, 0x22] if self._is_start[q] else q]) & KIND_MASK
             terminal = self._counted[(kind - COUNTED) >> 1]
             dfa = self._dfas[terminal]
             local = dfa.initial if self._is_start[q] else q - int(self._block_start[terminal])
