@@ -73,8 +73,11 @@ class LazyParserTables:
         self.candidate_list = [0] * (2 * self._states_cap)  # the same as a list, for Python readers
         self.rule_lhs = np.zeros(64, dtype=np.int32)
         self.rule_len = np.zeros(64, dtype=np.int32)
-        self.term_column = np.zeros(0, dtype=np.int32)
-        self.end_effects = np.zeros((0, 5), dtype=np.int32)
+        # per terminal, capacity arrays (doubling); the public names are views of the terminals there are
+        self._term_column = np.zeros(64, dtype=np.int32)
+        self._end_effects = np.zeros((64, 5), dtype=np.int32)
+        self.term_column = self._term_column[:0]
+        self.end_effects = self._end_effects[:0]
         self.layout = np.full(COUNTED_BOUNDS, -1, dtype=np.int32)
         self._lexer_states = 0
         self._lexer_terminals = 0
@@ -242,11 +245,16 @@ class LazyParserTables:
             grown[:, -1] = self.action[:, -1]
             self.action = grown
             self.version += 1
-        self.term_column = np.append(self.term_column, np.int32(k))
-        effects = np.zeros((1, 5), dtype=np.int32)
-        effects[0, LOOKAHEAD_STATE] = effects[0, OWN_LONGEST] = -1
-        effects[0, NEEDS_TEXT] = terminal.needs_text_after
-        self.end_effects = np.concatenate([self.end_effects, effects])
+        if k >= self._term_column.shape[0]:
+            self._term_column = _grown(self._term_column, 2 * self._term_column.shape[0])
+            self._end_effects = _grown(self._end_effects, 2 * self._end_effects.shape[0])
+        self._term_column[k] = k
+        effects = self._end_effects[k]
+        effects[LOOKAHEAD_STATE] = effects[OWN_LONGEST] = -1
+        effects[NEEDS_TEXT] = terminal.needs_text_after
+        # new views (new objects: readers that keep them see that terminals came, see version)
+        self.term_column = self._term_column[:k + 1]
+        self.end_effects = self._end_effects[:k + 1]
         words = self.lexer.words
         if words > self.candidate_bits.shape[1]:
             wider = np.zeros((self.candidate_bits.shape[0], words), dtype=np.uint64)
