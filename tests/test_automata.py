@@ -130,3 +130,27 @@ def test_shortest_word_is_accepted_and_no_shorter_word_is(pattern):
     for length in range(len(word)):
         for text in itertools.product(letters, repeat=length):
             assert not re.fullmatch(pattern, "".join(text)), "".join(text)
+
+
+@pytest.mark.parametrize("pair", [("[a-c]+x", "b*x|cc*x"), ("(ab)+", "a(ba)*b"), ("[0-9]{3}", "1[0-9]*"), ("a+", "b+"),
+                                  ("(a|b)*abb", "(a|b)*bab(a|b)*"), ("x{2,5}", "x{6}")])
+def test_common_word_is_in_both_and_no_shorter_word_is(pair):
+    """Oracle: ``re`` over every string of the patterns' letters up to the word's length (and
+    up to six letters where the word is None: the two languages share no string)."""
+    left, right = pair
+    word = regex_to_dfa(left).common_word(regex_to_dfa(right))
+    letters = sorted(set(re.sub(r"[^a-z0-9]", "", left + right)) | (set("0123456789") if "[0-9]" in left + right
+                                                                       else set()))
+    both = lambda text: re.fullmatch(left, text) and re.fullmatch(right, text)  # noqa: E731
+    if word is not None:
+        assert both(word.decode())
+    for length in range(len(word) if word is not None else 7):
+        for text in itertools.product(letters, repeat=length):
+            assert not both("".join(text)), "".join(text)
+    assert (word is None) == (pair in {("a+", "b+"), ("x{2,5}", "x{6}")})
+
+
+def test_common_word_stops_at_its_budget():
+    big = regex_to_dfa("[a-z]{0,6}z")
+    with pytest.raises(StateLimitError):
+        big.common_word(regex_to_dfa("[a-z]*q"), max_pairs=4)

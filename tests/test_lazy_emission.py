@@ -255,6 +255,7 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "string", "oneOf": [{"format": "ipv4"}, {"allOf": [{"format": "ipv4"}]}]},
     {"type": "string", "anyOf": [{"type": "integer"}, {"not": {}}]},
     {"type": "string", "oneOf": [{"maxLength": 0}, {"maxLength": 0}]},
+    {"type": "string", "format": "date", "pattern": "^x"},  # no date starts with x
 ]
 
 STRING_UNIONS = [  # each shown by one branch's shortest string, without the union's own shape
@@ -264,6 +265,31 @@ STRING_UNIONS = [  # each shown by one branch's shortest string, without the uni
     {"type": "string", "oneOf": [{"maxLength": 3}, {"minLength": 2, "maxLength": 5}]},
     {"type": "string", "anyOf": [{"enum": ["a"]}], "oneOf": [{"enum": ["a"]}, {"enum": ["b"]}]},
 ]
+
+
+PATTERNS_WITH_FORMATS = [  # each shown by a shortest string of both, without their product automaton
+    {"type": "string", "format": "email", "pattern": "^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+\\.[A-Za-z]{2,}$"},
+    {"type": "string", "format": "date", "pattern": "^2"},
+    {"type": "string", "format": "uri", "pattern": "^https://", "description": "a link"},
+    {"type": "string", "format": "no-such-format", "pattern": "a+"},  # an unknown format: the pattern decides
+]
+
+
+@pytest.mark.parametrize("index", range(len(PATTERNS_WITH_FORMATS)))
+def test_a_pattern_with_a_format_is_shown_by_a_string_of_both(index, monkeypatch):
+    from gramalign.grammar.json_schema import evaluate
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the product automaton was built")
+
+    inner = PATTERNS_WITH_FORMATS[index]
+    schema = {"type": "object", "properties": {"x": inner}, "required": ["x"]}
+    emitter = lazy_json_schema_rules(schema, strict=False)
+    root = next(iter(emitter._value_of_rule))
+    monkeypatch.setattr(evaluate, "intersect", refused)
+    assert emitter.derives_text(root)
+    monkeypatch.undo()
+    assert shortcut_verdicts(schema)[0] >= 2  # and the rule proof agrees with every value shown
 
 
 @pytest.mark.parametrize("index", range(len(DEAD_ENDS)))

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..grammar.grammar import Grammar
+from ..grammar.json_schema.strings import any_string_contents
 from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
 from .compiler import compile
@@ -66,6 +67,9 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True) -> f
     """
     started = time.perf_counter()
     compiled = compile(Grammar.from_json_schema(_SCHEMA), vocabulary)
+    # a string of a pattern and a format, shown to have a value without their product (see
+    # json_schema/nonempty.py; on rules emitted on demand only)
+    any_string_contents().common_word(any_string_contents())
     bitmask, drawable = _walk_buffers(vocabulary)
     rng = np.random.default_rng(seed)
     matcher = compiled.matcher()

@@ -29,8 +29,8 @@ import numpy as np
 from ...errors import GrammarError
 from ..limits import active_limits, check_size, check_time
 from .cache import AutomatonCache
-from .kernels import (canonical_order, column_classes, epsilon_closures, expand_columns, literal_words_dfa,
-                      minimal_dfa, row_runs, subset_construction)
+from .kernels import (canonical_order, column_classes, common_word, epsilon_closures, expand_columns,
+                      literal_words_dfa, minimal_dfa, row_runs, subset_construction)
 
 __all__ = [
     "DEAD",
@@ -110,6 +110,22 @@ class ByteDFA:
     def is_prefix(self, data: bytes) -> bool:
         """True when ``data`` can be extended to a string of the language."""
         return self.advance(self.initial, data) != DEAD
+
+    def common_word(self, other: "ByteDFA", max_pairs: int = 1 << 16) -> "bytes | None":
+        """A shortest string of both languages, or None where they share none, found breadth
+        first over pairs of states (the product is never built). Raises StateLimitError past
+        ``max_pairs`` pairs.
+
+        >>> from gramalign.grammar.automata.regex import regex_to_dfa
+        >>> a, b = regex_to_dfa("[a-c]+x"), regex_to_dfa("b*x|cc*x")
+        >>> a.common_word(b), a.common_word(regex_to_dfa("y"))
+        (b'bx', None)
+        """
+        word, status = common_word(self.transitions, self.initial, self.accepting, other.transitions, other.initial,
+                                   other.accepting, max_pairs)
+        if status < 0:
+            raise StateLimitError(f"more than {max_pairs} pairs of states before a common word")
+        return bytes(word) if status else None
 
     def shortest_word(self) -> bytes:
         """A shortest string of the (non-empty) language, found breadth first."""

@@ -17,8 +17,8 @@ from .member_sets import added_members, find_members, hash_members
 
 DEAD = -1
 
-__all__ = ["canonical_order", "coarsest_partition", "column_classes", "epsilon_closures", "expand_columns", "live_states",
-           "minimal_dfa", "pair_product", "subset_construction"]
+__all__ = ["canonical_order", "coarsest_partition", "column_classes", "common_word", "epsilon_closures", "expand_columns",
+           "live_states", "minimal_dfa", "pair_product", "subset_construction"]
 
 
 @kernel
@@ -389,6 +389,63 @@ def pair_product(table_a, initial_a, accepting_a, table_b, initial_b, accepting_
         else:
             accepting[p] = x and not y
     return rows[:count], accepting, False
+
+
+@kernel
+def common_word(table_a, initial_a, accepting_a, table_b, initial_b, accepting_b, max_pairs):
+    """A shortest byte string both DFAs (over bytes, trimmed) accept, found breadth first over
+    pairs of their states without building the product: most intersections a schema asks
+    about have a short word, where the product (a format's thousands of states by a pattern's)
+    took a tenth of a second. Returns (the word as uint8, status): 1 found, 0 none (the
+    intersection is empty), -1 more than ``max_pairs`` pairs met first (undecided)."""
+    width = table_b.shape[0] + 1
+    ids = numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
+    pairs_a = np.empty(max_pairs, dtype=np.int64)
+    pairs_b = np.empty(max_pairs, dtype=np.int64)
+    parent = np.empty(max_pairs, dtype=np.int64)
+    byte = np.empty(max_pairs, dtype=np.uint8)
+    if initial_a < 0 or initial_b < 0:
+        return np.zeros(0, dtype=np.uint8), 0
+    ids[(initial_a + 1) * width + initial_b + 1] = 0
+    pairs_a[0] = initial_a
+    pairs_b[0] = initial_b
+    parent[0] = -1
+    count = 1
+    position = 0
+    while position < count:
+        sa = pairs_a[position]
+        sb = pairs_b[position]
+        if accepting_a[sa] and accepting_b[sb]:
+            length = 0
+            p = position
+            while parent[p] >= 0:
+                length += 1
+                p = parent[p]
+            word = np.empty(length, dtype=np.uint8)
+            p = position
+            while parent[p] >= 0:
+                length -= 1
+                word[length] = byte[p]
+                p = parent[p]
+            return word, 1
+        for c in range(table_a.shape[1]):
+            na = table_a[sa, c]
+            nb = table_b[sb, c]
+            if na < 0 or nb < 0:
+                continue
+            key = (na + 1) * width + nb + 1
+            if key in ids:
+                continue
+            if count >= max_pairs:
+                return np.zeros(0, dtype=np.uint8), -1
+            ids[key] = count
+            pairs_a[count] = na
+            pairs_b[count] = nb
+            parent[count] = position
+            byte[count] = c
+            count += 1
+        position += 1
+    return np.zeros(0, dtype=np.uint8), 0
 
 
 @kernel(inline="always")

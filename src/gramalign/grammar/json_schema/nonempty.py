@@ -14,8 +14,10 @@ members, unique items, ``contains``, reference cycles): the proof on rules decid
 
 Most values are read from the schema itself, without their shapes (whose evaluation is most
 of a first visit's cost, and would be spent on members the parser may never reach): a
-subschema of a scalar ``type`` and annotations only, or an object of ``properties`` and
-``required`` whose required members are such. Anything else goes by the shape.
+subschema of a scalar ``type`` and annotations only, a string of a ``pattern`` and a
+``format`` (a shortest string of both, not their product automaton), or an object of
+``properties`` and ``required`` whose required members are such. Anything else goes by the
+shape.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _SCALARS = frozenset(["string", "number", "integer", "boolean", "null"])
 _TYPES = _SCALARS | {"object", "array"}
 _OBJECT_KEYWORDS = frozenset(["type", "properties", "required", "additionalProperties"]) | _ANNOTATIONS
 _STRING_UNION_KEYWORDS = (_ANNOTATIONS - {"format"}) | {"type", "anyOf", "oneOf"}
+_PATTERN_FORMAT_KEYWORDS = _ANNOTATIONS | {"type", "pattern"}
 
 
 def _contents(language) -> ByteDFA:
@@ -111,6 +114,9 @@ class NonEmptyValues:
         if isinstance(node, dict) and node.get("type") == "string" and node.keys() <= _STRING_UNION_KEYWORDS \
                 and not node.keys().isdisjoint(("anyOf", "oneOf")):
             return self._string_union(node, location)
+        if isinstance(node, dict) and node.get("type") == "string" and "pattern" in node and "format" in node \
+                and node.keys() <= _PATTERN_FORMAT_KEYWORDS:
+            return self._evaluator.pattern_and_format_allow_some(node, location)
         if not isinstance(node, dict) or not node.keys() <= _OBJECT_KEYWORDS:
             return None
         types = node.get("type")
