@@ -31,7 +31,7 @@ from .limits import active_limits
 GROWTH = 4
 """Factor by which the lexer's arrays grow when full. A growth copies the rows there are, in
 whichever mask first needs the room (a large schema's lexer reaches 10^4-10^5 states, 1 KiB
-each): by four, a fifth of the copying that doubling does, in fewer, larger steps."""
+each): by four, about a third of the copying that doubling does, in fewer, larger steps."""
 
 
 class LazyLexer:

@@ -144,7 +144,7 @@ class GrammarMatcher:
         self._terminated = False
         self._history: list[tuple[object, bool, int]] = []
         self._guard = threading.RLock()  # re-entrant: methods call each other
-        self._last_row: "tuple | None" = None  # (bitmask, index, its row as uint32) of the last fill
+        self._last_row: "tuple | None" = None  # (bitmask, index, its row as uint32, its shape) of the last fill
 
     def _concurrent_use(self, method: str) -> None:
         raise ConcurrentUseError(
