@@ -133,3 +133,35 @@ def test_terminal_errors_and_the_state_limit():
     with pytest.raises(ga.GrammarError, match="exceeds 8 states"):  # the product of the two
         lazy.add_start([0, 1])
     assert lazy.num_states == 6 and lazy.add_start([0]) == 6  # one row into A3's block fits
+
+
+def test_a_shipped_format_is_lexed_from_its_columns_unexpanded():
+    # date-time's spelling has 11k states: the lexer writes its block from the distinct
+    # columns the shipped data keeps, and its 256-wide table is never expanded; rows equal
+    # those of the same automaton expanded (a plain ByteDFA of the same table)
+    from gramalign.grammar.automata.dfa import ByteDFA
+    from gramalign.grammar.json_schema.format_data import read_format_file
+    from gramalign.grammar.lexer_lazy import RESERVED_ROWS
+
+    shipped = read_format_file("date-time")
+    assert shipped is not None  # the package data is current
+    compact, expanded = shipped.spelling(1 << 20), shipped.spelling(1 << 20)
+    plain = ByteDFA(expanded.transitions, expanded.initial, expanded.accepting)
+    assert plain.known_columns() is None and compact.known_columns() is not None
+    lexers = []
+    for dfa in (compact, plain):
+        lazy = LazyLexer()
+        lazy.add_terminal(ga.grammar.grammar.Terminal("QUOTE", '"'))  # the start product reads both
+        lazy.add_terminal(ga.grammar.grammar.Terminal.from_dfa("STAMP", dfa))
+        lazy.add_terminal(ga.grammar.grammar.Terminal("WORD", "[a-z]+"))
+        table = lazy._transitions
+        starts = [lazy.add_start(s) for s in ([0, 1], [1], [1, 2], [2])]
+        assert lazy._transitions is table  # rows were reserved past the block: never copied
+        lexers.append((lazy, starts))
+    assert "transitions" not in compact.__dict__  # never expanded
+    (a, starts_a), (b, starts_b) = lexers
+    assert starts_a == starts_b and a.num_states == b.num_states > 11_000
+    assert np.array_equal(a.transitions, b.transitions)
+    assert np.array_equal(a.accept_bits, b.accept_bits) and np.array_equal(a.alive_bits, b.alive_bits)
+    assert a._transitions.shape[0] == min(a.max_states, RESERVED_ROWS)
+    assert plain.matches(b'"2024-02-29T12:00:00Z"') and not plain.matches(b'"2023-02-29T12:00:00Z"')

@@ -246,8 +246,11 @@ def byte_classes_of(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
     terminals (a ``format``, a JSON string body) recur in every grammar that uses them."""
     found = _CLASSES.get(dfa)
     if found is None:
-        table, class_of_byte = distinct_columns(dfa.transitions)
-        found = _CLASSES[dfa] = (class_of_byte, table)
+        found = dfa.known_columns()
+        if found is None:
+            table, class_of_byte = distinct_columns(dfa.transitions)
+            found = (class_of_byte, table)
+        _CLASSES[dfa] = found
     return found
 
 

@@ -94,15 +94,21 @@ def expand_product_rows(rows, byte_class, owner, global_offsets, block_start, ou
 
 
 @kernel
-def write_block(transitions, accepting, first, word, bit, lexer_trans, lexer_alive, lexer_accept):
-    """A terminal's table as lexer rows from ``first`` on (its states shifted there), with
-    its bit alive in every row (a terminal DFA is trimmed) and accepting where it accepts.
-    The bitset rows are zero before (rows are never reused)."""
-    copy_block(transitions, first, lexer_trans[first:first + transitions.shape[0]])
-    for s in range(transitions.shape[0]):
-        lexer_alive[first + s, word] = bit
+def write_block(columns, column_of_byte, accepting, first, word, bit, lexer_trans, lexer_alive, lexer_accept):
+    """A terminal's table as lexer rows from ``first`` on (its states shifted there), read
+    from its columns (byte ``b`` reads ``columns[:, column_of_byte[b]]``: a large automaton's
+    distinct columns, or a small one's whole table with every byte its own column), with its
+    bit alive in every row (a terminal DFA is trimmed) and accepting where it accepts. The
+    bitset rows are zero before (rows are never reused)."""
+    shift = np.int32(first)
+    for s in range(columns.shape[0]):
+        out = first + s
+        for b in range(256):
+            target = columns[s, column_of_byte[b]]
+            lexer_trans[out, b] = target + shift if target >= 0 else DEAD
+        lexer_alive[out, word] = bit
         if accepting[s]:
-            lexer_accept[first + s, word] = bit
+            lexer_accept[out, word] = bit
 
 
 @kernel

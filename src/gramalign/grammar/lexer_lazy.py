@@ -18,6 +18,8 @@ Starts are not numbered first, as in the eager lexer: ``is_start`` marks them.
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from ..errors import GrammarError
@@ -29,9 +31,24 @@ from .limits import active_limits
 
 
 GROWTH = 4
-"""Factor by which the lexer's arrays grow when full. A growth copies the rows there are, in
-whichever mask first needs the room (a large schema's lexer reaches 10^4-10^5 states, 1 KiB
-each): by four, about a third of the copying that doubling does, in fewer, larger steps."""
+"""Factor by which the lexer's arrays grow past :data:`RESERVED_ROWS` (and the parser tables'
+per-lexer-state arrays always). A growth copies the rows there are, in whichever mask first
+needs the room: by four, about a third of the copying that doubling does."""
+
+RESERVED_ROWS = 1 << 18
+"""Rows (up to ``max_states``) the lexer's arrays reserve when they first outgrow their first
+64: address space, not memory (an anonymous mapping takes a page only when a row on it is
+first written), so the lexer never copies its rows again below this. Growing by copying, a
+lexer that reached a format's block (11k states of ``date-time``, 1 KiB each) copied 11-45
+MB in the mask that needed the room: 3-30 ms."""
+
+SMALL_DFA = 64
+"""A terminal automaton of at most this many states is read as its byte table; a larger one
+as its distinct columns (``lexer.byte_classes_of``), kept with the automaton: a format's
+spelling has thousands of states and a score of columns, and a shipped one is never
+expanded to 256 (11k states of ``date-time``: 11 MB, 5-20 ms)."""
+
+_EVERY_BYTE = np.arange(256, dtype=np.int64)
 
 
 class LazyLexer:
@@ -81,7 +98,11 @@ class LazyLexer:
             self._alive = _widened(self._alive, t // 64 + 1, self.num_states)
         self._room(dfa.num_states)
         first = self.num_states
-        write_block(dfa.transitions, dfa.accepting, first, t >> 6, np.uint64(1) << np.uint64(t & 63),
+        if dfa.num_states <= SMALL_DFA:
+            column_of_byte, columns = _EVERY_BYTE, dfa.transitions
+        else:  # (byte_classes reads the columns of such a terminal too; a shipped one keeps them)
+            column_of_byte, columns = byte_classes_of(dfa)
+        write_block(columns, column_of_byte, dfa.accepting, first, t >> 6, np.uint64(1) << np.uint64(t & 63),
                     self._transitions, self._alive, self._accept)
         self.num_states += dfa.num_states
         if t >= self._block_start.shape[0]:
@@ -101,12 +122,13 @@ class LazyLexer:
         capacity = self._transitions.shape[0]
         if needed <= capacity:
             return
-        capacity = max(needed, GROWTH * capacity)
+        reserved = min(self.max_states, RESERVED_ROWS)
+        capacity = max(needed, reserved if capacity < reserved else GROWTH * capacity)
         used = self.num_states
         self._transitions = _grown(self._transitions, capacity, used)
-        self._accept = _grown(self._accept, capacity, used, zero=True)
-        self._alive = _grown(self._alive, capacity, used, zero=True)
-        self._is_start = _grown(self._is_start, capacity, used, zero=True)
+        self._accept = _grown(self._accept, capacity, used)
+        self._alive = _grown(self._alive, capacity, used)
+        self._is_start = _grown(self._is_start, capacity, used)
 
     def add_start(self, terminals) -> int:
         """The start state of the candidate set ``terminals`` (indices), built on first call:
@@ -181,22 +203,37 @@ class LazyLexer:
         if self._unrefined:
             # bytes stay together where the classes so far and every new table's columns agree
             rows = [self._byte_class.astype(np.int32).reshape(1, 256)]
-            rows += [d.transitions if d.num_states <= 64 else byte_classes_of(d)[0].astype(np.int32).reshape(1, 256)
+            rows += [d.transitions if d.num_states <= SMALL_DFA else byte_classes_of(d)[0].astype(np.int32).reshape(1, 256)
                      for d in self._unrefined]
             self._byte_class, self._representative = column_classes(np.concatenate(rows))
             self._unrefined = []
         return self._byte_class, self._representative
 
 
-def _grown(array: np.ndarray, rows: int, used: int, zero: bool = False) -> np.ndarray:
-    """``array`` with room for ``rows`` rows, its first ``used`` copied (the rest of the old
-    capacity holds nothing yet; unwritten rows of a large array cost no memory until touched)."""
-    grown = (np.zeros if zero else np.empty)((rows,) + array.shape[1:], dtype=array.dtype)
+def _grown(array: np.ndarray, rows: int, used: int) -> np.ndarray:
+    """``array`` with room for ``rows`` rows (zeros), its first ``used`` copied."""
+    grown = reserved_zeros((rows,) + array.shape[1:], array.dtype)
     grown[:used] = array[:used]
     return grown
 
 
 def _widened(bits: np.ndarray, words: int, used: int) -> np.ndarray:
-    wider = np.zeros((bits.shape[0], words), dtype=bits.dtype)
+    wider = reserved_zeros((bits.shape[0], words), bits.dtype)
     wider[:used, :bits.shape[1]] = bits[:used]
     return wider
+
+
+def reserved_zeros(shape: tuple, dtype) -> np.ndarray:
+    """A zero array whose memory is taken a page at a time as it is first written: an
+    anonymous private mapping (numpy's own large arrays ask for huge pages, 2 MiB written
+    at once). Unmapped when the last view of it goes. np.zeros for a small array, and
+    where there is no such mapping (Windows) or no address space left."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    if count * dtype.itemsize < 1 << 20:
+        return np.zeros(shape, dtype)
+    try:
+        buffer = mmap.mmap(-1, max(1, count * dtype.itemsize), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (AttributeError, OSError, ValueError, OverflowError):
+        return np.zeros(shape, dtype)
+    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)

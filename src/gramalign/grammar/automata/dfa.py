@@ -77,6 +77,12 @@ class ByteDFA:
     def num_states(self) -> int:
         return int(self.transitions.shape[0])
 
+    def known_columns(self) -> "tuple[np.ndarray, np.ndarray] | None":
+        """(column of each byte, the table's distinct columns) as :func:`distinct_columns`
+        gives them, where they are known without reading the byte table (a shipped automaton
+        not expanded yet keeps them); None otherwise."""
+        return None
+
     def __repr__(self) -> str:
         # by content, cheaply: shapes holding automata are sorted by their repr (the table's
         # own repr took a third of a millisecond)

@@ -128,7 +128,7 @@ class ShippedFormat:
         if max_states < self.spelling_bound:
             return None
         try:
-            return self.automaton("spelling")
+            return self.automaton("spelling", lazy=True)
         except Exception:  # noqa: BLE001 — unreadable data is ignored, never trusted
             return None
 
@@ -237,7 +237,9 @@ class _LazyTable(ByteDFA):
     A format's contents automaton is often used only for its digest (the key under which
     its spelling is found), and expanding 24k states writes 25 MB. ``transitions`` is a
     cached property here (ByteDFA's field is left unset, so the property answers); once
-    read it is the table a fresh construction gives. Pickled as a plain ByteDFA."""
+    read it is the table a fresh construction gives. A lexer writes its block from the
+    columns (:meth:`known_columns`): a format's spelling is a terminal's whole automaton, and
+    a lazily built lexer need never expand it. Pickled as a plain ByteDFA."""
 
     def __init__(self, table: np.ndarray, classes: np.ndarray, initial: int, accepting: np.ndarray):
         object.__setattr__(self, "initial", initial)
@@ -251,6 +253,12 @@ class _LazyTable(ByteDFA):
     @property
     def num_states(self) -> int:
         return int(self._columns[0].shape[0])
+
+    def known_columns(self) -> "tuple[np.ndarray, np.ndarray] | None":
+        table, classes = self._columns
+        if classes.min() < 0:  # a DEAD column by class -1 (never written: _compact numbers every byte)
+            return None
+        return classes.astype(np.int64), table
 
     def __reduce__(self):
         return ByteDFA, (self.transitions, self.initial, self.accepting)
