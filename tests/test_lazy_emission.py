@@ -220,19 +220,22 @@ class WithoutShortcut:
         return self.emitter.alternatives(name)
 
 
-def shortcut_verdicts(schema, **options) -> tuple[int, int]:
-    """(value rules the emitter's ``derives_text`` shows, value rules in all), every one
-    checked against the proof on rules: a rule shown must be productive there."""
+def shortcut_verdicts(schema, **options) -> tuple[int, int, int, int]:
+    """(value rules the emitter's ``derives_text`` shows, value rules in all, container
+    states (members, items) it shows, container states in all), every one checked against
+    the proof on rules: a rule shown must be productive there."""
     emitter = lazy_json_schema_rules(schema, strict=False, **options)
     LazyLR0(ProductiveRules(WithoutShortcut(emitter)), emitter.start).force(20000)
     oracle = ProductiveRules(WithoutShortcut(emitter))
-    shown = 0
-    names = list(emitter._value_of_rule)
-    for name in names:
-        if emitter.derives_text(name):
-            shown += 1
-            assert oracle.productive(name), (json.dumps(schema), name)
-    return shown, len(names)
+    counts = []
+    for names in (list(emitter._value_of_rule), list(emitter._closes)):
+        shown = 0
+        for name in names:
+            if emitter.derives_text(name):
+                shown += 1
+                assert oracle.productive(name), (json.dumps(schema), name)
+        counts += [shown, len(names)]
+    return tuple(counts)
 
 
 DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or array that does
@@ -292,6 +295,20 @@ def test_a_pattern_with_a_format_is_shown_by_a_string_of_both(index, monkeypatch
     assert shortcut_verdicts(schema)[0] >= 2  # and the rule proof agrees with every value shown
 
 
+@pytest.mark.parametrize("order", ["any", "schema"])
+def test_a_container_state_that_can_close_is_shown_without_its_rules(order):
+    # the members after {"a": ...} can close; those before it cannot (a is required): shown
+    # from the state alone, without its rule (one alternative per key left, each proved)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+                                               "c": {"type": "array", "items": {"type": "null"}, "minItems": 1}},
+              "required": ["a"]}
+    emitter = lazy_json_schema_rules(schema, strict=False, property_order=order)
+    LazyLR0(ProductiveRules(emitter), emitter.start).force(2000)
+    verdicts = [emitter.derives_text(name) for name in emitter._closes]
+    assert True in verdicts and False in verdicts
+    assert shortcut_verdicts(schema, property_order=order)[2] >= 2  # each one shown is productive
+
+
 @pytest.mark.parametrize("index", range(len(DEAD_ENDS)))
 def test_value_rules_shown_to_derive_text_do_so(index):
     inner = DEAD_ENDS[index]
@@ -324,14 +341,16 @@ def test_string_unions_are_shown_by_a_string_of_one_branch(index, monkeypatch):
 
 def test_shortcut_against_the_rule_proof_on_random_and_maskbench_schemas():
     rng = random.Random(7)
-    shown = total = 0
+    counts = [0, 0, 0, 0]
     schemas = [SchemaGenerator(rng).schema() for _ in range(60)]
     schemas += [json.loads(path.read_text(encoding="utf-8"))["schema"] for path in maskbench_files()[::61][:40]]
     for schema in schemas:
-        for options in ({}, {"indent": 2, "max_depth": 2}):
+        for options in ({}, {"indent": 2, "max_depth": 2}, {"property_order": "schema"}):
             try:
-                a, b = shortcut_verdicts(schema, **options)
+                verdicts = shortcut_verdicts(schema, **options)
             except ga.GramalignError:
                 continue
-            shown, total = shown + a, total + b
+            counts = [a + b for a, b in zip(counts, verdicts)]
+    shown, total, closing, states = counts
     assert total > 300 and shown > total / 2  # the shortcut shows most values, and only true ones
+    assert states > 300 and states / 4 < closing < states  # and container states that can close

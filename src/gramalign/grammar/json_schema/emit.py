@@ -15,6 +15,7 @@ import functools
 import itertools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -80,6 +81,9 @@ class Emitter:
         self._terminal_names: dict[str, str] = {}
         self._value_rules: dict = {}
         self._value_of_rule: dict[str, tuple[Ref, int]] = {}
+        # container states (members, items) that can close right away, by rule: each a test
+        # that needs no emission (derives_text)
+        self._closes: dict[str, Callable[[], bool]] = {}
         self._nonempty = NonEmptyValues(evaluator, layout.indent, layout.max_depth)
         self._memo: dict = {}
         self._value_classes: dict = {}
@@ -213,9 +217,15 @@ class Emitter:
 
     def derives_text(self, name: str) -> bool:
         """Is rule ``name`` shown to derive some text without emitting its rules? (A value's
-        rule with a small witness, :mod:`.nonempty`; False: not shown, the rules decide.)"""
+        rule with a small witness, :mod:`.nonempty`; a container's state that offers its
+        closing bracket; False: not shown, the rules decide.) Proving an object's member
+        state by its rules expands every successor state, one per key: quadratic in the
+        keys, 80-200 ms for a first visit of a wide object."""
         found = self._value_of_rule.get(name)
-        return found is not None and self._nonempty.surely(*found)
+        if found is not None:
+            return self._nonempty.surely(*found)
+        closes = self._closes.get(name)
+        return closes is not None and closes()
 
     def _located_alternatives(self, ref: Ref, depth: int) -> list[tuple[str, ...]]:
         shape = self.evaluator.shape(ref)
@@ -329,8 +339,12 @@ class Emitter:
             return min(count + 1, cap)
 
         def chain(position: int, first: bool, count: int) -> str:
-            return self._later(names, (position, first, count), "members",
+            name = self._later(names, (position, first, count), "members",
                                lambda: chain_alternatives(position, first, count))
+            # every name left optional and enough written: skip them all and close
+            self._closes.setdefault(name, lambda: count >= shape.min_properties and not any(
+                shape.names[k] in shape.required for k in range(position, n)))
+            return name
 
         inner = self._nested(depth)
 
@@ -459,7 +473,9 @@ class Emitter:
                     and len(satisfied) == len(shape.some))
 
         def state(elements: frozenset, first: bool) -> str:
-            return self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
+            name = self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
+            self._closes.setdefault(name, lambda: _accepting_groups(elements, accepting, group_of) == tag)
+            return name
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
             lead = self._lead(comma, first, depth)
@@ -633,7 +649,9 @@ class Emitter:
                                                    zip(counts, shapes[x].contains))
 
         def state(elements: frozenset, first: bool) -> str:
-            return self._later(names, (elements, first), "items", lambda: state_alternatives(elements, first))
+            name = self._later(names, (elements, first), "items", lambda: state_alternatives(elements, first))
+            self._closes.setdefault(name, lambda: _accepting_groups(elements, accepting, group_of) == {tag})
+            return name
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
             alternatives = []
