@@ -216,3 +216,26 @@ def test_a_dropped_grammar_frees_its_schema_front_end_without_the_cyclic_collect
     finally:
         if enabled:
             gc.enable()
+
+
+def test_gotos_merged_as_states_are_built_equal_gotos_packed_at_once():
+    # the lazy table adds each built state's gotos to the packed table (merge_goto, copying
+    # the old entries around them); oracle: pack_goto over every entry at once
+    from gramalign.grammar.lalr_kernels import merge_goto, pack_goto
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n_states = int(rng.integers(1, 300))
+        rows = [[(int(s), int(x), int(rng.integers(0, n_states))) for x in rng.choice(50, size=int(rng.integers(0, 4)),
+                                                                                      replace=False)]
+                for s in rng.permutation(n_states)]  # each state's gotos, states in the order built
+        packed = pack_goto(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 1)
+        cap, done = 1, 0
+        while done < len(rows):  # a few states at a time, the room growing as states come
+            upto = done + int(rng.integers(1, 6))
+            batch = np.array([e for row in rows[done:upto] for e in row], dtype=np.int64).reshape(-1, 3)
+            cap = max(cap, 1 + int(batch[:, 0].max(initial=0)), int(rng.integers(1, 2 * n_states)))
+            packed = merge_goto(packed, batch[:, 0], batch[:, 1], batch[:, 2], cap)
+            done = upto
+            whole = np.array([e for row in rows[:done] for e in row], dtype=np.int64).reshape(-1, 3)
+            assert np.array_equal(packed, pack_goto(whole[:, 0], whole[:, 1], whole[:, 2], cap))

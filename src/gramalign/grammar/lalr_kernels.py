@@ -616,6 +616,50 @@ def pack_goto(sources, symbols, targets, n_states):
     return packed
 
 
+@kernel
+def merge_goto(packed, sources, symbols, targets, n_states):
+    """``packed`` (:func:`pack_goto`'s layout, no fork lists) with the entries ``(sources[k],
+    symbols[k]) -> targets[k]`` added, over ``n_states`` states (at least ``packed``'s). A
+    state's entries come all at once (a lazily built state's row), so a state with new
+    entries has none in ``packed``: the old entries are copied in runs around the new ones'
+    places, not sorted again (a large schema's lazy table repacked 10^5 entries per build)."""
+    old_states = packed[0]
+    n_old = packed[1 + old_states]
+    k = sources.shape[0]
+    n = n_old + k
+    out = np.empty(2 + n_states + 2 * n, dtype=np.int32)
+    out[0] = n_states
+    keys = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        keys[j] = (np.int64(sources[j]) << 32) + symbols[j]
+    order = np.argsort(keys)
+    j = 0
+    for s in range(n_states + 1):  # offsets: the old ones, shifted by the new entries before
+        while j < k and sources[order[j]] < s:
+            j += 1
+        out[1 + s] = (packed[1 + s] if s <= old_states else n_old) + j
+    old_symbols, old_targets = 2 + old_states, 2 + old_states + n_old
+    new_symbols, new_targets = 2 + n_states, 2 + n_states + n
+    copied = 0  # old entries copied so far
+    j = 0
+    while True:
+        upto = n_old
+        if j < k:
+            s = sources[order[j]]
+            upto = packed[1 + s] if s <= old_states else n_old
+        for i in range(copied, upto):
+            out[new_symbols + i + j] = packed[old_symbols + i]
+            out[new_targets + i + j] = packed[old_targets + i]
+        copied = upto
+        if j == k:
+            break
+        while j < k and sources[order[j]] == s:
+            out[new_symbols + copied + j] = symbols[order[j]]
+            out[new_targets + copied + j] = targets[order[j]]
+            j += 1
+    return out
+
+
 @kernel(inline="always")
 def goto_of(goto, state, symbol):
     """The state after reducing to nonterminal ``symbol`` in ``state``, -1 if undefined."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import GramalignError, GrammarError, SchemaCompileError
 from .lalr import ACCEPT
-from .lalr_kernels import UNBUILT, pack_goto
+from .lalr_kernels import UNBUILT, merge_goto, pack_goto
 from .lexer_lazy import GROWTH, LazyLexer
 from .lr0_lazy import LazyLR0
 from .parser_tables import (COUNTED, COUNTED_BOUNDS, LOOKAHEAD_STATE, MAX_COUNT, NEEDS_TEXT, OWN_LONGEST,
@@ -223,9 +223,11 @@ class LazyParserTables:
         return found
 
     def _pack_gotos(self) -> None:
+        """The packed goto table with the entries added since the last, over every state
+        there is room for (the first call: none yet)."""
+        new = self._gotos[max(0, self._gotos_packed):self._num_gotos]
         self._gotos_packed = self._num_gotos
-        gotos = self._gotos[:self._num_gotos]
-        self.goto = pack_goto(gotos[:, 0], gotos[:, 1], gotos[:, 2], self._states_cap)
+        self.goto = merge_goto(self.goto, new[:, 0], new[:, 1], new[:, 2], self._states_cap)
         self.version += 1
 
     def _terminal_column(self, name: str) -> int:
