@@ -12,6 +12,7 @@ import random
 import re
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from gramalign.grammar.json_schema.numbers import all_numbers, bounded, integers, multiple_of, number_literal
@@ -71,6 +72,48 @@ def test_length_counts_code_points():
     for _ in range(500):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 5)))
         assert dfa.matches(text.encode()) == (2 <= len(text) <= 3)
+
+
+@pytest.mark.parametrize("minimum, maximum", [(0, 0), (0, 1), (1, 1), (2, 3), (0, 9), (4, 4), (1, None), (2, None),
+                                              (5, None), (3, 70)])
+def test_length_automaton_is_the_code_point_chain_encoded(minimum, maximum):
+    # laid out directly; oracle: the chain of code points as an NFA, determinised and
+    # encoded in UTF-8 (the construction it replaces), state for state; and Python's
+    # own UTF-8 on random strings and byte strings (invalid UTF-8, surrogates, overlongs)
+    from gramalign.grammar.automata.dfa import NFA, UNICODE_SCALARS, nfa_to_utf8_dfa
+
+    nfa = NFA()
+    top = minimum if maximum is None else maximum
+    states = [nfa.initial] + [nfa.add_state() for _ in range(top)]
+    nfa.accepting.update(states[minimum:])
+    for k in range(top):
+        nfa.add_edge(states[k], UNICODE_SCALARS, states[k + 1])
+    if maximum is None:
+        nfa.add_edge(states[top], UNICODE_SCALARS, states[top])
+    expected, dfa = nfa_to_utf8_dfa(nfa), length_dfa(minimum, maximum)
+    assert dfa.initial == expected.initial and np.array_equal(dfa.accepting, expected.accepting)
+    assert np.array_equal(dfa.transitions, expected.transitions) and dfa.digest == expected.digest
+    rng = random.Random(top)
+    alphabet = list(ALPHABET) + list("\u0080\u07ff\u0800\ud7ff\ue000\uffff\U00010000\U0010ffff")
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, top + 2)))
+        assert dfa.matches(text.encode()) == (minimum <= len(text) and (maximum is None or len(text) <= maximum))
+        data = bytes(rng.choice(b"a\x7f\x80\xbf\xc0\xc1\xc2\xdf\xe0\xed\xa0\x9f\xf0\x90\xf4\x8f\xf5")
+                     for _ in range(rng.randint(0, 8)))
+        try:
+            decoded = data.decode("utf-8")
+        except UnicodeDecodeError:
+            decoded = None
+        assert dfa.matches(data) == (decoded is not None and minimum <= len(decoded)
+                                     and (maximum is None or len(decoded) <= maximum)), data
+
+
+def test_a_length_automaton_past_the_state_limit_is_refused():
+    from gramalign.grammar.automata.dfa import StateLimitError
+
+    with pytest.raises(StateLimitError, match="max_states=80"):
+        length_dfa(0, 10, max_states=80)
+    assert length_dfa(0, 9, max_states=80).num_states == 73
 
 
 def _spellings(rng: random.Random) -> list[str]:

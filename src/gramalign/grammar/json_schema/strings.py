@@ -64,16 +64,38 @@ their minimal spellings are then those of any string minus the quoted names."""
 
 @functools.lru_cache(maxsize=256)
 def length_dfa(minimum: int, maximum: int | None, *, max_states: int = MAX_STATES) -> ByteDFA:
-    """Strings of ``minimum`` to ``maximum`` code points (no upper bound when None)."""
-    nfa = NFA(max_states=max_states)
+    """Strings of ``minimum`` to ``maximum`` code points (no upper bound when None).
+
+    Laid out directly, as the minimal UTF-8 automaton of that code point chain numbers its
+    states (determinising the chain and encoding it took 60 ms for ``maxLength: 1000``, in
+    a lazily built schema's mask): the chain's boundaries first, then per boundary the
+    states inside a code point, by the bytes still to come and what they may be."""
     top = minimum if maximum is None else maximum
-    states = [nfa.initial] + [nfa.add_state() for _ in range(top)]
-    nfa.accepting.update(states[minimum:])
-    for k in range(top):
-        nfa.add_edge(states[k], UNICODE_SCALARS, states[k + 1])
-    if maximum is None:
-        nfa.add_edge(states[top], UNICODE_SCALARS, states[top])
-    return nfa_to_utf8_dfa(nfa, max_states=max_states)
+    n = 8 * top + 1  # (an unbounded last boundary shares its code points' inner states with the one before)
+    if n > max_states:
+        raise StateLimitError(f"the UTF-8 byte DFA needs more than max_states={max_states} states")
+    table = np.full((n, 256), DEAD, dtype=np.int32)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[minimum:top + 1] = True
+    boundary = np.arange(top)
+    after = (boundary + 1).astype(np.int32)[:, None]
+    one, two, e0, ed, three, f0, f4 = ((top + 1 + 7 * boundary + i).astype(np.int32)[:, None] for i in range(7))
+    table[boundary, 0x00:0x80] = after
+    table[boundary, 0xC2:0xE0] = one
+    table[boundary, 0xE0:0xE1] = e0  # then A0-BF: no overlong form
+    table[boundary, 0xE1:0xED] = two
+    table[boundary, 0xED:0xEE] = ed  # then 80-9F: no surrogate
+    table[boundary, 0xEE:0xF0] = two
+    table[boundary, 0xF0:0xF1] = f0  # then 90-BF: no overlong form
+    table[boundary, 0xF1:0xF4] = three
+    table[boundary, 0xF4:0xF5] = f4  # then 80-8F: nothing past U+10FFFF
+    for inner, low, high, target in ((one, 0x80, 0xC0, after), (two, 0x80, 0xC0, one), (three, 0x80, 0xC0, two),
+                                     (e0, 0xA0, 0xC0, one), (ed, 0x80, 0xA0, one), (f0, 0x90, 0xC0, two),
+                                     (f4, 0x80, 0x90, two)):
+        table[inner[:, 0], low:high] = target
+    if maximum is None and top > 0:
+        table[top] = table[top - 1]  # more code points, each back to the last boundary
+    return ByteDFA(table, 0, accepting)
 
 
 def with_length(contents: ByteDFA, minimum: int, maximum: int | None, *, max_states: int = MAX_STATES) -> ByteDFA:
