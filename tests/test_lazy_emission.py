@@ -259,6 +259,27 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "string", "anyOf": [{"type": "integer"}, {"not": {}}]},
     {"type": "string", "oneOf": [{"maxLength": 0}, {"maxLength": 0}]},
     {"type": "string", "format": "date", "pattern": "^x"},  # no date starts with x
+    {"type": "integer", "multipleOf": 0.5, "minimum": 0.1, "maximum": 0.9},
+    {"type": "number", "multipleOf": 3, "minimum": 4, "maximum": 5, "title": "none"},
+    {"type": "boolean", "enum": [1, "a", None]},
+    {"type": "integer", "const": 1.5},
+    {"const": "a", "enum": ["b"]},
+    {"type": ["string", "integer"], "minLength": 5, "maxLength": 2, "minimum": 3, "maximum": 2},
+]
+
+SHOWN_BY_KEYWORDS = [  # each shown from its keywords (a value of its type they leave), without its shape
+    {"type": "string", "minLength": 1, "maxLength": 40, "description": "x"},
+    {"type": "integer", "minimum": 0, "maximum": 100, "multipleOf": 5},
+    {"type": "number", "minimum": 0.25, "maximum": 0.35, "multipleOf": 0.1},
+    {"type": "integer", "minimum": 1.5, "maximum": 2.5},
+    {"type": "integer", "multipleOf": 0.75, "minimum": 2},
+    {"type": "array", "items": {"type": "string", "pattern": "^x"}, "maxItems": 3},
+    {"type": "object", "properties": {"a": {"not": {}}}, "additionalProperties": False},
+    {"enum": ["a", "b"], "type": "string"},
+    {"const": 5, "type": "integer"},
+    {"type": ["null", "string"], "pattern": "^a+$"},
+    {"type": "string", "_format": "date", "readonly": True, "maxLength": 10},
+    {"minLength": 3, "pattern": "^$"},  # null (no type)
 ]
 
 STRING_UNIONS = [  # each shown by one branch's shortest string, without the union's own shape
@@ -319,6 +340,22 @@ def test_value_rules_shown_to_derive_text_do_so(index):
                                      strict=False)
     root = next(iter(emitter._value_of_rule))
     assert not emitter.derives_text(root)  # its one member has no value
+
+
+@pytest.mark.parametrize("index", range(len(SHOWN_BY_KEYWORDS)))
+def test_a_value_left_by_its_keywords_is_shown_without_its_shape(index, monkeypatch):
+    from gramalign.grammar.json_schema import nonempty
+
+    def refused(*args):
+        raise AssertionError("the value's shape was read")
+
+    schema = {"type": "object", "properties": {"x": SHOWN_BY_KEYWORDS[index]}, "required": ["x"]}
+    emitter = lazy_json_schema_rules(schema, strict=False)
+    root = next(iter(emitter._value_of_rule))
+    monkeypatch.setattr(nonempty.NonEmptyValues, "_shape", refused)
+    assert emitter.derives_text(root)
+    monkeypatch.undo()
+    assert shortcut_verdicts(schema)[0] >= 2  # and the rule proof agrees with every value shown
 
 
 @pytest.mark.parametrize("index", range(len(STRING_UNIONS)))

@@ -22,11 +22,17 @@ shape.
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+from fractions import Fraction
+
 from ...errors import GramalignError
 from ..automata.dfa import ByteDFA
+from .keywords import draft_keywords
 from .resolve import escape_pointer
 from .shapes import ALL_NUMBERS, ArrayShape, ObjectShape, Ref, Shape, is_empty_dfa
-from .strings import CountedStrings, any_string_contents
+from .strings import MAX_COUNTED_LENGTH, CountedStrings, any_string_contents
+from .unique import value_key
 
 MAX_WITNESS_ITEMS = 4
 """Items an array witness may need (``minItems``) before the rule proof decides instead."""
@@ -38,6 +44,65 @@ _TYPES = _SCALARS | {"object", "array"}
 _OBJECT_KEYWORDS = frozenset(["type", "properties", "required", "additionalProperties"]) | _ANNOTATIONS
 _STRING_UNION_KEYWORDS = (_ANNOTATIONS - {"format"}) | {"type", "anyOf", "oneOf"}
 _PATTERN_FORMAT_KEYWORDS = _ANNOTATIONS | {"type", "pattern"}
+
+
+_BY_TYPE_KEYWORDS = frozenset(["type", "enum", "const", "minLength", "maxLength", "pattern", "format", "minimum",
+                                "maximum", "multipleOf", "items", "additionalItems", "prefixItems", "minItems",
+                                "maxItems", "uniqueItems", "contains", "properties", "patternProperties",
+                                "additionalProperties", "required", "minProperties", "maxProperties", "propertyNames",
+                                "dependencies", "dependentRequired", "dependentSchemas"])
+"""Keywords :meth:`NonEmptyValues._by_type` reads; with any other (applicators, ``not``,
+exclusive bounds, whose meaning changes between drafts) the shape decides."""
+
+
+def _of_type(value, types: list) -> bool:
+    """Is the JSON value ``value`` of one of ``types``?"""
+    if value is None:
+        return "null" in types
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, (int, float, Decimal)):
+        return "number" in types or ("integer" in types and value == int(value))
+    kinds = {str: "string", list: "array", dict: "object"}
+    return kinds.get(type(value)) in types
+
+
+def _some_length(minimum, maximum) -> bool:
+    """Is there a length from ``minimum`` to ``maximum`` (None: no bound) that strings are
+    counted up to (``strings.MAX_COUNTED_LENGTH``)?"""
+    if not _plain_count(minimum) or (maximum is not None and not _plain_count(maximum)):
+        return False
+    return minimum <= MAX_COUNTED_LENGTH and (maximum is None or minimum <= maximum)
+
+
+def _plain_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _some_number(keywords: dict, integer: bool) -> bool:
+    """Is there a number (an integer if ``integer``) from ``minimum`` to ``maximum`` that is a
+    multiple of ``multipleOf``? Exact, in rationals of the schema's decimal numbers."""
+    bounds = [keywords.get(k) for k in ("minimum", "maximum", "multipleOf")]
+    if not all(v is None or (isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)) for v in bounds):
+        return False
+    try:
+        low, high, step = (None if v is None else Fraction(str(v)) if isinstance(v, float) else Fraction(v)
+                           for v in bounds)
+    except (ValueError, OverflowError):  # (infinities are refused before: not shown here)
+        return False
+    if step is not None and step <= 0:
+        return False
+    if integer:  # the integer multiples of p/q are the multiples of p
+        step = Fraction(1) if step is None else Fraction(step.numerator)
+    if step is None:
+        return low is None or high is None or low <= high
+    if low is not None:
+        witness = math.ceil(low / step) * step
+    elif high is not None:
+        witness = math.floor(high / step) * step
+    else:
+        return True
+    return (low is None or low <= witness) and (high is None or witness <= high)
 
 
 def _contents(language) -> ByteDFA:
@@ -117,8 +182,10 @@ class NonEmptyValues:
         if isinstance(node, dict) and node.get("type") == "string" and "pattern" in node and "format" in node \
                 and node.keys() <= _PATTERN_FORMAT_KEYWORDS:
             return self._evaluator.pattern_and_format_allow_some(node, location)
-        if not isinstance(node, dict) or not node.keys() <= _OBJECT_KEYWORDS:
+        if not isinstance(node, dict):
             return None
+        if not node.keys() <= _OBJECT_KEYWORDS:
+            return self._by_type(node, location)
         types = node.get("type")
         if types is None:
             return True  # ``null`` is a value of every such schema (``required`` binds objects only)
@@ -147,6 +214,43 @@ class NonEmptyValues:
             if not self._ref(member, depth, busy):
                 return False  # its shape has these very members: asking it would walk them again
         return True
+
+    def _by_type(self, node: dict, location: str) -> "bool | None":
+        """A value of one of the ``type``s that its other keywords leave some value of:
+        ``null`` or a boolean whatever the keywords of other types say, a string between its
+        lengths, a number between its bounds (a multiple of ``multipleOf``), an empty array
+        or object; or an ``enum``/``const`` member of the type. Keywords a draft does not
+        define are annotations (``_format``, ``readonly``). None: not shown here."""
+        keywords = draft_keywords(node, self._evaluator.index.draft_at(location))
+        if not keywords.keys() <= _BY_TYPE_KEYWORDS:
+            return None
+        types = keywords.get("type", sorted(_TYPES))
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(types, list) or not types or not all(isinstance(t, str) and t in _TYPES for t in types):
+            return None
+        for keyword in ("enum", "const"):
+            if keyword in keywords:
+                values = keywords[keyword] if keyword == "enum" else [keywords[keyword]]
+                if not isinstance(values, list) or keywords.keys() - {"type", "enum", "const"}:
+                    return None
+                return any(_of_type(value, types) and all(value_key(value) == value_key(other) for other in
+                                                          ([keywords["const"]] if "const" in keywords else []))
+                           for value in values) or None
+        if "null" in types or "boolean" in types:
+            return True  # (every other keyword here constrains one other type)
+        if "string" in types and _some_length(keywords.get("minLength", 0), keywords.get("maxLength")) \
+                and not keywords.keys() & {"pattern", "format"}:
+            return True
+        if ("number" in types or "integer" in types) and _some_number(keywords, "integer" in types
+                                                                      and "number" not in types):
+            return True
+        if self._indent is not None:
+            return None  # containers: the shapes know max_depth
+        if "array" in types and not keywords.get("minItems", 0) and "contains" not in keywords:
+            return True
+        if "object" in types and not keywords.get("required") and not keywords.get("minProperties", 0):
+            return True
+        return None
 
     def _string_union(self, node: dict, location: str) -> "bool | None":
         """A string ``anyOf``/``oneOf`` (``format``s, patterns: host names or addresses) by a
