@@ -265,6 +265,9 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "integer", "const": 1.5},
     {"const": "a", "enum": ["b"]},
     {"type": ["string", "integer"], "minLength": 5, "maxLength": 2, "minimum": 3, "maximum": 2},
+    {"type": "array", "items": {"enum": [1]}, "minItems": 2, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "maxLength": 0}, "minItems": 3, "maxItems": 2},
+    {"anyOf": [{"type": "string", "minLength": 2, "maxLength": 1}, {"not": {}}], "description": "neither"},
 ]
 
 SHOWN_BY_KEYWORDS = [  # each shown from its keywords (a value of its type they leave), without its shape
@@ -280,6 +283,10 @@ SHOWN_BY_KEYWORDS = [  # each shown from its keywords (a value of its type they 
     {"type": ["null", "string"], "pattern": "^a+$"},
     {"type": "string", "_format": "date", "readonly": True, "maxLength": 10},
     {"minLength": 3, "pattern": "^$"},  # null (no type)
+    {"type": "array", "items": {"type": "integer", "minimum": 3}, "minItems": 2, "maxItems": 2},
+    {"anyOf": [{"type": "string", "pattern": "^a"}, {"type": "integer", "maximum": 3}], "title": "either"},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "x-kind": "k",
+     "definitions": {"unused": {"not": {}}}},
 ]
 
 STRING_UNIONS = [  # each shown by one branch's shortest string, without the union's own shape

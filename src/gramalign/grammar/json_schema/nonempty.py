@@ -143,7 +143,8 @@ class NonEmptyValues:
     def surely(self, ref: Ref, depth: int) -> bool:
         return self._ref(ref, depth, set())
 
-    def _ref(self, ref: Ref, depth: int, busy: set) -> bool:
+    def _ref(self, ref: Ref, depth: int, busy: set, shapes: bool = True) -> bool:
+        """``surely``, where ``shapes=False`` shows only what the keywords show."""
         key = (ref, depth if self._indent is not None else 0)
         if key in self._shown:
             return True
@@ -153,7 +154,7 @@ class NonEmptyValues:
         try:
             shown = self._schema(ref, depth, busy)
             if shown is None:
-                shown = self._shape(self._evaluator.shape(ref), depth, busy)
+                shown = shapes and self._shape(self._evaluator.shape(ref), depth, busy)
         except (GramalignError, RecursionError):  # the rule proof meets (and reports) the error
             shown = False
         finally:
@@ -184,8 +185,14 @@ class NonEmptyValues:
             return self._evaluator.pattern_and_format_allow_some(node, location)
         if not isinstance(node, dict):
             return None
+        node = draft_keywords(node, index.draft_at(location))  # (what the draft does not define is an annotation)
         if not node.keys() <= _OBJECT_KEYWORDS:
-            return self._by_type(node, location)
+            if node.keys() == {"anyOf"} and isinstance(node["anyOf"], list):  # a value of one branch,
+                branches = [frozenset([f"{location}/anyOf/{i}"]) for i in range(len(node["anyOf"]))]
+                # one shown by its keywords first, then by shapes
+                return any(self._ref(b, depth, busy, shapes=False) for b in branches) or any(
+                    self._ref(b, depth, busy) for b in branches) or None
+            return self._by_type(node, location, depth, busy)
         types = node.get("type")
         if types is None:
             return True  # ``null`` is a value of every such schema (``required`` binds objects only)
@@ -215,13 +222,13 @@ class NonEmptyValues:
                 return False  # its shape has these very members: asking it would walk them again
         return True
 
-    def _by_type(self, node: dict, location: str) -> "bool | None":
+    def _by_type(self, keywords: dict, location: str, depth: int, busy: set) -> "bool | None":
         """A value of one of the ``type``s that its other keywords leave some value of:
         ``null`` or a boolean whatever the keywords of other types say, a string between its
         lengths, a number between its bounds (a multiple of ``multipleOf``), an empty array
-        or object; or an ``enum``/``const`` member of the type. Keywords a draft does not
-        define are annotations (``_format``, ``readonly``). None: not shown here."""
-        keywords = draft_keywords(node, self._evaluator.index.draft_at(location))
+        or object, an array of ``minItems`` copies of a value of ``items``; or an ``enum``/
+        ``const`` member of the type. ``keywords``: those the draft defines (``_format``,
+        ``readonly`` are annotations). None: not shown here."""
         if not keywords.keys() <= _BY_TYPE_KEYWORDS:
             return None
         types = keywords.get("type", sorted(_TYPES))
@@ -246,8 +253,15 @@ class NonEmptyValues:
             return True
         if self._indent is not None:
             return None  # containers: the shapes know max_depth
-        if "array" in types and not keywords.get("minItems", 0) and "contains" not in keywords:
-            return True
+        if "array" in types and "contains" not in keywords:
+            count = keywords.get("minItems", 0)
+            if not count:
+                return True
+            if _plain_count(count) and count <= MAX_WITNESS_ITEMS and count <= keywords.get("maxItems", count) \
+                    and isinstance(keywords.get("items"), (dict, bool)) and "prefixItems" not in keywords \
+                    and (count == 1 or keywords.get("uniqueItems") is not True) \
+                    and self._ref(frozenset([f"{location}/items"]), depth, busy):
+                return True
         if "object" in types and not keywords.get("required") and not keywords.get("minProperties", 0):
             return True
         return None
