@@ -330,6 +330,7 @@ class Emitter:
         keys = [self._name_terminal(name) for name in shape.names]
         extras = [(self._key_terminal(contents), value) for contents, value in shape.extras]
         names: dict = {}
+        last_required = max((k for k, name in enumerate(shape.names) if name in shape.required), default=-1)
 
         def next_count(count: int) -> int | None:
             if not counting:
@@ -342,8 +343,7 @@ class Emitter:
             name = self._later(names, (position, first, count), "members",
                                lambda: chain_alternatives(position, first, count))
             # every name left optional and enough written: skip them all and close
-            self._closes.setdefault(name, lambda: count >= shape.min_properties and not any(
-                shape.names[k] in shape.required for k in range(position, n)))
+            self._closes.setdefault(name, lambda: count >= shape.min_properties and position > last_required)
             return name
 
         inner = self._nested(depth)
