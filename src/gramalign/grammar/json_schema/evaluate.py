@@ -83,6 +83,7 @@ class Evaluator:
         self.approximate = approximate
         self.track_evaluated = track_evaluated
         self._shapes: dict[Ref, Shape] = {}
+        self._chain_ends: dict[str, str] = {}
         self._in_progress: set = set()
 
     # ------------------------------------------------------------------ references
@@ -160,7 +161,12 @@ class Evaluator:
 
     def end_of_ref_chain(self, pointer: str) -> str:
         """Follow schemas that are nothing but a ``$ref`` (and annotations) without recursing,
-        so a chain of thousands of plain references is as cheap as its last target."""
+        so a chain of thousands of plain references is as cheap as its last target (kept:
+        the members of a wide object that refer to one definition each ask it)."""
+        found = self._chain_ends.get(pointer)
+        if found is not None:
+            return found
+        start = pointer
         seen = {pointer}
         node = self.index.node(pointer)
         while isinstance(node, dict) and isinstance(node.get("$ref"), str) and (
@@ -171,6 +177,7 @@ class Evaluator:
                                          "comes back to itself)", min(seen, key=len))
             seen.add(pointer)
             node = self.index.node(pointer)
+        self._chain_ends[start] = pointer
         return pointer
 
     def _shape_of_keywords(self, node: dict, pointer: str) -> Shape:

@@ -144,7 +144,16 @@ class NonEmptyValues:
         return self._ref(ref, depth, set())
 
     def _ref(self, ref: Ref, depth: int, busy: set, shapes: bool = True) -> bool:
-        """``surely``, where ``shapes=False`` shows only what the keywords show."""
+        """``surely``, where ``shapes=False`` shows only what the keywords show. A reference
+        is read at the end of its chain of plain ``$ref``s: the members of a wide object that
+        all refer to one definition are one question (eslintrc's 258 rules: 54 ms)."""
+        if len(ref) == 1:
+            (location,) = ref
+            if isinstance(location, str):
+                try:
+                    ref = frozenset([self._evaluator.end_of_ref_chain(self._evaluator.index.normalize(location))])
+                except (GramalignError, RecursionError):
+                    return False
         key = (ref, depth if self._indent is not None else 0)
         if key in self._shown:
             return True
