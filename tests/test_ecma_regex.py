@@ -447,3 +447,26 @@ def test_lenient_escapes_read_punctuation_literally(pattern: str) -> None:
         assert dfa.matches(text.encode()) == (re.search(pattern, text) is not None), text
     with pytest.raises(RegexError):
         ecma_pattern_dfa(r"\q", lenient_escapes=True)  # letters stay errors: \q means nothing
+
+
+EMPTY_PATTERNS = ["^a$b", "[]", "a^", "$b", "\\bx\\B\\b", "^(?:a$)b", "[^\\s\\S]", "\\ud800", "[\\ud800-\\udfff]",
+                  "^\\ud83d$", "(?:$a|b^)"]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_matches_some_is_the_automatons_emptiness(seed: int) -> None:
+    # ecma_pattern_matches_some searches the pattern's NFA (no determinisation); oracle: the
+    # automaton ecma_pattern_dfa builds is empty exactly when no string matches
+    from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_matches_some
+
+    generator = PatternGenerator(10 + seed)
+    patterns = [generator.disjunction(0).ecma for _ in range(120)] + EMPTY_PATTERNS + ["^$", "\\b", "(?:a|$)"]
+    empty = 0
+    for pattern in patterns:
+        dfa = ecma_pattern_dfa(pattern)
+        has_some = dfa.num_states > 0 and dfa.initial != DEAD
+        assert ecma_pattern_matches_some(pattern) == has_some, pattern
+        empty += not has_some
+    assert empty >= len(EMPTY_PATTERNS)
+    with pytest.raises(RegexError):
+        ecma_pattern_matches_some("(?=a)b")

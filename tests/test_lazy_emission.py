@@ -268,6 +268,7 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "array", "items": {"enum": [1]}, "minItems": 2, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "maxLength": 0}, "minItems": 3, "maxItems": 2},
     {"anyOf": [{"type": "string", "minLength": 2, "maxLength": 1}, {"not": {}}], "description": "neither"},
+    {"type": "string", "pattern": "^a$b"},
 ]
 
 SHOWN_BY_KEYWORDS = [  # each shown from its keywords (a value of its type they leave), without its shape
@@ -283,6 +284,7 @@ SHOWN_BY_KEYWORDS = [  # each shown from its keywords (a value of its type they 
     {"type": ["null", "string"], "pattern": "^a+$"},
     {"type": "string", "_format": "date", "readonly": True, "maxLength": 10},
     {"minLength": 3, "pattern": "^$"},  # null (no type)
+    {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{1,6}$", "description": "a code"},
     {"type": "array", "items": {"type": "integer", "minimum": 3}, "minItems": 2, "maxItems": 2},
     {"anyOf": [{"type": "string", "pattern": "^a"}, {"type": "integer", "maximum": 3}], "title": "either"},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "x-kind": "k",

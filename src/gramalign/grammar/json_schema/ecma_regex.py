@@ -770,6 +770,42 @@ def ecma_pattern_dfa(pattern: str, *, max_states: int = 50_000, lenient_escapes:
 
 
 @functools.lru_cache(maxsize=1024)
+def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) -> bool:
+    """Does some string match ``pattern`` (as :func:`ecma_pattern_dfa` reads it)? A path to
+    acceptance in its search NFA, over edges with a code point UTF-8 can encode (not a lone
+    surrogate): no determinisation, which costs milliseconds in Python, where a parent
+    proving that its members have values asks this of every member. Raises RegexError as
+    :func:`ecma_pattern_dfa` does for what it refuses (syntax, lookarounds, NFA size); a
+    pattern whose DFA is too large can still be shown to match.
+
+    >>> ecma_pattern_matches_some("^[a-z]+@x$"), ecma_pattern_matches_some("^a$b")
+    (True, False)
+    """
+    try:
+        nfa = _search_nfa(_Parser(pattern, lenient_escapes).parse())
+    except StateLimitError:
+        raise RegexError(f"pattern too large: its NFA needs more than {MAX_NFA_STATES} states", pattern) from None
+    except RecursionError:
+        raise RegexError("pattern nested too deeply", pattern) from None
+    encodable = [any(lo < 0xD800 or hi > 0xDFFF for lo, hi in label) for label in nfa.labels]
+    seen = {nfa.initial}
+    stack = [nfa.initial]
+    while stack:
+        q = stack.pop()
+        if q in nfa.accepting:
+            return True
+        for target in nfa.epsilon[q]:
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+        for label, target in nfa.edges[q]:
+            if encodable[label] and target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
 def _cached_pattern_dfa(pattern: str, max_states: int, lenient_escapes: bool) -> ByteDFA:
     try:
         nfa = _search_nfa(_Parser(pattern, lenient_escapes).parse())

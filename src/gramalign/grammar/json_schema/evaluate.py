@@ -446,6 +446,19 @@ class Evaluator:
             where = "" if exc.position is None else f" at position {exc.position}"
             raise SchemaCompileError(f"pattern {pattern!r}: {exc.message}{where}", pointer, keyword) from None
 
+    def pattern_allows_some(self, pattern) -> "bool | None":
+        """Does some string match ``pattern``, shown without its automaton
+        (``ecma_regex.ecma_pattern_matches_some``)? None where the pattern is refused: its
+        shape reports that, with the place."""
+        from .ecma_regex import ecma_pattern_matches_some
+
+        if not isinstance(pattern, str):
+            return None
+        try:
+            return ecma_pattern_matches_some(pattern, lenient_escapes=True)
+        except RegexError:
+            return None
+
     def pattern_and_format_allow_some(self, node: dict, pointer: str) -> "bool | None":
         """Does a string schema's ``pattern`` with its ``format`` (no lengths) allow some
         string? Decided by a shortest string of both, without their product automaton (a

@@ -55,6 +55,9 @@ _BY_TYPE_KEYWORDS = frozenset(["type", "enum", "const", "minLength", "maxLength"
 exclusive bounds, whose meaning changes between drafts) the shape decides."""
 
 
+_STRING_KEYWORDS = frozenset(["minLength", "maxLength", "pattern", "format"])
+
+
 def _of_type(value, types: list) -> bool:
     """Is the JSON value ``value`` of one of ``types``?"""
     if value is None:
@@ -234,7 +237,7 @@ class NonEmptyValues:
     def _by_type(self, keywords: dict, location: str, depth: int, busy: set) -> "bool | None":
         """A value of one of the ``type``s that its other keywords leave some value of:
         ``null`` or a boolean whatever the keywords of other types say, a string between its
-        lengths, a number between its bounds (a multiple of ``multipleOf``), an empty array
+        lengths or of its ``pattern`` alone, a number between its bounds (a multiple of ``multipleOf``), an empty array
         or object, an array of ``minItems`` copies of a value of ``items``; or an ``enum``/
         ``const`` member of the type. ``keywords``: those the draft defines (``_format``,
         ``readonly`` are annotations). None: not shown here."""
@@ -254,9 +257,13 @@ class NonEmptyValues:
                            for value in values) or None
         if "null" in types or "boolean" in types:
             return True  # (every other keyword here constrains one other type)
-        if "string" in types and _some_length(keywords.get("minLength", 0), keywords.get("maxLength")) \
-                and not keywords.keys() & {"pattern", "format"}:
-            return True
+        if "string" in types:
+            strings = keywords.keys() & _STRING_KEYWORDS
+            if not strings - {"minLength", "maxLength"} and _some_length(keywords.get("minLength", 0),
+                                                                         keywords.get("maxLength")):
+                return True
+            if strings == {"pattern"} and self._evaluator.pattern_allows_some(keywords["pattern"]):
+                return True
         if ("number" in types or "integer" in types) and _some_number(keywords, "integer" in types
                                                                       and "number" not in types):
             return True
