@@ -400,3 +400,27 @@ def test_shortcut_against_the_rule_proof_on_random_and_maskbench_schemas():
     shown, total, closing, states = counts
     assert total > 300 and shown > total / 2  # the shortcut shows most values, and only true ones
     assert states > 300 and states / 4 < closing < states  # and container states that can close
+
+
+def test_a_member_of_several_schemas_of_which_one_asserts_is_shown_by_that_one(monkeypatch):
+    # x's value is met from two places, one of them only an annotation: x is shown by the
+    # other's keywords, without the meet's shape (the root's own shape is read: its allOf)
+    from gramalign.grammar.json_schema import nonempty
+
+    schema = {"type": "object", "allOf": [{"properties": {"x": {"description": "d"}}},
+                                          {"properties": {"x": {"type": "integer", "minimum": 2}}}],
+              "required": ["x"]}
+    emitter = lazy_json_schema_rules(schema, strict=False)
+    root = next(iter(emitter._value_of_rule))
+    original = nonempty.NonEmptyValues._shape
+    members = []
+
+    def shape(self, shape, depth, busy):
+        members.append(shape)
+        return original(self, shape, depth, busy)
+
+    monkeypatch.setattr(nonempty.NonEmptyValues, "_shape", shape)
+    assert emitter.derives_text(root)
+    assert len(members) == 1  # the root's, not x's
+    monkeypatch.undo()
+    assert shortcut_verdicts(schema)[0] >= 2

@@ -179,12 +179,12 @@ class NonEmptyValues:
         """Shown from the subschema's keywords alone (a format's strings, a scalar type, a
         value of no ``type``: ``null``; an object of plain required members); None: its
         shape decides. (``format`` allows some string of every type it applies to.)"""
+        index = self._evaluator.index
         if len(ref) != 1:
-            return None
+            return self._meet(ref, depth, busy)
         (location,) = ref
         if not isinstance(location, str):
             return None
-        index = self._evaluator.index
         location = self._evaluator.end_of_ref_chain(index.normalize(location))
         node = index.node(location)
         if node is True or node == {}:
@@ -214,7 +214,7 @@ class NonEmptyValues:
         if not _SCALARS.isdisjoint(types):
             return True
         if types != ["object"] or self._indent is not None:
-            return None
+            return self._by_type(node, location, depth, busy)  # (an array's [])
         properties, required = node.get("properties", {}), node.get("required", [])
         additional = node.get("additionalProperties", True)
         if not isinstance(properties, dict) or not isinstance(required, list):
@@ -233,6 +233,24 @@ class NonEmptyValues:
             if not self._ref(member, depth, busy):
                 return False  # its shape has these very members: asking it would walk them again
         return True
+
+    def _meet(self, ref: Ref, depth: int, busy: set) -> "bool | None":
+        """The values of several subschemas at once (an ``allOf``, a property's schemas from
+        several places) where all but one assert nothing (no keyword the draft defines): that
+        one's. None otherwise."""
+        index = self._evaluator.index
+        asserting = []
+        for literal in ref:
+            if not isinstance(literal, str):
+                return None
+            location = self._evaluator.end_of_ref_chain(index.normalize(literal))
+            node = index.node(location)
+            if node is True or (isinstance(node, dict) and not draft_keywords(node, index.draft_at(location))):
+                continue
+            asserting.append(location)
+        if len(asserting) > 1:
+            return None
+        return True if not asserting else self._ref(frozenset(asserting), depth, busy)
 
     def _by_type(self, keywords: dict, location: str, depth: int, busy: set) -> "bool | None":
         """A value of one of the ``type``s that its other keywords leave some value of:
