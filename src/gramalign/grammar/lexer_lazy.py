@@ -31,16 +31,22 @@ from .limits import active_limits
 
 
 GROWTH = 4
-"""Factor by which the lexer's arrays grow past :data:`RESERVED_ROWS` (and the parser tables'
-per-lexer-state arrays always). A growth copies the rows there are, in whichever mask first
-needs the room: by four, about a third of the copying that doubling does."""
+"""Factor by which the lexer's arrays grow below :data:`SMALL_ROWS` and past
+:data:`RESERVED_ROWS` (and the parser tables' per-lexer-state arrays always). A growth copies
+the rows there are, in whichever mask first needs the room: by four, about a third of the
+copying that doubling does."""
+
+SMALL_ROWS = 1 << 11
+"""Rows up to which the lexer's arrays are plain arrays grown by :data:`GROWTH` (copies of
+at most 2 MiB; most schemas' lexers stay below: a reservation, mapped and unmapped, costs
+~0.1 ms of their first mask)."""
 
 RESERVED_ROWS = 1 << 18
-"""Rows (up to ``max_states``) the lexer's arrays reserve when they first outgrow their first
-64: address space, not memory (an anonymous mapping takes a page only when a row on it is
-first written), so the lexer never copies its rows again below this. Growing by copying, a
-lexer that reached a format's block (11k states of ``date-time``, 1 KiB each) copied 11-45
-MB in the mask that needed the room: 3-30 ms."""
+"""Rows (up to ``max_states``) the lexer's arrays reserve when they outgrow
+:data:`SMALL_ROWS`: address space, not memory (an anonymous mapping takes a page only when
+a row on it is first written), so the lexer never copies its rows again below this. Growing
+by copying, a lexer that reached a format's block (11k states of ``date-time``, 1 KiB each)
+copied 11-45 MB in the mask that needed the room: 3-30 ms."""
 
 SMALL_DFA = 64
 """A terminal automaton of at most this many states is read as its byte table; a larger one
@@ -122,13 +128,16 @@ class LazyLexer:
         capacity = self._transitions.shape[0]
         if needed <= capacity:
             return
-        reserved = min(self.max_states, RESERVED_ROWS)
-        capacity = max(needed, reserved if capacity < reserved else GROWTH * capacity)
+        if needed <= SMALL_ROWS:
+            capacity, reserve = min(SMALL_ROWS, max(needed, GROWTH * capacity)), False
+        else:
+            reserved = min(self.max_states, RESERVED_ROWS)
+            capacity, reserve = max(needed, reserved if capacity < reserved else GROWTH * capacity), True
         used = self.num_states
-        self._transitions = _grown(self._transitions, capacity, used)
-        self._accept = _grown(self._accept, capacity, used)
-        self._alive = _grown(self._alive, capacity, used)
-        self._is_start = _grown(self._is_start, capacity, used)
+        self._transitions = _grown(self._transitions, capacity, used, reserve)
+        self._accept = _grown(self._accept, capacity, used, reserve)
+        self._alive = _grown(self._alive, capacity, used, reserve)
+        self._is_start = _grown(self._is_start, capacity, used, reserve)
 
     def add_start(self, terminals) -> int:
         """The start state of the candidate set ``terminals`` (indices), built on first call:
@@ -210,15 +219,17 @@ class LazyLexer:
         return self._byte_class, self._representative
 
 
-def _grown(array: np.ndarray, rows: int, used: int) -> np.ndarray:
-    """``array`` with room for ``rows`` rows (zeros), its first ``used`` copied."""
-    grown = reserved_zeros((rows,) + array.shape[1:], array.dtype)
+def _grown(array: np.ndarray, rows: int, used: int, reserve: bool = False) -> np.ndarray:
+    """``array`` with room for ``rows`` rows (zeros; ``reserve``: in address space, see
+    :func:`reserved_zeros`), its first ``used`` copied."""
+    shape = (rows,) + array.shape[1:]
+    grown = reserved_zeros(shape, array.dtype) if reserve else np.zeros(shape, array.dtype)
     grown[:used] = array[:used]
     return grown
 
 
 def _widened(bits: np.ndarray, words: int, used: int) -> np.ndarray:
-    wider = reserved_zeros((bits.shape[0], words), bits.dtype)
+    wider = (reserved_zeros if bits.shape[0] > SMALL_ROWS else np.zeros)((bits.shape[0], words), bits.dtype)
     wider[:used, :bits.shape[1]] = bits[:used]
     return wider
 
