@@ -769,6 +769,16 @@ def ecma_pattern_dfa(pattern: str, *, max_states: int = 50_000, lenient_escapes:
     return _cached_pattern_dfa(pattern, int(max_states), bool(lenient_escapes))
 
 
+def _pattern_nfa(pattern: str, lenient_escapes: bool) -> NFA:
+    """The search NFA of ``pattern``; RegexError for what it refuses and what is too large."""
+    try:
+        return _search_nfa(_Parser(pattern, lenient_escapes).parse())
+    except StateLimitError:
+        raise RegexError(f"pattern too large: its NFA needs more than {MAX_NFA_STATES} states", pattern) from None
+    except RecursionError:
+        raise RegexError("pattern nested too deeply", pattern) from None
+
+
 @functools.lru_cache(maxsize=1024)
 def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) -> bool:
     """Does some string match ``pattern`` (as :func:`ecma_pattern_dfa` reads it)? A path to
@@ -781,12 +791,7 @@ def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) ->
     >>> ecma_pattern_matches_some("^[a-z]+@x$"), ecma_pattern_matches_some("^a$b")
     (True, False)
     """
-    try:
-        nfa = _search_nfa(_Parser(pattern, lenient_escapes).parse())
-    except StateLimitError:
-        raise RegexError(f"pattern too large: its NFA needs more than {MAX_NFA_STATES} states", pattern) from None
-    except RecursionError:
-        raise RegexError("pattern nested too deeply", pattern) from None
+    nfa = _pattern_nfa(pattern, lenient_escapes)
     encodable = [any(lo < 0xD800 or hi > 0xDFFF for lo, hi in label) for label in nfa.labels]
     seen = {nfa.initial}
     stack = [nfa.initial]
@@ -807,12 +812,7 @@ def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) ->
 
 @functools.lru_cache(maxsize=1024)
 def _cached_pattern_dfa(pattern: str, max_states: int, lenient_escapes: bool) -> ByteDFA:
-    try:
-        nfa = _search_nfa(_Parser(pattern, lenient_escapes).parse())
-    except StateLimitError:
-        raise RegexError(f"pattern too large: its NFA needs more than {MAX_NFA_STATES} states", pattern) from None
-    except RecursionError:
-        raise RegexError("pattern nested too deeply", pattern) from None
+    nfa = _pattern_nfa(pattern, lenient_escapes)
     # Subset construction costs about (DFA states) x (NFA states per DFA state): with
     # unanchored search, a{30000} keeps 30000 threads alive, so bound the product too.
     widest = _widest_subset(nfa)
