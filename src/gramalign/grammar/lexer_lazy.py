@@ -236,7 +236,7 @@ def _widened(bits: np.ndarray, words: int, used: int) -> np.ndarray:
 
 def reserved_zeros(shape: tuple, dtype) -> np.ndarray:
     """A zero array whose memory is taken as it is first written: an anonymous private
-    mapping, in pages of 4 KiB for its first 2 MiB (a small lexer's rows) and huge pages past
+    mapping, in pages of 4 KiB for its first 2 MiB (the rows copied in) and huge pages past
     them (where a format's block lands: half the page faults' time). Unmapped when the last
     view of it goes. np.zeros for a small array, and where there is no such mapping
     (Windows) or no address space left."""
