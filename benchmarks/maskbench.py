@@ -139,6 +139,7 @@ class Engine:
 
 class Gramalign(Engine):
     name = "gramalign"
+    lazy_kernels = False
 
     def __init__(self, tokenizer):
         super().__init__(tokenizer)
@@ -150,7 +151,7 @@ class Gramalign(Engine):
         # cache) once per process, as a server does at start; then freeze what is alive, as
         # docs/serving.md asks of a long-lived process (numba's own objects, ~100k, made each
         # generation-2 collection of this worker 50-180 ms, half of them inside a mask).
-        ga.warm_up(self.vocab)
+        ga.warm_up(self.vocab, lazy=self.lazy_kernels)
         ga.freeze_gc()
 
     def compile(self, schema):
@@ -174,6 +175,8 @@ class GramalignLazy(Gramalign):
     goes (grammar/parser_tables_lazy.py; not yet what ``ga.compile`` does, issue 35)."""
 
     name = "gramalign-lazy"
+
+    lazy_kernels = True  # (warm_up loads the lazy tables' kernels too)
 
     def compile(self, schema):
         from gramalign.grammar.json_schema import lazy_json_schema_rules
