@@ -385,6 +385,61 @@ def test_string_unions_are_shown_by_a_string_of_one_branch(index, monkeypatch):
     assert shortcut_verdicts(schema)[0] >= 2  # and the rule proof agrees with every value shown
 
 
+def _wide_branch(required: str, **more) -> dict:
+    return {"type": "object", "properties": {f"p{k}": {"type": "string"} for k in range(12)}, "required": [required],
+            **more}
+
+
+OBJECT_UNIONS = [  # unions whose member states are shown by one alternative's required members
+    {"anyOf": [_wide_branch("p11"), _wide_branch("p10")]},
+    # dead ends among the alternatives: a required member with no value, counts that cannot be met
+    {"anyOf": [{"type": "object", "properties": {"a": {"not": {}}, "b": {"type": "string"}}, "required": ["a"]},
+               _wide_branch("p3", maxProperties=0), _wide_branch("p2", minProperties=3, additionalProperties=False),
+               _wide_branch("p5", maxProperties=2)]},
+    # a key named by one alternative only: its value competes with the other's extra keys,
+    # which take every object (objects read by one union tagged by the refs they satisfy)
+    {"anyOf": [{"type": "object", "properties": {"k": {"type": "object", "properties": {
+        f"q{j}": {"type": "integer"} for j in range(4)}, "required": ["q3"]}, "n": {"type": "null"}}},
+        {"type": "object", "properties": {"n": {"type": "null"}}, "maxProperties": 3}]},
+    {"oneOf": [{"type": "object", "properties": {"k": {"type": "object", "properties": {
+        "a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}}, "required": ["k"]},
+        {"type": "object", "properties": {"m": {"type": "boolean"}}, "additionalProperties": {"type": "object"}}]},
+]
+
+
+@pytest.mark.parametrize("order", ["any", "schema"])
+@pytest.mark.parametrize("index", range(len(OBJECT_UNIONS)))
+def test_object_union_states_are_shown_by_required_members(index, order):
+    schema = OBJECT_UNIONS[index]
+    value_rules, _, shown, states = shortcut_verdicts(schema, property_order=order)  # each one shown is productive
+    assert states > 4 and shown > states / 3
+    assert assert_same_language(schema, index, 20) == 20  # (schema order: the eager grammar's)
+
+
+def test_an_object_union_state_is_proved_without_the_states_after_it():
+    # each key of the state after `{` leads to a state that no alternative can close yet (each
+    # requires a key of its own): shown by the required member, not by expanding each state
+    emitter = lazy_json_schema_rules(OBJECT_UNIONS[0], strict=False)
+    automaton = LazyLR0(ProductiveRules(emitter), emitter.start)
+    after_brace = automaton.row(0).shifts["LBRACE"]
+    assert len(automaton.row(after_brace).shifts) == 12
+    member_states = [name for name in emitter.rules if name.startswith("members")]
+    emitted = [name for name in member_states if name not in emitter._pending]
+    assert len(member_states) > 12 and len(emitted) == 1
+
+
+def test_objects_every_object_satisfies_are_not_told_apart():
+    # `k` is named by the first alternative only: its value competes with the second's extra
+    # keys (any value). An object in the first's `k` is in both: no rule for "only the first"
+    emitter = lazy_json_schema_rules(OBJECT_UNIONS[2], strict=False)
+    LazyLR0(ProductiveRules(emitter), emitter.start).force(5000)
+    unions = {(key[1], key[2]) for key in emitter._memo if key[0] == "objects" and len(key[1]) == 2}
+    assert unions
+    for groups, tag in unions:
+        (every,) = [g for g, group in enumerate(groups) if any(shape.accepts_all for shape in group)]
+        assert every in tag  # the extras' objects; {k's objects} alone would be a rule never ending
+
+
 def test_shortcut_against_the_rule_proof_on_random_and_maskbench_schemas():
     rng = random.Random(7)
     counts = [0, 0, 0, 0]

@@ -81,8 +81,8 @@ class Emitter:
         self._terminal_names: dict[str, str] = {}
         self._value_rules: dict = {}
         self._value_of_rule: dict[str, tuple[Ref, int]] = {}
-        # container states (members, items) that can close right away, by rule: each a test
-        # that needs no emission (derives_text)
+        # container states (members, items) shown to reach their closing bracket, by rule: each
+        # a test that needs no emission of the states after them (derives_text)
         self._closes: dict[str, Callable[[], bool]] = {}
         self._nonempty = NonEmptyValues(evaluator, layout.indent, layout.max_depth)
         self._memo: dict = {}
@@ -218,7 +218,8 @@ class Emitter:
     def derives_text(self, name: str) -> bool:
         """Is rule ``name`` shown to derive some text without emitting its rules? (A value's
         rule with a small witness, :mod:`.nonempty`; a container's state that offers its
-        closing bracket; False: not shown, the rules decide.) Proving an object's member
+        closing bracket, or an object union's state where one alternative gets there by its
+        required members; False: not shown, the rules decide.) Proving an object's member
         state by its rules expands every successor state, one per key: quadratic in the
         keys, 80-200 ms for a first visit of a wide object."""
         found = self._value_of_rule.get(name)
@@ -255,7 +256,7 @@ class Emitter:
         if shape.number is not None:
             alternatives.append((self._terminal("NUMBER", self._number_spellings(shape.number)),))
         if isinstance(shape.string, CountedStrings) and (self.layout.escapes == "minimal"
-                                                         or _ascii_only(shape.string.contents)):
+                                                         or _within_bmp(shape.string.contents)):
             alternatives.append((self._counted_string_terminal(shape.string),))
         elif isinstance(shape.string, CountedStrings):
             # With every escape, a character outside the BMP is a surrogate pair, two escapes
@@ -472,9 +473,41 @@ class Emitter:
             return (count >= shape.min_properties and not missing_required(x, progress)
                     and len(satisfied) == len(shape.some))
 
+        inner = self._nested(depth)
+
+        def completes(element) -> bool:
+            """Does ``element`` reach acceptance by its required names left alone, in order, each
+            with a value shown by a witness (:mod:`.nonempty`)? The states on that way have an
+            alternative for each of those members: the value class holding the witness carries
+            the element on."""
+            x, progress, count, satisfied = element
+            shape = shapes[x]
+            if len(satisfied) != len(shape.some):
+                return False
+            if unordered[x]:
+                todo = [j for j, name in enumerate(shape.names) if name in shape.required and j not in progress]
+            else:
+                todo = [j for j in range(progress, len(shape.names)) if shape.names[j] in shape.required]
+            if count + len(todo) < shape.min_properties or (
+                    shape.max_properties is not None and count + len(todo) > shape.max_properties):
+                return False
+            return all(shape.values[j] is not None and self._nonempty.surely(shape.values[j], inner) for j in todo)
+
+        def ends_in_tag(elements: frozenset) -> bool:
+            """Is ``}`` reached from here by one element's required members (``completes``)?
+            Then its group accepts; so must the other groups of ``tag``, and each does where it
+            has an element of every object (carried on by every value, accepting everywhere);
+            and no group outside ``tag`` may accept, which holds where it has no element."""
+            present = {group_of[e[0]] for e in elements}
+            if not present <= tag:
+                return False
+            everywhere = {group_of[e[0]] for e in elements if shapes[e[0]].accepts_all}
+            return any(tag - everywhere <= {group_of[e[0]]} and completes(e) for e in elements)
+
         def state(elements: frozenset, first: bool) -> str:
             name = self._later(names, (elements, first), "members", lambda: state_alternatives(elements, first))
-            self._closes.setdefault(name, lambda: _accepting_groups(elements, accepting, group_of) == tag)
+            self._closes.setdefault(name, lambda: _accepting_groups(elements, accepting, group_of) == tag
+                                    or ends_in_tag(elements))
             return name
 
         def state_alternatives(elements: frozenset, first: bool) -> list:
@@ -484,7 +517,7 @@ class Emitter:
                 alternatives.append((self._close(rbrace, "}", first, depth),))
             for index, (terminal, symbol) in enumerate(symbols):
                 member_moves = [m for e in elements for m in moves(e, index, symbol)]
-                for value_rule, successors in self._split_values(member_moves, self._nested(depth)):
+                for value_rule, successors in self._split_values(member_moves, inner):
                     if tag <= {group_of[successor[0]] for successor in successors}:
                         alternatives.append(lead + (terminal, colon, value_rule, state(successors, False)))
             return alternatives
@@ -562,10 +595,13 @@ class Emitter:
         groups = tuple(self.evaluator.shape(ref).objects for ref in holders)
         apart = {(i, j) for i, j in itertools.combinations(range(len(groups)), 2)
                  if self.evaluator.objects_disjoint(groups[i], groups[j])}
+        universal = {i for i, group in enumerate(groups) if any(shape.accepts_all for shape in group)}
         for size in range(1, len(holders) + 1):
             for tag in itertools.combinations(range(len(holders)), size):
                 if any(pair in apart for pair in itertools.combinations(tag, 2)):
                     continue  # no object satisfies two of them: a rule that could never end
+                if not universal <= set(tag):
+                    continue  # every object satisfies a ref that takes them all: the same
                 successors = frozenset().union(*(by_ref[holders[i]] for i in tag))
                 result.append((self.objects_rule(groups, frozenset(tag), depth), successors))
         return result
@@ -696,9 +732,10 @@ class Emitter:
                        start=self.start, source=source)
 
 
-def _ascii_only(contents: ByteDFA) -> bool:
-    """Do the strings of ``contents`` hold ASCII only (so no escape of theirs is a surrogate pair)?"""
-    return not bool((contents.transitions[:, 0x80:] >= 0).any())
+def _within_bmp(contents: ByteDFA) -> bool:
+    """Do the strings of ``contents`` hold characters of the BMP only (so no escape of theirs is
+    a surrogate pair)? Outside it, UTF-8 leads with F0-F4."""
+    return not bool((contents.transitions[:, 0xF0:] >= 0).any())
 
 
 def _productive_rules(rules: dict) -> dict:
