@@ -25,8 +25,12 @@ import jsonschema
 import numpy as np
 import pytest
 
+import gramalign as ga
+
 from gramalign.grammar.automata.dfa import DEAD, ByteDFA
 from gramalign.grammar.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, format_dfa
+from gramalign.grammar.parser_tables import build_parser_tables
+from gramalign.parsing import IncrementalParser
 from support.format_allowances import ALLOWED_REJECTIONS, allowance
 from support.shared_data import data_dir
 
@@ -558,6 +562,31 @@ def test_email_limits():
     assert accepts("email", "a@[IPv6:1:2:3:4:5:6::]") and not accepts("email", "a@[IPv6:1:2:3:4:5:6:7::]")
     assert not accepts("email", '""@example.com')
     assert accepts("email", '"a\\"b"@example.com')
+
+
+EMAIL_PATTERNS = [  # (MaskBench's), each with an unambiguous twin for Python's backtracking re
+    ("^\\w+([\\.-]?\\w+)*@\\w+([\\.-]?\\w+)*(\\.\\w{2,})+$", "^\\w+([.-]\\w+)*@\\w+([.-]\\w+)*(\\.\\w{2,})+$"),
+    ("^[A-Za-z0-9äöüÄÖUß_\\-\\.]+@[A-Za-z0-9äöüÄÖUß_\\-\\.]+\\.[A-Za-z]{2,}$",) * 2]
+
+
+@pytest.mark.parametrize("pattern, twin", EMAIL_PATTERNS)
+def test_email_with_a_pattern_keeps_its_length_counted(pattern, twin):
+    # As one automaton, the 254 code points multiply the pattern's product with the format
+    # (25k states); counted by the parser, the terminal is the small product. Oracle: the
+    # format's own automaton (the bound in it) and Python's re (ASCII \w, as ECMAScript's).
+    schema = {"type": "string", "format": "email", "pattern": pattern}
+    grammar = ga.Grammar.from_json_schema(schema)
+    (counted,) = [t for t in grammar.terminals if t.length is not None]
+    assert counted.length == (0, 254) and counted.dfa.num_states < 2000
+    parser = IncrementalParser(build_parser_tables(grammar))
+    domain = "b" * 63 + "." + "c" * 63 + "." + "d" * 61
+    texts = ["a@example.com", "a.b-c@x-y.zz", "a@b", "a@b.c", "ä@ü.de", "Ö.ß@x.yy", '"a b"@x.yy', "a..b@x.yy",
+             "a" * 64 + "@" + domain, "a" * 64 + "@" + domain + "d", "a" * 65 + "@x.yy", "a" * 63 + "ä@" + domain]
+    for text in texts:
+        expected = accepts("email", text) and re.search(twin, text, re.ASCII) is not None
+        for ensure_ascii in (False, True):  # (\u escapes count one code point each)
+            literal = json.dumps(text, ensure_ascii=ensure_ascii).encode("utf-8")
+            assert parser.accepts(literal) == expected, (text, ensure_ascii)
 
 
 # --------------------------------------------------------------------------- the automata themselves
