@@ -704,6 +704,20 @@ def test_lazy_shipped_automaton_behaves_as_a_byte_dfa():
         assert type(clone) is ByteDFA and _identical(clone, dfa) and clone.digest == dfa.digest
 
 
+def test_a_common_word_with_a_shipped_automaton_reads_its_columns():
+    from gramalign.grammar.automata.regex import regex_to_dfa
+    from gramalign.grammar.json_schema import format_data
+
+    dfa = format_data.shipped_format_dfa("date-time")
+    expanded = ByteDFA(_fresh("date-time")[0].transitions, dfa.initial, dfa.accepting)
+    cases = (("2[0-9]*-12-31T.*Z", True), ("x.*", False), ("[0-9]*-13-.*", False))
+    words = [regex_to_dfa(pattern).common_word(dfa) for pattern, _ in cases]
+    assert "transitions" not in vars(dfa)  # never expanded
+    for (pattern, found), word in zip(cases, words):
+        assert word == regex_to_dfa(pattern).common_word(expanded)
+        assert (word is not None) == found and (word is None or expanded.matches(word))
+
+
 @pytest.fixture
 def data_copy(tmp_path):
     """A writable copy of the shipped data."""

@@ -54,6 +54,8 @@ DEAD = -1
 IntervalSet = tuple[tuple[int, int], ...]
 """A set of integers as sorted, disjoint, non-adjacent inclusive ``(lo, hi)`` intervals."""
 
+_BYTES = np.arange(256, dtype=np.int64)  # each byte its own column
+
 MAX_CODE_POINT = 0x10FFFF
 UNICODE_SCALARS: IntervalSet = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
 """Every code point UTF-8 can encode (surrogates excluded)."""
@@ -127,7 +129,9 @@ class ByteDFA:
         >>> a.common_word(b), a.common_word(regex_to_dfa("y"))
         (b'bx', None)
         """
-        word, status = common_word(self.transitions, self.initial, self.accepting, other.transitions, other.initial,
+        columns = other.known_columns()
+        class_b, table_b = columns if columns is not None else (_BYTES, other.transitions)
+        word, status = common_word(self.transitions, self.initial, self.accepting, table_b, class_b, other.initial,
                                    other.accepting, max_pairs)
         if status < 0:
             raise StateLimitError(f"more than {max_pairs} pairs of states before a common word")

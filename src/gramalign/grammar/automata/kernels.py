@@ -392,12 +392,13 @@ def pair_product(table_a, initial_a, accepting_a, table_b, initial_b, accepting_
 
 
 @kernel
-def common_word(table_a, initial_a, accepting_a, table_b, initial_b, accepting_b, max_pairs):
+def common_word(table_a, initial_a, accepting_a, table_b, class_b, initial_b, accepting_b, max_pairs):
     """A shortest byte string both DFAs (over bytes, trimmed) accept, found breadth first over
     pairs of their states without building the product: most intersections a schema asks
     about have a short word, where the product (a format's thousands of states by a pattern's)
-    took a tenth of a second. Returns (the word as uint8, status): 1 found, 0 none (the
-    intersection is empty), -1 more than ``max_pairs`` pairs met first (undecided)."""
+    took a tenth of a second. B reads byte c in column ``class_b[c]`` of ``table_b`` (a shipped
+    format's columns, never expanded to bytes). Returns (the word as uint8, status): 1 found, 0
+    none (the intersection is empty), -1 more than ``max_pairs`` pairs met first (undecided)."""
     width = table_b.shape[0] + 1
     ids = numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
     pairs_a = np.empty(max_pairs, dtype=np.int64)
@@ -430,8 +431,10 @@ def common_word(table_a, initial_a, accepting_a, table_b, initial_b, accepting_b
             return word, 1
         for c in range(table_a.shape[1]):
             na = table_a[sa, c]
-            nb = table_b[sb, c]
-            if na < 0 or nb < 0:
+            if na < 0 or class_b[c] < 0:
+                continue
+            nb = table_b[sb, class_b[c]]
+            if nb < 0:
                 continue
             key = (na + 1) * width + nb + 1
             if key in ids:
