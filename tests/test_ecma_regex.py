@@ -334,6 +334,25 @@ def test_random_patterns_against_regex_package(seed: int) -> None:
             assert dfa.matches(text.encode("utf-8")) == expected, (pattern.ecma, pattern.python, text)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_matching_one_text_by_the_nfa_against_regex_package(seed: int) -> None:
+    # ecma_pattern_matches runs the search NFA over the text's code points (a property name
+    # against patternProperties, without the automaton)
+    from gramalign.grammar.json_schema.ecma_regex import ecma_pattern_matches
+
+    generator = PatternGenerator(20 + seed)
+    rng = random.Random(2000 + seed)
+    matched = 0
+    for _ in range(120):
+        pattern = generator.disjunction(0)
+        oracle = regex.compile(pattern.python, regex.ASCII)
+        for text in random_texts(rng, 10) + pattern_texts(pattern, rng, 10):
+            expected = oracle.search(text) is not None
+            assert ecma_pattern_matches(pattern.ecma, text) == expected, (pattern.ecma, text)
+            matched += expected
+    assert matched > 500
+
+
 def test_anchors_and_boundaries_anywhere() -> None:
     """Hand-picked placements of ^ $ \\b \\B, still checked against the oracle."""
     pairs = [

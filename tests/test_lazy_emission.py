@@ -261,6 +261,7 @@ DEAD_ENDS = [  # values whose rules derive nothing, each behind an object or arr
     {"type": "string", "format": "date", "pattern": "^x"},  # no date starts with x
     {"type": "integer", "multipleOf": 0.5, "minimum": 0.1, "maximum": 0.9},
     {"type": "number", "multipleOf": 3, "minimum": 4, "maximum": 5, "title": "none"},
+    {"type": "object", "required": ["c2"], "patternProperties": {"^c": {"not": {}}}},  # c2's pattern has no value
     {"type": "boolean", "enum": [1, "a", None]},
     {"type": "integer", "const": 1.5},
     {"const": "a", "enum": ["b"]},
@@ -289,6 +290,10 @@ SHOWN_BY_KEYWORDS = [  # each shown from its keywords (a value of its type they 
     {"anyOf": [{"type": "string", "pattern": "^a"}, {"type": "integer", "maximum": 3}], "title": "either"},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "x-kind": "k",
      "definitions": {"unused": {"not": {}}}},
+    # required members by the patterns their names match (b1: ^b; a: none, its property)
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b1"],
+     "patternProperties": {"^b": {"type": "integer"}, "^c": {"not": {}}, "^(?:x|d)[0-9]+$": {"minimum": 1}},
+     "additionalProperties": False},
 ]
 
 STRING_UNIONS = [  # each shown by one branch's shortest string, without the union's own shape

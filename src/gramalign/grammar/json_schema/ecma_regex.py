@@ -779,6 +779,42 @@ def _pattern_nfa(pattern: str, lenient_escapes: bool) -> NFA:
         raise RegexError("pattern nested too deeply", pattern) from None
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_pattern_nfa(pattern: str, lenient_escapes: bool) -> NFA:
+    return _pattern_nfa(pattern, lenient_escapes)
+
+
+def ecma_pattern_matches(pattern: str, text: str, *, lenient_escapes: bool = False) -> bool:
+    """Does ``text`` match ``pattern`` (a search, as :func:`ecma_pattern_dfa` reads it)? The
+    search NFA run over the text's code points, without determinising: a property name
+    against the patterns of ``patternProperties``, where the object's own shape would build
+    every pattern's automaton and the key languages between them. Raises RegexError as
+    :func:`ecma_pattern_dfa` does for what it refuses.
+
+    >>> ecma_pattern_matches("^x-[a-z]+$", "x-abc"), ecma_pattern_matches("b", "abc"), ecma_pattern_matches("^b", "abc")
+    (True, True, False)
+    """
+    nfa = _cached_pattern_nfa(pattern, lenient_escapes)
+
+    def closure(states) -> set:
+        seen, stack = set(states), list(states)
+        while stack:
+            for target in nfa.epsilon[stack.pop()]:
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return seen
+
+    current = closure([nfa.initial])
+    for character in text:
+        code = ord(character)
+        current = closure([target for q in current for label, target in nfa.edges[q]
+                           if any(lo <= code <= hi for lo, hi in nfa.labels[label])])
+        if not current:
+            return False
+    return not current.isdisjoint(nfa.accepting)
+
+
 @functools.lru_cache(maxsize=1024)
 def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) -> bool:
     """Does some string match ``pattern`` (as :func:`ecma_pattern_dfa` reads it)? A path to
@@ -791,7 +827,7 @@ def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) ->
     >>> ecma_pattern_matches_some("^[a-z]+@x$"), ecma_pattern_matches_some("^a$b")
     (True, False)
     """
-    nfa = _pattern_nfa(pattern, lenient_escapes)
+    nfa = _cached_pattern_nfa(pattern, lenient_escapes)
     encodable = [any(lo < 0xD800 or hi > 0xDFFF for lo, hi in label) for label in nfa.labels]
     seen = {nfa.initial}
     stack = [nfa.initial]
@@ -812,7 +848,7 @@ def ecma_pattern_matches_some(pattern: str, *, lenient_escapes: bool = False) ->
 
 @functools.lru_cache(maxsize=1024)
 def _cached_pattern_dfa(pattern: str, max_states: int, lenient_escapes: bool) -> ByteDFA:
-    nfa = _pattern_nfa(pattern, lenient_escapes)
+    nfa = _cached_pattern_nfa(pattern, lenient_escapes)
     # Subset construction costs about (DFA states) x (NFA states per DFA state): with
     # unanchored search, a{30000} keeps 30000 threads alive, so bound the product too.
     widest = _widest_subset(nfa)

@@ -459,6 +459,19 @@ class Evaluator:
         except RegexError:
             return None
 
+    def pattern_matches_key(self, pattern, key: str) -> "bool | None":
+        """Does property name ``key`` match ``pattern`` (a ``patternProperties`` pattern), read
+        without the pattern's automaton (``ecma_regex.ecma_pattern_matches``)? None where the
+        pattern is refused: the object's shape reports that, with the place."""
+        from .ecma_regex import ecma_pattern_matches
+
+        if not isinstance(pattern, str):
+            return None
+        try:
+            return ecma_pattern_matches(pattern, key, lenient_escapes=True)
+        except RegexError:
+            return None
+
     def pattern_and_format_allow_some(self, node: dict, pointer: str) -> "bool | None":
         """Does a string schema's ``pattern`` with its ``format`` (no lengths) allow some
         string? Decided by a shortest string of both, without their product automaton (a
@@ -569,20 +582,18 @@ class Evaluator:
         others = other_strings(names, max_states=self.max_states)
         if key_filter is not None:
             others = intersect(others, key_filter, max_states=self.max_states)
+        # the keys split by each pattern in turn, inside and outside, the empty parts dropped:
+        # products in proportion to the parts (disjoint patterns: one more per pattern), where
+        # every subset of the patterns took one per pattern
+        parts = [(0, others)] if not is_empty_dfa(others) else []
+        for i, (dfa, _) in enumerate(pattern_dfas):
+            parts = [part for mask, keys in parts
+                     for part in ((mask | 1 << i, intersect(keys, dfa, max_states=self.max_states)),
+                                  (mask, difference(keys, dfa, max_states=self.max_states)))
+                     if not is_empty_dfa(part[1])]
         extras = []
-        for mask in range(1 << len(pattern_dfas)):
-            keys = others
-            refs = set()
-            for i, (dfa, ref) in enumerate(pattern_dfas):
-                if mask >> i & 1:
-                    keys = intersect(keys, dfa, max_states=self.max_states)
-                    refs.add(ref)
-                else:
-                    keys = difference(keys, dfa, max_states=self.max_states)
-                if is_empty_dfa(keys):
-                    break
-            if is_empty_dfa(keys):
-                continue
+        for mask, keys in sorted(parts, key=lambda part: part[0]):
+            refs = {ref for i, (_, ref) in enumerate(pattern_dfas) if mask >> i & 1}
             if not refs:
                 if additional_ref is None:
                     continue

@@ -41,7 +41,8 @@ _ANNOTATIONS = frozenset(["title", "description", "default", "examples", "$comme
                           "writeOnly", "format"])
 _SCALARS = frozenset(["string", "number", "integer", "boolean", "null"])
 _TYPES = _SCALARS | {"object", "array"}
-_OBJECT_KEYWORDS = frozenset(["type", "properties", "required", "additionalProperties"]) | _ANNOTATIONS
+_OBJECT_KEYWORDS = frozenset(["type", "properties", "patternProperties", "required",
+                              "additionalProperties"]) | _ANNOTATIONS
 _STRING_UNION_KEYWORDS = (_ANNOTATIONS - {"format"}) | {"type", "anyOf", "oneOf"}
 _PATTERN_FORMAT_KEYWORDS = _ANNOTATIONS | {"type", "pattern"}
 
@@ -216,21 +217,30 @@ class NonEmptyValues:
         if types != ["object"] or self._indent is not None:
             return self._by_type(node, location, depth, busy)  # (an array's [])
         properties, required = node.get("properties", {}), node.get("required", [])
+        patterns = node.get("patternProperties", {})
         additional = node.get("additionalProperties", True)
-        if not isinstance(properties, dict) or not isinstance(required, list):
+        if not isinstance(properties, dict) or not isinstance(required, list) or not isinstance(patterns, dict):
             return None
         for name in required:
             if not isinstance(name, str):
                 return None
-            if name in properties:
-                member = frozenset([f"{location}/properties/{escape_pointer(name)}"])
-            elif additional is True or additional == {}:
-                continue
-            elif isinstance(additional, dict):
-                member = frozenset([f"{location}/additionalProperties"])
-            else:
-                return None
-            if not self._ref(member, depth, busy):
+            # a member's value is in its property's schema and in every pattern's it matches
+            # (matched on the name alone: the object's shape builds every pattern's automaton
+            # and the key languages between them)
+            member = [f"{location}/properties/{escape_pointer(name)}"] if name in properties else []
+            for pattern in patterns:
+                matches = self._evaluator.pattern_matches_key(pattern, name)
+                if matches is None:
+                    return None
+                if matches:
+                    member.append(f"{location}/patternProperties/{escape_pointer(pattern)}")
+            if not member:
+                if additional is True or additional == {}:
+                    continue
+                if not isinstance(additional, dict):
+                    return None
+                member = [f"{location}/additionalProperties"]
+            if not self._ref(frozenset(member), depth, busy):
                 return False  # its shape has these very members: asking it would walk them again
         return True
 
