@@ -130,6 +130,26 @@ def test_only_the_visited_part_is_built():
     assert tables.lexer.num_states < eager.lexer.num_states / 5
 
 
+def test_a_neighbour_that_needs_new_rules_waits_for_a_stack_to_land_there():
+    # the state after `"a":` predicts a's value (its shape, rules and lexer start): built when
+    # a token reads past the colon, not with the state after the key (most first masks need
+    # the state after `{` and its keys, not a member's value)
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}},
+              "required": ["a"]}
+    tables = lazy_tables(schema)
+    after_brace = tables.automaton.row(0).shifts["LBRACE"]
+    tables.build(after_brace)
+    (after_key,) = tables.automaton.row(after_brace).shifts.values()
+    tables.build(after_key)
+    (after_colon,) = tables.automaton.row(after_key).shifts.values()
+    assert tables.action[after_key, -1] != UNBUILT and tables.action[after_colon, -1] == UNBUILT
+    assert tables.automaton.needs_rules(after_colon)
+    value_rules = [name for name in tables.source.rules if name.startswith("value") and name != tables.source.start]
+    assert value_rules and all(name in tables.source._pending for name in value_rules[1:])  # a's value: not emitted
+    assert IncrementalParser(tables).accepts(b'{"a":{"b":"x"}}')  # and built when reached
+    assert tables.action[after_colon, -1] != UNBUILT and not tables.automaton.needs_rules(after_colon)
+
+
 def test_an_error_in_a_part_reached_later_is_raised_where_it_is_reached():
     bad = {"type": "object", "properties": {"bad": {"type": "string", "pattern": "(?<=a)b"}}}
     schema = {"type": "object", "properties": {

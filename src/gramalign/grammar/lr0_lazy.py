@@ -97,6 +97,18 @@ class LazyLR0:
             found = self._closure[name] = tuple(items)
         return found
 
+    def needs_rules(self, state: int) -> bool:
+        """Would building ``state``'s row ask the rule source for a nonterminal it has not
+        given yet (a prediction never made before)?"""
+        if self.rows[state] is not None:
+            return False
+        rules = self.rules
+        for r, dot in self.kernels[state]:
+            rhs = rules[r][1]
+            if dot < len(rhs) and rhs[dot] not in self._closure and not self.is_terminal(rhs[dot]):
+                return True
+        return False
+
     def row(self, state: int) -> StateRow:
         """State ``state``'s row, built on first call (its targets numbered, not built)."""
         found = self.rows[state]
