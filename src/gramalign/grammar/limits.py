@@ -196,7 +196,8 @@ def applied(limits: "CompileLimits | None"):
     if outer is not None and outer.deadline <= deadline:
         budget = _Budget(limits, outer.started, outer.deadline, outer.seconds, outer.resident_at_start)
     else:
-        budget = _Budget(limits, now, deadline, seconds, _resident_bytes() - _JIT.resident)
+        # (the first sample a check interval in: most compiles end before one; a read is ~25 µs)
+        budget = _Budget(limits, now, deadline, seconds, _resident_bytes() - _JIT.resident, now + MEMORY_CHECK_SECONDS)
     token = _ACTIVE.set(budget)
     try:
         yield limits
