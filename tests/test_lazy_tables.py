@@ -150,6 +150,20 @@ def test_a_neighbour_that_needs_new_rules_waits_for_a_stack_to_land_there():
     assert tables.action[after_colon, -1] != UNBUILT and not tables.automaton.needs_rules(after_colon)
 
 
+@pytest.mark.parametrize("schema", [
+    {"not": {}},
+    # (MaskBench's Glaiveai2K calculate_area: every branch excludes a member all three require)
+    {"type": "object", "properties": {"d": {"type": "object", "required": ["a", "b"], "oneOf": [
+        {"not": {"required": ["b"]}}, {"not": {"required": ["a"]}}]}}, "required": ["d"]},
+])
+def test_a_schema_that_accepts_nothing_is_refused_as_the_eager_compile_refuses_it(schema):
+    with pytest.raises(ga.SchemaCompileError) as eager:
+        ga.Grammar.from_json_schema(schema, strict=False)
+    with pytest.raises(ga.SchemaCompileError) as lazy:
+        lazy_tables(schema)
+    assert str(lazy.value) == str(eager.value) and "accepts no JSON value" in str(lazy.value)
+
+
 def test_an_error_in_a_part_reached_later_is_raised_where_it_is_reached():
     bad = {"type": "object", "properties": {"bad": {"type": "string", "pattern": "(?<=a)b"}}}
     schema = {"type": "object", "properties": {

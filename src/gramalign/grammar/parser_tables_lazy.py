@@ -97,6 +97,10 @@ class LazyParserTables:
         self.starts_any = np.asarray(source.first_bytes(), dtype=np.uint8)
         self.goto = pack_goto(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 1)
         self.initial_state = 0
+        if not self.rules.productive(start):  # in the source's words where it has them (a schema)
+            empty = getattr(source, "empty_language_error", None)
+            raise empty() if empty is not None else GrammarError(f"the grammar derives no text: {start!r} "
+                                                                 "has no complete derivation")
         self.build(0)
 
     # ------------------------------------------------------------------ what readers see

@@ -721,10 +721,15 @@ class Emitter:
 
     # ------------------------------------------------------------------ the grammar
 
+    @staticmethod
+    def empty_language_error() -> SchemaCompileError:
+        """What a schema whose start rule derives nothing is refused with."""
+        return SchemaCompileError("the schema accepts no JSON value at all")
+
     def grammar(self, source: str) -> Grammar:
         rules = _productive_rules(self.rules)
         if self.start not in rules:
-            raise SchemaCompileError("the schema accepts no JSON value at all")
+            raise self.empty_language_error()
         rules = _reachable_rules(rules, self.start)
         used = {symbol for alternatives in rules.values() for alt in alternatives for symbol in alt}
         terminals = tuple(t for name, t in self.terminals.items() if name in used)
