@@ -589,6 +589,18 @@ def test_email_with_a_pattern_keeps_its_length_counted(pattern, twin):
             assert parser.accepts(literal) == expected, (text, ensure_ascii)
 
 
+def test_email_with_a_pattern_and_a_least_length_has_no_dead_end():
+    # After a full 63-letter label the pattern's next top-level domain needs ".xx": lengths 1
+    # and 2 complete nothing. Counted with bounds 68..69, "a@x." + 63 letters (67 code points,
+    # an address already) would look open; the bound is in the automaton instead.
+    schema = {"type": "string", "format": "email", "pattern": EMAIL_PATTERNS[0][0], "minLength": 68, "maxLength": 69}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(schema)))
+    stuck = ('"a@x.' + "c" * 63).encode()
+    assert not parser.is_prefix(stuck)
+    assert parser.accepts(('"a@x.' + "c" * 61 + '.yy"').encode())  # 68 code points
+    assert not any(parser.accepts(stuck + extra + b'"') for extra in (b"", b"c", b".y", b".yy"))
+
+
 # --------------------------------------------------------------------------- the automata themselves
 
 
