@@ -601,6 +601,17 @@ def test_email_with_a_pattern_and_a_least_length_has_no_dead_end():
     assert not any(parser.accepts(stuck + extra + b'"') for extra in (b"", b"c", b".y", b".yy"))
 
 
+@pytest.mark.parametrize("least, stuck", [(12, '"a@[1.2.3.4]'), (66, '"a@' + "b" * 63), (68, '"a@' + "b" * 65)])
+def test_email_with_a_least_length_has_no_dead_end(least, stuck):
+    # an address ends at the "]" of an IP literal, and a full label takes one more character
+    # only as ".x": counted, these prefixes looked open below the least length
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(
+        {"type": "string", "format": "email", "minLength": least, "maxLength": least})))
+    assert not parser.is_prefix(stuck.encode())
+    fitting = "a@" + "b" * (least - 2) if least < 65 else "a@" + "b" * 60 + "." + "c" * (least - 63)
+    assert accepts("email", fitting) and parser.accepts(json.dumps(fitting).encode())
+
+
 # --------------------------------------------------------------------------- the automata themselves
 
 

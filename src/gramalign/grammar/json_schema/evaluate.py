@@ -29,8 +29,8 @@ from .shapes import (ALL_KEYS, ALL_NUMBERS, ANY, ANY_ARRAY, EMPTY_SHAPE, ArraySh
                      Shape, TooManyAlternatives, any_object, any_shape, complement_numbers, complement_strings,
                      is_empty_dfa, join, join_numbers, join_strings, meet, meet_arrays, meet_numbers, meet_objects,
                      meet_strings, minus_strings, only)
-from .strings import (MAX_COUNTED_LENGTH, CountedStrings, any_string_contents, counted_or_dfa, lengths_upward_closed,
-                      literal_contents_dfa, other_strings, string_contents_dfa)
+from .strings import (MAX_COUNTED_LENGTH, CountedStrings, any_string_contents, counted_or_dfa, literal_contents_dfa,
+                      other_strings, string_contents_dfa)
 from .unevaluated import unevaluated_items, unevaluated_properties
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -417,7 +417,7 @@ class Evaluator:
         if "pattern" in node:
             contents = self._pattern(node["pattern"], pointer, "pattern")
         if "format" in node and isinstance(node["format"], str):
-            contents = self._format(node["format"], contents, pointer, minimum)
+            contents = self._format(node["format"], contents, pointer)
         if maximum is not None and maximum < minimum:
             return None
         if minimum > MAX_COUNTED_LENGTH:
@@ -491,9 +491,7 @@ class Evaluator:
         except StateLimitError:
             return None
 
-    def _format(self, name: str, contents, pointer: str, minimum: int = 0):
-        """The format's strings among ``contents`` (``minimum``: the least length the schema
-        asks of them besides)."""
+    def _format(self, name: str, contents, pointer: str):
         from .formats import UNSUPPORTED_FORMATS, counted_format, format_dfa
 
         if name in UNSUPPORTED_FORMATS and "format" not in self.approximate:
@@ -510,13 +508,8 @@ class Evaluator:
         if counted is not None:
             # The format's bound counted by the parser, as without a pattern: in one automaton
             # it multiplies the product's states (email by a pattern: 25k states, 0.3 s in the
-            # mask that first meets them). The most code points alone are read exactly by
-            # counting (a prefix fits iff its shortest completion does); with a least number
-            # besides, only where no completion length is skipped (a pattern's top-level
-            # domain of two letters or more after a full label skips one).
-            unbounded = intersect(contents, counted[0], max_states=self.max_states)
-            if minimum == 0 or lengths_upward_closed(unbounded):
-                return CountedStrings(0, counted[1], unbounded)
+            # mask that first meets them). (A least length the schema adds: counted_or_dfa.)
+            return CountedStrings(0, counted[1], intersect(contents, counted[0], max_states=self.max_states))
         return intersect(contents, dfa, max_states=self.max_states)
 
     # ------------------------------------------------------------------ objects and arrays

@@ -203,7 +203,16 @@ def counted_or_dfa(contents: "ByteDFA | CountedStrings", minimum: int, maximum: 
     """``with_length(contents, minimum, maximum)``, kept as a :class:`CountedStrings` where
     the contents are any string (and a bound is long) or already counted."""
     if isinstance(contents, CountedStrings):
-        return contents.meet(CountedStrings(minimum, maximum, contents.contents))
+        met = contents.meet(CountedStrings(minimum, maximum, contents.contents))
+        if met is not None and met.minimum > 0 and not lengths_upward_closed(met.contents):
+            # Counting reads the most code points exactly (a prefix fits iff its shortest
+            # completion does), the least only where no completion length is skipped: an
+            # e-mail address ends at "]" of an IP literal, and after a full 63-letter label one
+            # more character completes nothing. The least goes into the automaton (its states
+            # times the least length), the most stays counted.
+            least = with_length(met.contents, met.minimum, None, max_states=max_states)
+            return least if met.maximum is None else CountedStrings(0, met.maximum, least)
+        return met
     # maxLength 0 counts too: as an automaton it is the only bound that a union of counted
     # lengths (anyOf of maxLength 0..999) would have to build every other one against
     if contents is any_string_contents() and (max(minimum, maximum or 0) > COUNTED_LENGTH or maximum == 0):
