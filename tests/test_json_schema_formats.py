@@ -612,6 +612,16 @@ def test_email_with_a_least_length_has_no_dead_end(least, stuck):
     assert accepts("email", fitting) and parser.accepts(json.dumps(fitting).encode())
 
 
+def test_email_with_a_pattern_no_address_matches_has_no_value():
+    # the product is empty: the member cannot be written (and, required, nothing can)
+    member = {"type": "string", "pattern": "^x9[a-z]+$", "format": "email"}
+    parser = IncrementalParser(build_parser_tables(ga.Grammar.from_json_schema(
+        {"type": "object", "properties": {"p": member}})))
+    assert parser.accepts(b"{}") and not parser.is_prefix(b'{"p":"x')
+    with pytest.raises(ga.SchemaCompileError, match="accepts no JSON value"):
+        ga.Grammar.from_json_schema({"type": "object", "properties": {"p": member}, "required": ["p"]})
+
+
 # --------------------------------------------------------------------------- the automata themselves
 
 

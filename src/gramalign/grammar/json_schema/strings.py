@@ -168,6 +168,8 @@ class CountedStrings:
         and ``email`` labels) takes every length in between."""
         if self.contents is any_string_contents():
             return False  # the bounds were checked when made
+        if self.contents.initial == DEAD:  # (a pattern no address matches, say)
+            return True
         if self.maximum is not None and self.maximum <= 64:
             return with_length(self.contents, self.minimum, self.maximum, max_states=max_states).initial == DEAD
         shortest, longest = code_point_lengths(self.contents)
