@@ -27,8 +27,8 @@ from typing import Union
 from ..automata.algebra import MAX_STATES, difference, intersect, union
 from ..automata.dfa import DEAD, ByteDFA
 from .numbers import decimals
-from .strings import (COUNTED_PATTERN_LENGTH, CountedStrings, any_string_contents, lengths_upward_closed,
-                      literal_contents_dfa, string_contents_dfa, with_length)
+from .strings import (COUNTED_PATTERN_LENGTH, CountedStrings, any_string_contents, code_point_lengths,
+                      lengths_upward_closed, literal_contents_dfa, string_contents_dfa, with_length)
 
 Literal = Union[str, tuple]
 Ref = frozenset  # of literals; the empty frozenset is "any value"
@@ -300,6 +300,14 @@ def join_strings(a, b, max_states: int = MAX_STATES):
         joined = a.join(b)
         if joined is not None:
             return joined
+    for counted, other in ((a, b), (b, a)):
+        # Strings no longer than a counted bound join it counted: host names or IP addresses
+        # (anyOf of the formats), where one automaton was host name's 24k states by the others.
+        if isinstance(counted, CountedStrings) and counted.minimum == 0 and counted.maximum is not None \
+                and isinstance(other, ByteDFA) and other is not any_string_contents():
+            longest = code_point_lengths(other)[1]
+            if longest is not None and longest <= counted.maximum:
+                return CountedStrings(0, counted.maximum, union(counted.contents, other, max_states=max_states))
     if a is not None and b is not None:
         a, b = string_contents_dfa(a, max_states=max_states), string_contents_dfa(b, max_states=max_states)
     return _join_leaves(a, b, any_string_contents(), max_states)
