@@ -700,6 +700,17 @@ def _search_nfa(tree: _Node) -> NFA:
     return _resolve_assertions(raw, entry, final, _has_word_assertions(tree))
 
 
+def _epsilon_closure(nfa: NFA, states) -> set[int]:
+    """``states`` and every state their ε-moves reach."""
+    seen, stack = set(states), list(states)
+    while stack:
+        for target in nfa.epsilon[stack.pop()]:
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
 def _widest_subset(nfa: NFA) -> int:
     """An upper bound on the NFA states (with edges, or accepting) in one DFA state.
 
@@ -708,17 +719,10 @@ def _widest_subset(nfa: NFA) -> int:
     largest member is found by iterating until a set recurs. When that takes too long,
     every such state counts.
     """
-    epsilon, edges, accepting = nfa.epsilon, nfa.edges, nfa.accepting
+    edges, accepting = nfa.edges, nfa.accepting
 
     def closure(states: set[int]) -> frozenset[int]:
-        stack = list(states)
-        seen = set(states)
-        while stack:
-            for nxt in epsilon[stack.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-        return frozenset(q for q in seen if edges[q] or q in accepting)
+        return frozenset(q for q in _epsilon_closure(nfa, states) if edges[q] or q in accepting)
 
     current = closure({nfa.initial})
     visited: set[frozenset[int]] = set()
@@ -795,21 +799,11 @@ def ecma_pattern_matches(pattern: str, text: str, *, lenient_escapes: bool = Fal
     (True, True, False)
     """
     nfa = _cached_pattern_nfa(pattern, lenient_escapes)
-
-    def closure(states) -> set:
-        seen, stack = set(states), list(states)
-        while stack:
-            for target in nfa.epsilon[stack.pop()]:
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
-        return seen
-
-    current = closure([nfa.initial])
+    current = _epsilon_closure(nfa, [nfa.initial])
     for character in text:
         code = ord(character)
-        current = closure([target for q in current for label, target in nfa.edges[q]
-                           if any(lo <= code <= hi for lo, hi in nfa.labels[label])])
+        current = _epsilon_closure(nfa, [target for q in current for label, target in nfa.edges[q]
+                                         if any(lo <= code <= hi for lo, hi in nfa.labels[label])])
         if not current:
             return False
     return not current.isdisjoint(nfa.accepting)
