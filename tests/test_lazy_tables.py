@@ -35,8 +35,10 @@ def lazy_tables(schema) -> LazyParserTables:
 
 
 def lazy_compiled(schema, vocab) -> CompiledGrammar:
-    store = GrammarMaskStore(lazy_tables(schema), vocab, token_trie(vocab))
-    return CompiledGrammar(ga.Grammar.from_json_schema(schema, strict=False), vocab, store=store)
+    """What ``ga.compile`` makes of a JSON Schema by default."""
+    compiled = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+    assert isinstance(compiled.store.tables, LazyParserTables)
+    return compiled
 
 
 SCHEMAS = {
@@ -62,7 +64,7 @@ SCHEMAS = {
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_lazy_tables_accept_what_the_eager_tables_accept(name):
     schema = SCHEMAS[name]
-    eager = IncrementalParser(ga.compile(ga.Grammar.from_json_schema(schema, strict=False), gpt2_vocabulary())
+    eager = IncrementalParser(ga.compile(ga.Grammar.from_json_schema(schema, strict=False), gpt2_vocabulary(), eager=True)
                               .store.tables)
     lazy = IncrementalParser(lazy_tables(schema))
     rng = random.Random(len(name))
@@ -83,7 +85,7 @@ def test_lazy_tables_accept_what_the_eager_tables_accept(name):
 def test_masks_of_lazy_and_eager_tables_agree_along_random_walks(name):
     vocab = gpt2_vocabulary()
     schema = SCHEMAS[name]
-    eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+    eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False, eager=True)
     assert lockstep_walks(lazy_compiled(schema, vocab), eager, 7, 4, 40) >= 40
 
 
@@ -95,7 +97,7 @@ def test_random_schemas_lazy_and_eager_masks_agree(seed):
     for _ in range(5):
         schema = SchemaGenerator(rng).schema()
         try:
-            eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+            eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False, eager=True)
         except ga.SchemaCompileError:
             continue
         compared += lockstep_walks(lazy_compiled(schema, vocab), eager, seed, 2, 25)
@@ -108,7 +110,7 @@ def test_maskbench_schemas_lazy_and_eager_masks_agree():
     for path in maskbench_files()[::83][:30]:
         schema = json.loads(path.read_text(encoding="utf-8"))["schema"]
         try:
-            eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+            eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False, eager=True)
         except ga.GramalignError:
             continue
         compared += lockstep_walks(lazy_compiled(schema, vocab), eager, schemas, 2, 30)
@@ -124,7 +126,7 @@ def test_only_the_visited_part_is_built():
     tables = lazy_tables(wide)
     parser = IncrementalParser(tables)
     assert parser.accepts(b'{"small":3}')
-    eager = ga.compile(ga.Grammar.from_json_schema(wide, strict=False), gpt2_vocabulary()).store.tables
+    eager = ga.compile(ga.Grammar.from_json_schema(wide, strict=False), gpt2_vocabulary(), eager=True).store.tables
     built = int((tables.action[:tables.num_states, -1] != UNBUILT).sum())
     assert built < eager.table.num_states / 10
     assert tables.lexer.num_states < eager.lexer.num_states / 5
@@ -158,7 +160,7 @@ def test_a_neighbour_that_needs_new_rules_waits_for_a_stack_to_land_there():
 ])
 def test_a_schema_that_accepts_nothing_is_refused_as_the_eager_compile_refuses_it(schema):
     with pytest.raises(ga.SchemaCompileError) as eager:
-        ga.Grammar.from_json_schema(schema, strict=False)
+        ga.Grammar.from_json_schema(schema, strict=False).whole()
     with pytest.raises(ga.SchemaCompileError) as lazy:
         lazy_tables(schema)
     assert str(lazy.value) == str(eager.value) and "accepts no JSON value" in str(lazy.value)
@@ -170,9 +172,9 @@ def test_an_error_in_a_part_reached_later_is_raised_where_it_is_reached():
         "ok": {"type": "integer"},
         "deep": {"type": "object", "properties": {"inner": {"type": "object", "properties": {"more": bad}}}}}}
     with pytest.raises(ga.SchemaCompileError, match="lookbehind"):
-        ga.Grammar.from_json_schema(schema, strict=False)  # the eager compile refuses it at once
+        ga.Grammar.from_json_schema(schema, strict=False).whole()  # the eager compile refuses it at once
     vocab = gpt2_vocabulary()
-    compiled = lazy_compiled_without_eager(schema, vocab)
+    compiled = lazy_compiled(schema, vocab)  # (the eager compile refused it)
     byte_token = {data: t for t, data in enumerate(vocab.token_bytes) if len(data) == 1}
     matcher = compiled.matcher()
     for char in '{"ok":1}':
@@ -218,7 +220,7 @@ def test_terminals_added_past_64_after_contexts_were_classified():
             "b": {"type": "string", "maxLength": 120}}}}}
     vocab = gpt2_vocabulary()
     lazy = lazy_compiled_without_eager(schema, vocab)
-    eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False)
+    eager = ga.compile(ga.Grammar.from_json_schema(schema, strict=False), vocab, cache=False, eager=True)
     byte_token = {data: t for t, data in enumerate(vocab.token_bytes) if len(data) == 1}
     a, b = lazy.matcher(), eager.matcher()
     for char in '{"a":"xy","more":{"key3":1,"b":"zz"}}':

@@ -322,6 +322,18 @@ class Grammar:
 
         return load_builtin(name, start=start, comments=comments)
 
+    def whole(self) -> "Grammar":
+        """This grammar with every rule written out: itself, but for a JSON Schema's grammar,
+        whose rules are emitted where a parser first needs them (see
+        :class:`gramalign.grammar.json_schema.SchemaGrammar`): that one emits them all here,
+        and raises any error of the schema's parts."""
+        return self
+
+    def lazy_tables(self, limits: "CompileLimits | None" = None):
+        """Parser tables built where the matchers go (:mod:`.parser_tables_lazy`), for a grammar
+        whose rules are emitted on demand; None for a grammar whose rules are all here."""
+        return None
+
     @property
     def terminal_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.terminals)

@@ -171,7 +171,9 @@ _HANDED: "weakref.WeakKeyDictionary[Grammar, ParserTables]" = weakref.WeakKeyDic
 
 def build_parser_tables(grammar: Grammar) -> ParserTables:
     """Lexer DFA + LALR table + the glue between them for ``grammar`` (cached per grammar,
-    see ``TABLES_CACHE_BYTES``)."""
+    see ``TABLES_CACHE_BYTES``); a JSON Schema's grammar has every rule emitted first
+    (:meth:`Grammar.whole`)."""
+    grammar = grammar.whole()
     found = _TABLES.get(grammar)
     if found is None:
         found = _HANDED.get(grammar)

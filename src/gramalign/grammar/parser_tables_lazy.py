@@ -22,11 +22,13 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from contextlib import nullcontext
 
 import numpy as np
 
 from ..errors import GramalignError, GrammarError, SchemaCompileError
 from .lalr import ACCEPT
+from .limits import CompileLimits, applied
 from .lalr_kernels import UNBUILT, merge_goto, pack_goto
 from .lexer_lazy import GROWTH, LazyLexer
 from .lr0_lazy import LazyLR0
@@ -47,10 +49,14 @@ emitting the value cost a median schema a tenth of its time to first mask."""
 class LazyParserTables:
     """See the module docstring. Readers use the same attribute names as ``ParserTables``."""
 
-    def __init__(self, source, start: str, *, max_states: int = 1 << 22):
+    def __init__(self, source, start: str, *, max_states: int = 1 << 22, limits: "CompileLimits | None" = None):
         """``source``: the rules (``is_terminal``, ``alternatives``) and ``terminals`` (name ->
-        Terminal) of the grammar, emitted as they are asked for."""
+        Terminal) of the grammar, emitted as they are asked for; its ``errors()``, where it has
+        one, a context that puts the errors of emitting them in the source's words. Each build
+        runs under ``limits`` (the defaults when None), as a compile does."""
         self.source = source
+        self.limits = limits
+        self._errors = getattr(source, "errors", nullcontext)
         if hasattr(source, "close"):  # (see Emitter.close) freed with these tables, not by the collector
             weakref.finalize(self, source.close)
         self.rules = ProductiveRules(source)
@@ -97,7 +103,9 @@ class LazyParserTables:
         self.starts_any = np.asarray(source.first_bytes(), dtype=np.uint8)
         self.goto = pack_goto(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 1)
         self.initial_state = 0
-        if not self.rules.productive(start):  # in the source's words where it has them (a schema)
+        with self._errors(), applied(limits):
+            productive = self.rules.productive(start)
+        if not productive:  # in the source's words where it has them (a schema)
             empty = getattr(source, "empty_language_error", None)
             raise empty() if empty is not None else GrammarError(f"the grammar derives no text: {start!r} "
                                                                  "has no complete derivation")
@@ -151,7 +159,7 @@ class LazyParserTables:
         it unbuilt; a neighbour that fails stays unbuilt until a stack lands there. The
         arrays every row shares (the packed gotos, the per-lexer-state arrays) are brought
         up to date once, after the last row."""
-        with self.lock:
+        with self.lock, self._errors(), applied(self.limits):
             try:
                 if self.action[state, -1] == UNBUILT:
                     self._build(state)

@@ -97,11 +97,17 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     mask computed so far; pass
     ``cache=False`` for a fresh one. For a single-regex grammar, ``eager`` builds every DFA
     state's mask now (default: when they fit in 256 MiB), otherwise each state's mask is
-    built the first time a matcher reaches it. Context-free grammars always build masks
+    built the first time a matcher reaches it. A JSON Schema's grammar
+    (``Grammar.from_json_schema``) is built where its matchers go: its rules, parser states
+    and lexer states the first time a matcher reaches them, each step under ``limits`` (an
+    error of a part of the schema is raised by the step that first reaches it, the matcher
+    unchanged); ``eager=True`` builds its every rule and its whole LALR(1) table now, and
+    raises every error of the schema here. Context-free grammars always build masks
     lazily, per lexical context, the first time a matcher needs them; with ``cache_dir``
     (default: the ``GRAMALIGN_CACHE_DIR`` environment variable) they start from the masks
     saved there by :meth:`CompiledGrammar.save_cache`, in a file named by the grammar and
-    vocabulary hashes. ``limits`` bounds the time and size of building the parser tables
+    vocabulary hashes (a JSON Schema's grammar is then built whole, as with ``eager=True``:
+    saved masks name the states of its whole table). ``limits`` bounds the time and size of building the parser tables
     (a :class:`gramalign.CompileLimits`; raises :class:`gramalign.LimitExceeded`).
     """
     if not isinstance(grammar, Grammar):
@@ -113,7 +119,7 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     cache_dir = cache_dir if cache_dir is not None else os.environ.get("GRAMALIGN_CACHE_DIR") or None
     if not cache:
         with released_on_failure(), applied(limits):
-            compiled = _compile(grammar, vocabulary, eager, cache_dir)
+            compiled = _compile(grammar, vocabulary, eager, cache_dir, limits)
         if compiled.memory_bytes >= TRIM_AFTER_BYTES:
             release_freed_memory()
         return compiled
@@ -124,7 +130,7 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
             _compiled.move_to_end(key)
             return found
     with released_on_failure(), applied(limits):
-        compiled = _compile(grammar, vocabulary, eager, cache_dir)
+        compiled = _compile(grammar, vocabulary, eager, cache_dir, limits)
     global _compiles
     with _compiled_lock:
         _compiled[key] = compiled
@@ -145,7 +151,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     return compiled
 
 
-def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir) -> CompiledGrammar:
+def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache_dir,
+             limits: "CompileLimits | None") -> CompiledGrammar:
     terminal = grammar.single_terminal()
     if terminal is not None:
         dfa = terminal.dfa
@@ -157,7 +164,10 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache
     from .cfg import GrammarMaskStore
     from .cfg.disk_cache import grammar_hash
 
-    tables = build_parser_tables(grammar)
+    # (saved masks are keyed by the eager table's states: with cache_dir, the table is built whole)
+    tables = grammar.lazy_tables(limits) if eager is not True and cache_dir is None else None
+    if tables is None:
+        tables = build_parser_tables(grammar)
     store = GrammarMaskStore(tables, vocabulary, token_trie(vocabulary))
     compiled = CompiledGrammar(grammar, vocabulary, store=store)
     if cache_dir is not None:

@@ -39,7 +39,7 @@ from ..grammar.grammar import Grammar
 from ..grammar.infill import GAP, Budget, BudgetExhausted, DFAPaths, PartialText, partial_text, regex_fillers
 from ..grammar.infill_search import GrammarInfill
 from ..grammar.limits import CompileLimits, applied
-from ..grammar.parser_tables import build_parser_tables
+from ..grammar.parser_tables import ParserTables, build_parser_tables
 from ..parsing.incremental import IncrementalParser
 from ..tokens.vocabulary import Vocabulary
 from .compiler import CompiledGrammar
@@ -91,6 +91,8 @@ class InfillChecker:
         if isinstance(grammar_or_compiled, CompiledGrammar):
             grammar = grammar_or_compiled.grammar
             tables = grammar_or_compiled.store.tables if grammar_or_compiled.store is not None else None
+            if not isinstance(tables, ParserTables):
+                tables = None  # (lazily built: the check reads the whole grammar)
         elif isinstance(grammar_or_compiled, Grammar):
             grammar, tables = grammar_or_compiled, None
         else:
@@ -99,6 +101,8 @@ class InfillChecker:
         if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
                                      or not math.isfinite(budget_s) or budget_s <= 0):
             raise InfillError(f"budget_s must be a positive number of seconds or None, not {budget_s!r}")
+        with applied(limits):
+            grammar = grammar.whole()  # (a JSON Schema's rules all emitted, errors at once)
         self.grammar = grammar
         self.budget_s = budget_s
         self.counts: Counter = Counter()

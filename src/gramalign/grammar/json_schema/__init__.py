@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from decimal import Decimal
 
 from ...errors import SchemaCompileError
-from ..automata.dfa import StateLimitError
 from ..grammar import Grammar
 from ..limits import DEFAULT_LIMITS, CompileLimits, applied
 from .emit import Emitter, Layout
-from .evaluate import Evaluator, TrackingNeeded
 from .registry import document_lookup
-from .resolve import SchemaIndex, draft_of, escape_pointer, inherited_draft, json_text, local_pointer
+from .resolve import SchemaIndex, draft_of, escape_pointer, inherited_draft, json_text
+from .schema_grammar import SchemaGrammar, SchemaRecipe, schema_errors
 from .strict import close_objects
 from .types import is_schema_type, schema_of_type
 
-__all__ = ["compile_json_schema"]
+__all__ = ["SchemaGrammar", "compile_json_schema", "lazy_json_schema_rules"]
 
 WHITESPACE_MODES = ("compact", "flexible")
 MAX_SCHEMA_BYTES = DEFAULT_LIMITS.max_schema_bytes
@@ -148,20 +146,12 @@ def _json_layout(indent, separators, whitespace: str, max_depth: int) -> tuple["
 _EXIT = object()
 
 
-def _in_document(exc: SchemaCompileError, index: SchemaIndex) -> SchemaCompileError:
-    """``exc`` with its location as a pointer in the document it lies in (named when it is
-    one of the registry's)."""
-    uri = index.document_uri(exc.pointer)
-    where = f" (in {uri})" if uri is not None and uri not in exc.message else ""
-    return SchemaCompileError(exc.message + where, local_pointer(exc.pointer), exc.keyword)
-
-
 def compile_json_schema(schema, *, whitespace: str = "compact", max_whitespace: int = 8,
                         string_escapes: str = "minimal", property_order: str = "schema", integer_fraction: bool = False,
                         approximate=(), max_states: "int | None" = None, strict: bool = True,
                         indent: "int | str | None" = None, separators: "tuple[str, str] | None" = None,
                         max_depth: int = 32, default_draft: "int | None" = None, registry=None,
-                        limits: "CompileLimits | None" = None, _lazy: bool = False) -> Grammar:
+                        limits: "CompileLimits | None" = None, _lazy: "bool | str" = True) -> Grammar:
     """See :meth:`Grammar.from_json_schema`."""
     with applied(limits) as limits:
         if max_states is None:
@@ -176,20 +166,11 @@ def lazy_json_schema_rules(schema, **options) -> Emitter:
     it (``alternatives``), for an LR(0) automaton built on demand; options as for
     :func:`compile_json_schema`. Errors of the schema's parts are raised where they are
     reached; only the schema's syntax and its root are checked here."""
-    return compile_json_schema(schema, **options, _lazy=True)
-
-
-def _emitted(evaluator: Evaluator, layout: Layout, root, max_states: int, source: str) -> Grammar:
-    """The whole grammar of ``root``, the emitter closed after (see ``Emitter.close``)."""
-    emitter = Emitter(evaluator, layout, root, max_states=max_states)
-    try:
-        return emitter.grammar(source)
-    finally:
-        emitter.close()
+    return compile_json_schema(schema, **options, _lazy="emitter")
 
 
 def _compile(schema, whitespace, max_whitespace, string_escapes, property_order, integer_fraction, approximate,
-             max_states, strict, indent, separators, max_depth, default_draft, registry, limits, lazy=False) -> Grammar:
+             max_states, strict, indent, separators, max_depth, default_draft, registry, limits, lazy) -> Grammar:
     if is_schema_type(schema):
         schema = schema_of_type(schema)
     if isinstance(schema, (str, bytes)):
@@ -231,32 +212,17 @@ def _compile(schema, whitespace, max_whitespace, string_escapes, property_order,
         _check_json_data(document)
         return close_objects(document, inherited_draft(document, draft)) if strict else document
 
-    index = None
-    try:
+    with schema_errors(None):
         index = SchemaIndex(schema, draft, document_lookup(registry, prepare))
-        source = json_text(schema, sort_keys=True)
+    with schema_errors(index):
         root = frozenset([index.root_location()])
-        if lazy:  # tracking evaluated members where a schema may need it (a later restart is no option)
-            tracked = '"unevaluatedProperties"' in source or '"unevaluatedItems"' in source or registry is not None
-            evaluator = Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=tracked)
-            return Emitter(evaluator, layout, root, max_states=max_states, lazy=True)
-        try:
-            grammar = _emitted(Evaluator(index, max_states=max_states, approximate=approximate), layout, root,
-                               max_states, source)
-        except TrackingNeeded:  # the schema uses unevaluatedProperties/unevaluatedItems
-            grammar = _emitted(Evaluator(index, max_states=max_states, approximate=approximate, track_evaluated=True),
-                               layout, root, max_states, source)
-    except StateLimitError as exc:
-        raise SchemaCompileError(f"an automaton for this schema is too large: {exc}") from None
-    except RecursionError:  # the evaluator recurses once per nested subschema
-        raise SchemaCompileError(f"the schema nests too deeply (Python's recursion limit is "
-                                 f"{sys.getrecursionlimit()})") from None
-    except SchemaCompileError as exc:
-        if index is None or exc.pointer == local_pointer(exc.pointer):
-            raise
-        raise _in_document(exc, index) from None
-    # LALR(1), not lr0: the grammar is LR(0), but default reductions read deeper into the stack
-    # right after a shift, so fewer masks share the caches keyed by the top of the stack
-    # (MaskBench, 210 schemas: TBM p90 103 -> 117 us, p99 379 -> 416 us). The lazy tables
-    # (parser_tables_lazy.py), which cannot have look-aheads, are LR(0) all the same.
-    return Grammar(grammar.terminals, grammar.rules, grammar.start, source=source, strict=True)
+    source = json_text(schema, sort_keys=True)
+    # tracking evaluated members where a schema may need it (emitted lazily, a later restart is no option)
+    tracked = '"unevaluatedProperties"' in source or '"unevaluatedItems"' in source or registry is not None
+    key = (source, layout, max_states, approximate, draft, object() if registry is not None else None)
+    recipe = SchemaRecipe(index, layout, root, max_states, approximate, source, key, tracked)
+    if lazy == "emitter":
+        return recipe.emitter()
+    if lazy:
+        return SchemaGrammar(recipe, limits)
+    return recipe.grammar()
