@@ -2,7 +2,7 @@
 
     GRAMALIGN_DATA_DIR=../shared/data PYTHONPATH=src taskset -c 0 .venv/bin/python \
         benchmarks/lazy_first_visits.py [--sample 10] [--seed 77] [--slow-us 500] [--force] \
-        [--fresh K] [--engine gramalign-lazy|gramalign] [--profile FILE]
+        [--fresh K] [--engine gramalign|gramalign-eager] [--profile FILE]
 
 Compiles each sampled MaskBench schema (as ``maskbench.py``'s worker does, with its warm-up)
 and walks its test instances, and with ``--fresh K`` K fresh walks too (made first by
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--slow-us", type=float, default=500.0, help="a mask slower than this is broken down")
     parser.add_argument("--force", action="store_true", help="build every state before the first walk")
     parser.add_argument("--fresh", type=int, default=0, help="fresh walks per schema too (fresh_walks.py)")
-    parser.add_argument("--engine", default="gramalign-lazy", choices=["gramalign", "gramalign-lazy"])
+    parser.add_argument("--engine", default="gramalign", choices=["gramalign", "gramalign-eager"])
     parser.add_argument("--profile", help="write a cProfile of the fills after the first to this file")
     args = parser.parse_args()
     profile = cProfile.Profile() if args.profile else None

@@ -138,8 +138,10 @@ class Engine:
 
 
 class Gramalign(Engine):
+    """gramalign as ``compile`` builds a JSON Schema: rules, LR(0) states and lexer starts
+    built where the matchers go."""
+
     name = "gramalign"
-    lazy_kernels = False
 
     def __init__(self, tokenizer):
         super().__init__(tokenizer)
@@ -151,7 +153,7 @@ class Gramalign(Engine):
         # cache) once per process, as a server does at start; then freeze what is alive, as
         # docs/serving.md asks of a long-lived process (numba's own objects, ~100k, made each
         # generation-2 collection of this worker 50-180 ms, half of them inside a mask).
-        ga.warm_up(self.vocab, lazy=self.lazy_kernels)
+        ga.warm_up(self.vocab)
         ga.freeze_gc()
 
     def compile(self, schema):
@@ -170,23 +172,15 @@ class Gramalign(Engine):
         return matcher.can_terminate()
 
 
-class GramalignLazy(Gramalign):
-    """gramalign with the schema's rules, LR(0) states and lexer starts built where the parser
-    goes (grammar/parser_tables_lazy.py; not yet what ``ga.compile`` does, issue 35)."""
+class GramalignEager(Gramalign):
+    """gramalign with every rule, the whole LALR(1) table and the whole lexer built before the
+    first mask (``compile(..., eager=True)``; what ``compile`` did for JSON Schemas before
+    issue 35)."""
 
-    name = "gramalign-lazy"
-
-    lazy_kernels = True  # (warm_up loads the lazy tables' kernels too)
+    name = "gramalign-eager"
 
     def compile(self, schema):
-        from gramalign.grammar.json_schema import lazy_json_schema_rules
-        from gramalign.grammar.parser_tables_lazy import LazyParserTables
-        from gramalign.masking.cfg import GrammarMaskStore
-        from gramalign.masking.compiler import CompiledGrammar, token_trie
-
-        emitter = lazy_json_schema_rules(schema, strict=False)
-        store = GrammarMaskStore(LazyParserTables(emitter, emitter.start), self.vocab, token_trie(self.vocab))
-        return CompiledGrammar(None, self.vocab, store=store)
+        return self.ga.compile(self.ga.Grammar.from_json_schema(schema, strict=False), self.vocab, eager=True)
 
 
 class LLGuidance(Engine):
@@ -288,7 +282,7 @@ class OutlinesCore(Engine):
         return matcher.is_finished()
 
 
-ENGINES = {cls.name: cls for cls in (Gramalign, GramalignLazy, XGrammar, LLGuidance, OutlinesCore)}
+ENGINES = {cls.name: cls for cls in (Gramalign, GramalignEager, XGrammar, LLGuidance, OutlinesCore)}
 
 
 def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool]]) -> dict:
@@ -306,7 +300,7 @@ def run_schema(engine: Engine, document: dict, walks: list[tuple[list[int], bool
     ttfm = (time.perf_counter() - started) * 1e6
     try:
         return _walk_all(engine, compiled, walks, bitmask, ttfm, before)
-    except Exception as exc:  # noqa: BLE001 - gramalign-lazy compiles a part when a walk reaches it
+    except Exception as exc:  # noqa: BLE001 - gramalign compiles a part when a walk reaches it
         if not engine.name.startswith("gramalign") or not _deliberate(exc):
             raise
         return _refusal(engine, exc, " (raised in a mask: the walk reached the part)")

@@ -112,7 +112,7 @@ def test_real_schemas_that_raised_key_errors_compile_and_agree_with_jsonschema(n
         "dependentSchemas []", "prefixItems []"])
 def test_malformed_keywords_that_raised_key_errors_name_their_place(schema, pointer, keyword):
     with pytest.raises(SchemaCompileError) as caught:
-        ga.Grammar.from_json_schema(schema)
+        ga.Grammar.from_json_schema(schema).whole()
     assert (caught.value.pointer, caught.value.keyword) == (pointer, keyword)
     with pytest.raises(jsonschema.SchemaError):
         jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -121,7 +121,7 @@ def test_malformed_keywords_that_raised_key_errors_name_their_place(schema, poin
 @pytest.mark.parametrize("text", [b'{"type": "string", "const": "\xff"}', b'{"enum": ["\xc3"]}', b"\xff\xff\xff\xff"])
 def test_schema_text_that_is_not_utf8_is_a_schema_error(text):
     with pytest.raises(SchemaCompileError, match="not UTF-8|not valid JSON"):
-        ga.Grammar.from_json_schema(text)
+        ga.Grammar.from_json_schema(text).whole()
 
 
 @pytest.mark.parametrize("schema,pointer,keyword", [
@@ -135,7 +135,7 @@ def test_schema_text_that_is_not_utf8_is_a_schema_error(text):
 def test_a_lone_surrogate_in_a_literal_is_a_schema_error(schema, pointer, keyword):
     """JSON text may escape a lone surrogate; UTF-8 cannot encode it (this was a UnicodeEncodeError)."""
     with pytest.raises(SchemaCompileError, match="lone surrogate") as caught:
-        ga.Grammar.from_json_schema(schema)
+        ga.Grammar.from_json_schema(schema).whole()
     assert (caught.value.pointer, caught.value.keyword) == (pointer, keyword)
 
 
@@ -165,7 +165,7 @@ def test_invalid_keyword_values_are_refused_with_their_pointer(schema, pointer, 
     with pytest.raises(jsonschema.SchemaError):  # the metaschema agrees the value is invalid
         jsonschema.validators.validator_for(schema).check_schema(schema)
     with pytest.raises(SchemaCompileError) as caught:
-        ga.Grammar.from_json_schema(schema)
+        ga.Grammar.from_json_schema(schema).whole()
     assert (caught.value.pointer, caught.value.keyword) == (pointer, keyword)
     assert keyword in str(caught.value)
 
@@ -182,7 +182,7 @@ def test_valid_values_of_the_same_keywords_still_compile():
 
 def _compile_outcome(schema):
     try:
-        ga.Grammar.from_json_schema(schema)
+        ga.Grammar.from_json_schema(schema).whole()
     except SchemaCompileError as error:
         return ("SchemaCompileError", error.pointer, error.keyword, str(error))
     return ("grammar",)
@@ -223,7 +223,7 @@ def test_a_shared_but_acyclic_subschema_compiles():
 def _refusal_seconds(schema) -> tuple:
     started = time.perf_counter()
     try:
-        ga.Grammar.from_json_schema(schema)
+        ga.Grammar.from_json_schema(schema).whole()
     except SchemaCompileError as error:
         return (time.perf_counter() - started, error.pointer, error.keyword, str(error))
     return (time.perf_counter() - started, None, None, "compiled")

@@ -74,4 +74,4 @@ def test_layout_options_are_checked():
     for options in [{"separators": (";", ":")}, {"separators": (",",)}, {"indent": "x"}, {"indent": True},
                     {"indent": 2, "whitespace": "flexible"}, {"indent": 2, "max_depth": 0}]:
         with pytest.raises(ValueError):
-            ga.Grammar.from_json_schema(SCHEMA, **options)
+            ga.Grammar.from_json_schema(SCHEMA, **options).whole()

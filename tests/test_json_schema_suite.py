@@ -72,7 +72,7 @@ def _run(draft: str, whitespace: str, property_order: str = "schema", integer_fr
         try:
             grammar = Grammar.from_json_schema(schema, whitespace=whitespace, max_whitespace=64,
                                                property_order=property_order, integer_fraction=integer_fraction,
-                                               registry=registry, strict=False)  # the spec's meaning
+                                               registry=registry, strict=False).whole()  # the spec's meaning
         except SchemaCompileError:
             counts["refused"] += 1
             continue

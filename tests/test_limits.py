@@ -32,26 +32,26 @@ def test_defaults_and_validation():
         with pytest.raises(ValueError, match=next(iter(bad))):
             ga.CompileLimits(**bad)
     with pytest.raises(TypeError, match="CompileLimits"):
-        ga.Grammar.from_json_schema({"type": "string"}, limits={"max_rules": 5})
+        ga.Grammar.from_json_schema({"type": "string"}, limits={"max_rules": 5}).whole()
 
 
 def test_array_bounds_beyond_max_rules_are_refused_before_any_rule():
     # issue 24: minItems 10**30 took 1.5-6 s to reach max_rules one rule at a time
     for keyword in ("minItems", "maxItems"):
         with pytest.raises(LimitExceeded) as info:
-            ga.Grammar.from_json_schema({"type": "array", keyword: 10 ** 30})
+            ga.Grammar.from_json_schema({"type": "array", keyword: 10 ** 30}).whole()
         assert (info.value.limit, info.value.value, info.value.reached) == ("max_rules", 200_000, 10 ** 30)
         assert info.value.where == f"#/{keyword}"
     small = ga.CompileLimits(max_rules=500)
     with pytest.raises(LimitExceeded, match="max_rules=500") as info:
-        ga.Grammar.from_json_schema({"properties": {"a": {"minItems": 501}}}, limits=small)
+        ga.Grammar.from_json_schema({"properties": {"a": {"minItems": 501}}}, limits=small).whole()
     assert info.value.where == "#/properties/a/minItems"
-    ga.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}, "minItems": 40}, limits=small)
+    ga.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}, "minItems": 40}, limits=small).whole()
 
 
 def test_a_constant_array_longer_than_max_rules_is_refused_at_its_keyword():
     with pytest.raises(LimitExceeded) as info:
-        ga.Grammar.from_json_schema({"const": [0] * 300}, limits=ga.CompileLimits(max_rules=200))
+        ga.Grammar.from_json_schema({"const": [0] * 300}, limits=ga.CompileLimits(max_rules=200)).whole()
     assert (info.value.limit, info.value.reached, info.value.where) == ("max_rules", 300, "#/const")
 
 
@@ -63,7 +63,7 @@ def test_a_constant_array_longer_than_max_rules_is_refused_at_its_keyword():
 def test_counts_of_members_and_branches(schema, limit, reached, where):
     limits = ga.CompileLimits(max_enum=10, max_branches=10)
     with pytest.raises(LimitExceeded) as info:
-        ga.Grammar.from_json_schema(schema, limits=limits)
+        ga.Grammar.from_json_schema(schema, limits=limits).whole()
     assert (info.value.limit, info.value.value, info.value.reached, info.value.where) == (limit, 10, reached, where)
 
 
@@ -148,7 +148,7 @@ def test_string_lengths_past_the_counter_are_refused_or_no_bound():
 def test_quadratic_epsilon_closures_are_refused_before_they_are_allocated():
     # fuzz case 1905: (.*){1,32000} has closures of ~32k states each, a MemoryError in a kernel
     with pytest.raises(ga.SchemaCompileError, match="pattern"):
-        ga.Grammar.from_json_schema({"type": "string", "pattern": "(.*){1,31999}"})
+        ga.Grammar.from_json_schema({"type": "string", "pattern": "(.*){1,31999}"}).whole()
     with pytest.raises(ga.RegexError, match="max_subset_work"):
         ga.Grammar.from_regex("(a*){1,29000}")
 
@@ -157,7 +157,7 @@ def test_quadratic_epsilon_closures_are_refused_before_they_are_allocated():
 
 def _union_work_estimate_refuses(schema, where: str) -> LimitExceeded:
     with pytest.raises(LimitExceeded) as info:
-        ga.Grammar.from_json_schema(schema, strict=False)
+        ga.Grammar.from_json_schema(schema, strict=False).whole()
     assert info.value.limit == "max_union_work" and info.value.where == where
     assert info.value.reached > info.value.value == ga.CompileLimits().max_union_work
     return info.value
@@ -200,7 +200,7 @@ def test_memory_growth_past_the_limit_stops_a_compile():
     the wall time): an automaton of 40,000 states (~40 MB of transitions) with a 16 MiB bound."""
     limits = ga.CompileLimits(max_memory_bytes=16 << 20)
     with pytest.raises(LimitExceeded) as info:
-        ga.Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]{40000}$"}, limits=limits)
+        ga.Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]{40000}$"}, limits=limits).whole()
     assert info.value.limit == "max_memory_bytes" and info.value.reached > 16 << 20
 
 

@@ -294,8 +294,13 @@ class Grammar:
         ``additionalProperties`` were ``false`` (see :mod:`gramalign.grammar.json_schema.strict`),
         so a model cannot invent keys; ``strict=False`` keeps JSON Schema's meaning (extra keys
         allowed). No invalid instance is accepted either way.
-        Raises :class:`gramalign.SchemaCompileError` naming the keyword and JSON pointer
-        when the schema cannot be compiled exactly.
+
+        The schema's syntax and its root are checked here; its other parts are compiled
+        where a parser first needs them (a :class:`~gramalign.grammar.json_schema.SchemaGrammar`,
+        so a first mask costs the part of the schema it reads). A part that cannot be compiled
+        exactly raises :class:`gramalign.SchemaCompileError`, naming the keyword and JSON
+        pointer, from the matcher step that first reaches it (the matcher unchanged); for every
+        error at once, call :meth:`whole` or ``gramalign.compile(..., eager=True)``.
 
         >>> g = Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}})
         >>> g.start

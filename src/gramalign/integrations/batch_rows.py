@@ -88,7 +88,8 @@ class RequestConstraint:
             if self.kind == "json_schema":
                 if "approximate" in options:
                     options["approximate"] = tuple(options["approximate"])
-                return Grammar.from_json_schema(self.source, **options)
+                # every rule now: bad parts are refused at admission, never in the engine's step
+                return Grammar.from_json_schema(self.source, **options).whole()
             if self.kind == "regex":
                 grammar = Grammar.from_regex(self.source, flags=_regex_flags(options.get("flags", 0)))
                 if grammar.single_terminal().dfa.num_states == 0:  # compile() would refuse it in the engine

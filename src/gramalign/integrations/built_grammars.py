@@ -117,6 +117,8 @@ def save(constraint: "RequestConstraint", grammar: Grammar, tables: "ParserTable
     where = folder()
     if where is None:
         return False
+    if tables is not None:  # (an equal grammar's tables, from the tables cache: saved as one object)
+        grammar = tables.grammar
     try:
         parts = _pickled((grammar, tables))
         if sum(len(part) for part in parts) > FILE_BYTES and tables is not None:

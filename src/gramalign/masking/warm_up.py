@@ -52,12 +52,12 @@ _GBNF = 'root ::= e (" " e)*\ne ::= e "+" e | "(" e ")" | num | name\nnum ::= [0
 _GBNF_TEXT = "(1+x2)+3+45 ab+c+d"
 
 
-def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True, lazy: bool = False) -> float:
+def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True, eager: bool = True) -> float:
     """Load every kernel a schema compile and a mask walk use; returns the seconds it took.
     ``general=False`` leaves out the generalized parser's (a GBNF grammar with conflicts);
-    ``lazy=True`` adds the lazily built tables' (a schema compiled where the parser goes, as
-    ``benchmarks/maskbench.py``'s gramalign-lazy engine does; not yet what ``compile`` does,
-    so left out by default: with an empty numba cache it is compile time nobody else waits for).
+    ``eager=False`` leaves out those of a schema's whole tables (``compile(..., eager=True)``,
+    and the grammars a server's admission builds, see :mod:`gramalign.integrations.admission`):
+    ``compile`` builds a schema's tables where the matchers go.
 
     Call it once per process after the vocabulary is loaded; a second call finds the
     fixed schema compiled and its masks cached, and is cheap.
@@ -94,27 +94,13 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True, lazy
     matcher = compiled.matcher()
     matcher.accept_string('{"id":1,"name":"a","code":"AB-1","s')
     matcher.fill_next_token_bitmask(bitmask)
-    if lazy:  # the same schema with its rules, parser states and lexer built where the walk
-        # goes: the lazy tables' own kernels (lexer blocks and starts, gotos merged state by state)
-        built = _lazily_compiled(_SCHEMA, vocabulary)
+    if eager:  # the same schema's whole tables: the LALR(1) and product-lexer kernels
+        built = compile(Grammar.from_json_schema(_SCHEMA), vocabulary, eager=True)
         matcher = built.matcher()
         matcher.accept_string(SAMPLE_TEXT[:40])
         matcher.fill_next_token_bitmask(bitmask)
         _random_walk(built, bitmask, drawable, rng, _STEPS)
     return time.perf_counter() - started
-
-
-def _lazily_compiled(schema: dict, vocabulary: Vocabulary):
-    """``schema`` compiled as the lazy engine compiles it (rules emitted, LR(0) states and
-    lexer starts built where the parser goes; not yet what ``compile`` does, issue 35)."""
-    from ..grammar.json_schema import lazy_json_schema_rules
-    from ..grammar.parser_tables_lazy import LazyParserTables
-    from .cfg import GrammarMaskStore
-    from .compiler import CompiledGrammar, token_trie
-
-    emitter = lazy_json_schema_rules(schema, strict=False)
-    store = GrammarMaskStore(LazyParserTables(emitter, emitter.start), vocabulary, token_trie(vocabulary))
-    return CompiledGrammar(None, vocabulary, store=store)
 
 
 def warm_up_masks(vocabulary: Vocabulary, *, seed: int = 1) -> float:

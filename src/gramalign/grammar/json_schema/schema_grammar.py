@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ...errors import SchemaCompileError
+from ...heap import released_on_failure
 from ..automata.dfa import StateLimitError
 from ..grammar import Grammar
 from ..limits import CompileLimits, applied
@@ -133,7 +134,7 @@ class SchemaGrammar(Grammar):
     def whole(self) -> Grammar:
         with self._lock:
             if self._whole is None:
-                with applied(self._limits):
+                with released_on_failure(), applied(self._limits):
                     object.__setattr__(self, "_whole", self._recipe.grammar())
             return self._whole
 
@@ -166,5 +167,9 @@ class SchemaGrammar(Grammar):
         text = self.source if len(self.source) <= 80 else self.source[:77] + "..."
         return f"SchemaGrammar({text!r})"
 
-    def __reduce_ex__(self, protocol):
-        return self.whole().__reduce_ex__(protocol)  # (a plain grammar: the emitter is not kept)
+    def __reduce__(self):
+        return _itself, (self.whole(),)  # a plain grammar (the emitter is not kept)
+
+
+def _itself(grammar: Grammar) -> Grammar:
+    return grammar
