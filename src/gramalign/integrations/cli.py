@@ -104,8 +104,9 @@ def _grammar_options(args) -> dict:
 def command_compile(args) -> int:
     start = time.perf_counter()
     grammar = load_grammar(args.grammar, **_grammar_options(args))
+    whole = grammar.whole()  # a JSON Schema's every rule: every error of the file, here
     seconds = time.perf_counter() - start
-    stats = {"terminals": len(grammar.terminals), "rules": len(grammar.rules), "grammar_seconds": round(seconds, 4)}
+    stats = {"terminals": len(whole.terminals), "rules": len(whole.rules), "grammar_seconds": round(seconds, 4)}
     if args.tokenizer:
         vocab = load_vocabulary(args.tokenizer)
         start = time.perf_counter()
@@ -232,7 +233,7 @@ def command_warm_up(args) -> int:
         vocabulary = pieces_vocabulary([SAMPLE_TEXT])
         if args.masks_first:
             warm_up_masks(vocabulary)
-        warm_up(vocabulary, general=not args.schemas_only)
+        warm_up(vocabulary, general=not args.schemas_only, eager=not args.schemas_only)
     except BaseException:
         if helper is not None:
             helper.kill()  # (not left compiling behind a warm-up that failed)
@@ -288,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "without a wheel's shipped kernels compiles them on first use, for minutes)")
     sub = commands.add_parser("warm-up", help=help_text, description=help_text)
     sub.add_argument("--schemas-only", action="store_true",
-                     help="leave out the generalized parser's kernels (JSON Schemas need none)")
+                     help="only the kernels of JSON Schemas as compile builds them (not the generalized "
+                          "parser's, nor those of whole tables: eager=True, a server's admission)")
     sub.add_argument("--jobs", type=int, choices=(1, 2), default=min(2, os.cpu_count() or 1),
                      help="processes that compile (default: 2 where there are 2 cores)")
     sub.add_argument("--masks-first", action="store_true", help=argparse.SUPPRESS)
