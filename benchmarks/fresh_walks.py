@@ -152,7 +152,9 @@ class WalkGenerator:
         """Up to ``count`` finished walks (at most ``2 * count`` tries), validated."""
         result = empty_report()
         try:
-            compiled = self.ga.compile(self.ga.Grammar.from_json_schema(schema, strict=False), self.vocab)
+            # eager: a schema with a part gramalign refuses is refused here, not inside a walk
+            compiled = self.ga.compile(self.ga.Grammar.from_json_schema(schema, strict=False), self.vocab,
+                                       eager=True)
         except Exception as exc:  # noqa: BLE001 - gramalign refuses it: no fresh instances
             result["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
             return result

@@ -72,7 +72,8 @@ def _child(connection, name, budget):
         else:
             grammar = ga.Grammar.from_json_schema(payload, limits=limits, strict=False)
         front = time.perf_counter() - started
-        ga.compile(grammar, byte_vocabulary(), limits=limits, cache=False)
+        # eager: the whole input built now (compile's default builds a schema where matchers go)
+        ga.compile(grammar, byte_vocabulary(), limits=limits, cache=False, eager=True)
         outcome = f"compiled (front end {front:.2f} s)"
     except ga.GramalignError as exc:
         outcome = f"{type(exc).__name__}: {str(exc)[:110]}"
