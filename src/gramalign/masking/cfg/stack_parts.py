@@ -45,6 +45,7 @@ class StackParts:
         self._newline = int(tables.layout[NEWLINE_TERMINAL])
         self._every_split = bool(tables.layout[EVERY_SPLIT] == 1)
         self._cached = 0
+        self.bytes = 0  # of the parts cached so far (what memory_bytes counts, kept as they come)
         self._whole_rows_left = WHOLE_ROW_BYTES // (4 * width)
         self._lock = threading.Lock()
 
@@ -105,6 +106,7 @@ class StackParts:
                 by_depth = entry.by_stack.setdefault(layout_key, {})
                 by_depth.setdefault(depth, {})[pool.depth_signature(node, depth)] = part
                 self._cached += 1
+                self.bytes += 64 + nonzero.nbytes + bits.nbytes + (whole.nbytes if whole is not None else 0)
         return part, depth
 
 
@@ -129,16 +131,6 @@ def write_part(entry: ContextMasks, part, row: np.ndarray, overwrite: bool) -> N
                 np.bitwise_or(row, entry.group_masks[g], out=row)
         if words.size:
             or_sparse_words(row, words, bits)
-
-
-def part_bytes(entry: ContextMasks) -> int:
-    """Memory of the stack parts cached on ``entry``."""
-    total = 0
-    for by_depth in list(entry.by_stack.values()):
-        for results in list(by_depth.values()):
-            total += sum(64 + words.nbytes * 2 + (whole.nbytes if whole is not None else 0)
-                         for _, words, _, whole in list(results.values()))
-    return total
 
 
 @kernel

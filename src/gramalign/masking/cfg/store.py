@@ -33,7 +33,7 @@ from .contexts import ContextMasks, LexicalContexts
 from .counted_strings import LengthFilter
 from .disk_cache import load_contexts, save_contexts
 from .shared_contexts import ContextClassificationCache
-from .stack_parts import STACK_CACHE_ENTRIES, StackParts, part_bytes, sparse_words, write_part
+from .stack_parts import STACK_CACHE_ENTRIES, StackParts, sparse_words, write_part
 from .trie_walk import walk_trie_grammar
 
 MEMO_ENTRIES = 4096
@@ -55,6 +55,7 @@ class GrammarMaskStore:
         self.width = bitmask_width(vocabulary.size)
         self.contexts = LexicalContexts(tables, trie, self.width, shared, text_blocks)
         self.stack_parts = StackParts(tables, trie, self.width)
+        self._context_bytes: dict = {}  # id(context) -> (bytes, the context, its sub-trie) when last measured
         self._continues: dict[int, bool] = {}  # lexer state -> some byte goes on from it (rows never change)
         self._length_checked = 0  # lexer states LengthFilter.needed has looked at
         self._lengths = None
@@ -90,17 +91,25 @@ class GrammarMaskStore:
     def memory_bytes(self) -> int:
         t = self.tables
         total = int(t.reach_bits.nbytes + t.reach_done.nbytes + t.lexer.transitions.nbytes
-                    + t.table.action.nbytes + t.table.goto.nbytes)
-        for entry in {id(e): e for e in list(self.contexts.entries.values())}.values():  # (shared keys: once)
-            total += part_bytes(entry)
-            if entry.derived_reach is not None:
-                continue  # its classes are its partner's
-            total += entry.inside.nbytes + entry.group_masks.nbytes
+                    + t.table.action.nbytes + t.table.goto.nbytes) + self.stack_parts.bytes
+        # each context's arrays measured once (and again once its sub-trie is built): the compile
+        # cache measures every grammar it holds every few compiles (masking/compiler.py)
+        known = self._context_bytes
+        sizes = {}
+        for entry in list(self.contexts.entries.values()):
             subtrie = entry.lazy.get("trie")
-            if subtrie is not None:
-                total += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
-                                                subtrie.token_start, subtrie.token_ids))
-        return total
+            found = known.get(id(entry))
+            if found is None or found[1] is not entry or found[2] is not subtrie:
+                size = 0
+                if entry.derived_reach is None:  # (else its classes are its partner's)
+                    size = entry.inside.nbytes + entry.group_masks.nbytes
+                    if subtrie is not None:
+                        size += sum(a.nbytes for a in (subtrie.node_byte, subtrie.node_depth, subtrie.subtree_end,
+                                                       subtrie.token_start, subtrie.token_ids))
+                found = (size, entry, subtrie)
+            sizes[id(entry)] = found  # (shared keys: once)
+        self._context_bytes = sizes
+        return total + sum(found[0] for found in sizes.values())
 
     def save(self, path: "str | Path") -> None:
         """Write every lexical context computed so far to ``path`` (a .npz file, see
