@@ -214,13 +214,41 @@ def test_compiled_grammars_cache_is_bounded_in_bytes(monkeypatch):
     grammars = _grammars(5)
     monkeypatch.setattr(compiler, "_compiled", type(compiler._compiled)())
     monkeypatch.setattr(compiler, "_sizes", {})
-    first = ga.compile(grammars[0], vocab)
-    assert ga.compile(grammars[0], vocab) is first  # within the budget: the cached one
+    first = ga.compile(grammars[0], vocab, eager=True)  # (whole tables: cached from the first compile)
+    assert ga.compile(grammars[0], vocab, eager=True) is first  # within the budget: the cached one
     monkeypatch.setattr(compiler, "COMPILE_CACHE_BYTES", int(2.5 * first.memory_bytes))
-    compiled = [ga.compile(g, vocab) for g in grammars[1:]]
+    compiled = [ga.compile(g, vocab, eager=True) for g in grammars[1:]]
     assert sum(c.memory_bytes for c in compiler._compiled.values()) <= compiler.COMPILE_CACHE_BYTES
-    assert ga.compile(grammars[-1], vocab) is compiled[-1]
-    assert ga.compile(grammars[0], vocab) is not first  # the oldest went first
+    assert ga.compile(grammars[-1], vocab, eager=True) is compiled[-1]
+    first_id = id(first)
+    del first
+    assert id(ga.compile(grammars[0], vocab, eager=True)) != first_id  # the oldest went first
     monkeypatch.setattr(compiler, "COMPILE_CACHE_BYTES", 0)
-    newest = ga.compile(_grammars(6)[-1], vocab)
+    newest = ga.compile(_grammars(6)[-1], vocab, eager=True)
     assert list(compiler._compiled.values()) == [newest]  # the newest is always kept
+
+
+def test_grammars_built_where_matchers_go_are_cached_from_their_second_compile(monkeypatch):
+    import gc
+    import weakref
+
+    from gramalign.masking import compiler
+
+    vocab = ga.Vocabulary.from_token_bytes([b"{", b"}", b'"', b":", b"key", b"0", b"1", b"</s>"], eos_token_ids=[7])
+    grammars = _grammars(3)
+    monkeypatch.setattr(compiler, "_compiled", type(compiler._compiled)())
+    monkeypatch.setattr(compiler, "_sizes", {})
+    monkeypatch.setattr(compiler, "_seen_once", type(compiler._seen_once)())
+    first = ga.compile(grammars[0], vocab)
+    assert not compiler._compiled  # a first compile is not held by the cache...
+    assert ga.compile(grammars[0], vocab) is first  # ...but shared while someone holds it
+    gone = weakref.ref(first)
+    del first
+    gc.collect()
+    assert gone() is None  # dropped by its last user, not by a later compile
+    second = ga.compile(grammars[0], vocab)  # met again: compiled anew, and kept from now on
+    del second
+    gc.collect()
+    assert list(compiler._compiled) and ga.compile(grammars[0], vocab) is next(iter(compiler._compiled.values()))
+    assert ga.compile(grammars[1], vocab) is not ga.compile(grammars[2], vocab)
+    assert len(compiler._compiled) == 1

@@ -49,6 +49,8 @@ emitting the value cost a median schema a tenth of its time to first mask."""
 class LazyParserTables:
     """See the module docstring. Readers use the same attribute names as ``ParserTables``."""
 
+    built_on_demand = True  # (what the compile cache asks, see masking/compiler.SEEN_ONCE)
+
     def __init__(self, source, start: str, *, max_states: int = 1 << 22, limits: "CompileLimits | None" = None):
         """``source``: the rules (``is_terminal``, ``alternatives``) and ``terminals`` (name ->
         Terminal) of the grammar, emitted as they are asked for; its ``errors()``, where it has
