@@ -79,8 +79,8 @@ always kept."""
 
 REMEASURE_EVERY = 16
 """Compiles between two measurements of every cached grammar, whose masks keep growing after
-it was cached (measuring walks each one's masks: ~6 ms for 64 grammars, too much for every
-compile); in between, each counts what it held when last measured."""
+it was cached (~1 ms for 64 grammars after a few walks each, too much for every compile);
+in between, each counts what it held when last measured."""
 
 SEEN_ONCE = 4096
 """Grammars built where their matchers go (a JSON Schema's, by default) enter the cache the
@@ -120,8 +120,9 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     (default: the ``GRAMALIGN_CACHE_DIR`` environment variable) they start from the masks
     saved there by :meth:`CompiledGrammar.save_cache`, in a file named by the grammar and
     vocabulary hashes (a JSON Schema's grammar is then built whole, as with ``eager=True``:
-    saved masks name the states of its whole table). ``limits`` bounds the time and size of building the parser tables
-    (a :class:`gramalign.CompileLimits`; raises :class:`gramalign.LimitExceeded`).
+    saved masks name the states of its whole table). ``limits`` bounds the time and size of
+    building the parser tables (a :class:`gramalign.CompileLimits`; raises
+    :class:`gramalign.LimitExceeded`).
     """
     if not isinstance(grammar, Grammar):
         raise TypeError(f"compile() needs a gramalign.Grammar, got {type(grammar).__name__}")
