@@ -103,6 +103,8 @@ def _child(node, token: str):
 
 
 def escape_pointer(token: str) -> str:
+    if "~" not in token and "/" not in token:  # (most keys: no copies)
+        return token
     return token.replace("~", "~0").replace("/", "~1")
 
 
@@ -338,22 +340,21 @@ class SchemaIndex:
         if not isinstance(node, dict):
             return
         for key, value in node.items():
-            child = f"{pointer}/{escape_pointer(key)}"
-            if key in ("enum", "const", "examples", "default"):
-                continue
             if key in _SCHEMA_VALUED or (key == "items" and not isinstance(value, list)):
-                self._walk(value, child, base, resource)
+                self._walk(value, f"{pointer}/{escape_pointer(key)}", base, resource)
             elif key in _SCHEMA_LISTS or key == "items":
                 if isinstance(value, list):
+                    child = f"{pointer}/{key}"
                     for i, item in enumerate(value):
                         self._walk(item, f"{child}/{i}", base, resource)
             elif key in _SCHEMA_MAPS or (key == "dependencies" and isinstance(value, dict)):
                 if isinstance(value, dict):
+                    child = f"{pointer}/{key}"
                     for name, item in value.items():
                         self._walk(item, f"{child}/{escape_pointer(name)}", base, resource)
-            elif isinstance(value, dict) and key not in ("properties",):
+            elif isinstance(value, dict) and key not in ("properties", "enum", "const", "examples", "default"):
                 # unknown keywords may still hold schemas that a $ref points into
-                self._walk_unknown(value, child, base, resource)
+                self._walk_unknown(value, f"{pointer}/{escape_pointer(key)}", base, resource)
 
     def _walk_unknown(self, node, pointer: str, base: str, resource: str) -> None:
         if pointer in self.locations:
