@@ -46,21 +46,24 @@ def _plainly_json(schema) -> bool:
     seen: set[int] = set()
     while stack:
         value = stack.pop()
-        if isinstance(value, dict):
+        kind = type(value)  # (exact types first: the common case, without isinstance's walks)
+        if kind is str or kind is bool or value is None:
+            continue
+        if kind is dict:
             if id(value) in seen:
                 return False
             seen.add(id(value))
             for key in value:
-                if not isinstance(key, str):
-                    return False
+                if type(key) is not str:
+                    return False  # (a subclass of str too: the thorough check decides)
             stack.extend(value.values())
-        elif isinstance(value, list):
+        elif kind is list:
             if id(value) in seen:
                 return False
             seen.add(id(value))
             stack.extend(value)
-        elif isinstance(value, (str, bool)) or value is None:
-            continue
+        elif isinstance(value, (dict, list, str)):
+            return False  # subclasses: the thorough check decides
         elif isinstance(value, int):
             if abs(value) >= _DIGITS_LIMIT:
                 return False
