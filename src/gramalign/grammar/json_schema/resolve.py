@@ -206,6 +206,8 @@ class SchemaIndex:
         while done < len(self._references):
             ref, location = self._references[done]
             done += 1
+            if ref.startswith("#"):
+                continue  # in the document it is met in, whose base the walk registered
             try:
                 uri = urldefrag(_join(self.base(location), ref))[0]
             except ValueError:
