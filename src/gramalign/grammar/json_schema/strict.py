@@ -27,7 +27,6 @@ Everything else (explicit ``additionalProperties``, dictionaries such as pydanti
 
 from __future__ import annotations
 
-
 __all__ = ["close_objects"]
 
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
