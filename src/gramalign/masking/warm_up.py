@@ -59,8 +59,9 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True, eage
     and the grammars a server's admission builds, see :mod:`gramalign.integrations.admission`):
     ``compile`` builds a schema's tables where the matchers go.
 
-    Call it once per process after the vocabulary is loaded; a second call finds the
-    fixed schema compiled and its masks cached, and is cheap.
+    Call it once per process after the vocabulary is loaded; a later call loads no kernel
+    and costs milliseconds (the fixed schema's lazily built grammar is compiled again: the
+    compile cache keeps such a grammar from its second compile, see ``compiler.SEEN_ONCE``).
 
     >>> import gramalign as ga
     >>> pieces = [bytes([b]) for b in range(256)] + [b"</s>"]
@@ -69,7 +70,8 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True, eage
     True
     """
     started = time.perf_counter()
-    compiled = compile(Grammar.from_json_schema(_SCHEMA), vocabulary)
+    grammar = Grammar.from_json_schema(_SCHEMA)
+    compiled = compile(grammar, vocabulary)
     # a string of a pattern and a format, shown to have a value without their product (see
     # json_schema/nonempty.py; on rules emitted on demand only)
     any_string_contents().common_word(any_string_contents())
@@ -95,7 +97,7 @@ def warm_up(vocabulary: Vocabulary, *, seed: int = 0, general: bool = True, eage
     matcher.accept_string('{"id":1,"name":"a","code":"AB-1","s')
     matcher.fill_next_token_bitmask(bitmask)
     if eager:  # the same schema's whole tables: the LALR(1) and product-lexer kernels
-        built = compile(Grammar.from_json_schema(_SCHEMA), vocabulary, eager=True)
+        built = compile(grammar, vocabulary, eager=True)
         matcher = built.matcher()
         matcher.accept_string(SAMPLE_TEXT[:40])
         matcher.fill_next_token_bitmask(bitmask)
