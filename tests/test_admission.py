@@ -26,6 +26,7 @@ from gramalign.integrations import batch_rows, built_grammars
 from gramalign.integrations.admission import Admission
 from gramalign.integrations.batch_rows import ConstraintError, RequestConstraint, parse_request_constraint
 from gramalign.integrations.vllm_admission import GramalignAdmission
+from gramalign.grammar.json_schema.schema_grammar import SchemaGrammar
 from gramalign.grammar.parser_tables import build_parser_tables, remember_parser_tables
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
@@ -154,16 +155,40 @@ def test_malformed_constraints_are_refused_without_a_worker():
     assert asyncio.run(admission.admit({"other": 1})) is None
 
 
-def test_admitted_constraints_are_not_built_again_and_engines_load_them(admission, cache_dir, monkeypatch):
-    for spec in ({"json_schema": SCHEMA}, {"json_schema": SLOW_SCHEMA}):
-        constraint = asyncio.run(admission.admit({"gramalign": json.dumps(spec)}))
-        assert constraint == _constraint(spec) and batch_rows.admitted(constraint)
-        assert (cache_dir / "built" / built_grammars.file_name(constraint)).exists()
-        monkeypatch.setattr(RequestConstraint, "_build", lambda self: pytest.fail("built again"))
-        constraint.check()  # validate_params in the server: nothing to do
-        grammar = constraint.grammar()  # the engine: loaded, not built
-        monkeypatch.undo()
-        assert grammar == constraint._build()
+def test_admitted_constraints_are_not_built_again_and_engines_load_the_slow_ones(admission, cache_dir, monkeypatch):
+    constraint = asyncio.run(admission.admit({"gramalign": json.dumps({"json_schema": SLOW_SCHEMA})}))
+    assert constraint == _constraint({"json_schema": SLOW_SCHEMA}) and batch_rows.admitted(constraint)
+    assert (cache_dir / "built" / built_grammars.file_name(constraint)).exists()
+    monkeypatch.setattr(RequestConstraint, "_build", lambda self, whole=True: pytest.fail("built again"))
+    constraint.check()  # validate_params in the server: nothing to do
+    grammar = constraint.grammar(whole=False)  # the engine: loaded, not built
+    monkeypatch.undo()
+    assert grammar == constraint._build()
+
+
+def test_a_quickly_built_schema_is_checked_whole_at_admission_and_built_lazily_by_the_engine(admission, cache_dir,
+                                                                                             monkeypatch):
+    spec = {"json_schema": {**SCHEMA, "title": "engine builds"}}
+    constraint = asyncio.run(admission.admit({"gramalign": json.dumps(spec)}))
+    assert batch_rows.admitted(constraint)
+    assert not (cache_dir / "built" / built_grammars.file_name(constraint)).exists()  # nothing saved
+    monkeypatch.setattr(RequestConstraint, "_build", lambda self, whole=True: pytest.fail("built whole"))
+    constraint.check()
+    monkeypatch.undo()
+    grammar = constraint.grammar(whole=False)
+    assert isinstance(grammar, SchemaGrammar)
+    vocabulary = _vocabulary()
+    lazy = ga.compile(grammar, vocabulary, eager=False)
+    assert lazy.store.tables.built_on_demand
+    # the same masks as the whole grammar's, along the same walks
+    whole = ga.compile(constraint._build(), vocabulary, eager=True)
+    for a, b in zip(_masks_along_walks(lazy, 7), _masks_along_walks(whole, 7), strict=True):
+        assert np.array_equal(a, b)
+    # a bad part is refused at admission, though the root alone builds
+    bad = {"json_schema": {"type": "object", "properties": {"x": {"type": "string", "pattern": "(unclosed"}},
+                           "title": "bad part"}}
+    with pytest.raises(ConstraintError, match="pattern"):
+        asyncio.run(admission.admit({"gramalign": json.dumps(bad)}))
 
 
 def test_equal_constraints_arriving_together_share_one_build_which_goes_on_to_the_full_budget(admission, cache_dir):

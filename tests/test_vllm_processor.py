@@ -272,6 +272,31 @@ def test_a_forbidden_token_stops_only_its_row(caplog):
     np.testing.assert_array_equal(bitmask[1], expected[0])
 
 
+def test_a_part_that_fails_to_build_where_the_matcher_goes_stops_only_its_row(caplog):
+    vocab = small_vocabulary()
+    inner = {"type": "object", "properties": {"x": {"type": "string", "pattern": "(unclosed"}}}
+    schema = {"type": "object", "properties": {"a": inner, "n": {"type": "integer"}}}
+    grammar = ga.Grammar.from_json_schema(schema)  # the root builds; the pattern is reached later
+    compiled = ga.compile(grammar, vocab, eager=False)
+    with pytest.raises(ga.SchemaCompileError):
+        grammar.whole()
+    rows = ConstrainedRows()
+    reaching = [vocab.token_bytes.index(piece) for piece in (b'{"', b"a", b'"', b":", b'{"')]
+    rows.add(0, compiled, reaching, "reaches the pattern")
+    rows.add(1, compiled, [], "stays clear")
+    bitmask = np.zeros((2, ga.bitmask_width(vocab.size)), dtype=np.int32)
+    assert rows.fill(bitmask) == [0, 1]
+    assert "request reaches the pattern reached a part of its grammar that cannot be compiled" in caplog.text
+    assert "unterminated group" in caplog.text
+    assert np.flatnonzero(unpack_bitmask_row(bitmask[0], vocab.size)).tolist() == list(vocab.eos_token_ids)
+    allowed = set(np.flatnonzero(unpack_bitmask_row(bitmask[1], vocab.size)).tolist())
+    assert allowed == {vocab.token_bytes.index(b"{"), vocab.token_bytes.index(b'{"')}
+    assert "stays clear" not in caplog.text
+    reaching.append(vocab.token_bytes.index(b'"'))  # the engine samples on: the row only ends
+    assert rows.fill(bitmask) == [0, 1]
+    assert np.flatnonzero(unpack_bitmask_row(bitmask[0], vocab.size)).tolist() == list(vocab.eos_token_ids)
+
+
 # -- the adapter class, with a stand-in for vLLM's interface module -------------------------------
 
 def _fake_vllm(monkeypatch, tokenizer):

@@ -8,8 +8,9 @@ worker processes, under a per-request :class:`~gramalign.CompileLimits`, while t
 awaits it: the event loop serves everyone else, and no compile holds the server's GIL. A
 constraint that does not build (or goes over its budget) is refused with gramalign's message;
 one that builds is recorded as admitted in this process (so the engine front end does not
-build it again) and its grammar is saved for the engine processes to load
-(:mod:`.built_grammars`). Equal constraints arriving together share one build.
+build it again) and, unless it built in milliseconds, its grammar and parser tables are saved
+for the engine processes to load (:mod:`.built_grammars`); a quickly built JSON Schema is
+built by the engine where its matchers go. Equal constraints arriving together share one build.
 
 Two lanes keep a cheap constraint from queueing behind an expensive one: every new constraint
 is first built by one worker with a short time budget (``quick_seconds``: real schemas build
@@ -48,6 +49,12 @@ SECONDS_VARIABLE = "GRAMALIGN_ADMISSION_SECONDS"
 QUICK_SOURCE_CHARS = 4096
 """Lark grammars longer than this skip the quick lane: lark's own loader, which no budget
 interrupts, could hold its worker for seconds."""
+
+ENGINE_BUILDS_SECONDS = 0.02
+"""A JSON Schema whose whole grammar the admission builds in less than this is not saved: the
+engine builds the parts its matchers reach, in their steps (a fraction of the whole, and
+less than saving the parser tables, then loading them, costs). A slower one's grammar and
+parser tables are saved, and the engine loads them: its steps never build a large schema."""
 
 _WARM_UP = RequestConstraint("json_schema", '{"type":"object","properties":{"ok":{"type":"boolean"},'
                                             '"n":{"type":"integer","minimum":0}},"required":["ok"]}')
@@ -117,7 +124,7 @@ class Admission:
 
     def _warm_up(self, pool: concurrent.futures.ProcessPoolExecutor, workers: int) -> None:
         for _ in range(workers):
-            pool.submit(_build, _WARM_UP, self.limits)
+            pool.submit(_warm_up_worker, self.limits)
 
     async def admit(self, extra_args: "Mapping[str, Any] | None") -> "RequestConstraint | None":
         constraint = parse_request_constraint(extra_args)
@@ -220,9 +227,19 @@ def _start_worker(niceness: int) -> None:
             pass
 
 
+def _warm_up_worker(limits: CompileLimits) -> None:
+    """Load, in a new worker, the kernels its builds use (parser tables included, which a
+    quickly built schema skips)."""
+    from ..grammar.parser_tables import build_parser_tables
+
+    with applied(limits):
+        build_parser_tables(_WARM_UP._build())
+
+
 def _build(constraint: RequestConstraint, limits: CompileLimits, quick: bool = False) -> "tuple[str, str | None]":
     """In a worker: build the grammar and parser tables of ``constraint`` under ``limits`` and
-    save them for the engines. Returns (outcome, refusal message or None); the outcome is
+    save them for the engines (a quickly built JSON Schema's grammar is checked, not saved:
+    see :data:`ENGINE_BUILDS_SECONDS`). Returns (outcome, refusal message or None); the outcome is
     "slow" when a ``quick`` build ran out of time."""
     from ..grammar.parser_tables import build_parser_tables
 
@@ -230,6 +247,8 @@ def _build(constraint: RequestConstraint, limits: CompileLimits, quick: bool = F
     try:
         with applied(limits):
             grammar = constraint._build()
+        if constraint.kind == "json_schema" and time.perf_counter() - started < ENGINE_BUILDS_SECONDS:
+            return _BUILT, None  # checked; the engine builds what its matchers reach (nothing saved)
         tables = None
         if grammar.single_terminal() is None:
             with applied(limits):

@@ -13,6 +13,7 @@ The vLLM adapter is :mod:`gramalign.integrations.vllm`; this module imports neit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -69,27 +70,30 @@ class RequestConstraint:
     source: str
     options: tuple[tuple[str, Any], ...] = ()
 
-    def grammar(self) -> Grammar:
+    def grammar(self, whole: bool = True) -> Grammar:
         """The grammar, built once per process for equal constraints (or loaded, where a
         server's admission built it in another process: see :mod:`.built_grammars`); raises
-        :class:`ConstraintError` (with gramalign's message) when it cannot be built."""
-        return _grammars.get(self)
+        :class:`ConstraintError` (with gramalign's message) when it cannot be built.
+
+        ``whole=False`` is for an engine whose front end checked the whole grammar already: a
+        JSON Schema's grammar is then the one built where its matchers go (see
+        ``Grammar.from_json_schema``), its parts compiled as the request's matchers reach them."""
+        return _grammars.get(self, whole)
 
     def check(self) -> None:
         """Raise :class:`ConstraintError` when the grammar cannot be built; nothing to do for a
-        constraint this process already admitted (:func:`admit`) or built."""
-        if admitted(self) or _grammars.holds(self):
-            return
-        self.grammar()
+        constraint this process already admitted (:func:`admit`) or checked."""
+        if not admitted(self):
+            self.grammar()
 
-    def _build(self) -> Grammar:
+    def _build(self, whole: bool = True) -> Grammar:
         options = dict(self.options)
-        try:
+        with self._errors():
             if self.kind == "json_schema":
                 if "approximate" in options:
                     options["approximate"] = tuple(options["approximate"])
-                # every rule now: bad parts are refused at admission, never in the engine's step
-                return Grammar.from_json_schema(self.source, **options).whole()
+                grammar = Grammar.from_json_schema(self.source, **options)
+                return grammar.whole() if whole else grammar
             if self.kind == "regex":
                 grammar = Grammar.from_regex(self.source, flags=_regex_flags(options.get("flags", 0)))
                 if grammar.single_terminal().dfa.num_states == 0:  # compile() would refuse it in the engine
@@ -98,6 +102,17 @@ class RequestConstraint:
             if self.kind == "lark":
                 return Grammar.from_lark(self.source, **options)
             return Grammar.builtin(self.source)
+
+    def _whole(self, grammar: Grammar) -> Grammar:
+        """``grammar`` (built by :meth:`_build`) with every rule: bad parts are refused here,
+        at admission, never in the engine's step."""
+        with self._errors():
+            return grammar.whole()
+
+    @contextlib.contextmanager
+    def _errors(self):
+        try:
+            yield
         except ConstraintError:
             raise
         except GramalignError as error:
@@ -187,28 +202,28 @@ class _GrammarCache:
         self._entries: "OrderedDict[RequestConstraint, Grammar]" = OrderedDict()
         self._lock = threading.Lock()
 
-    def holds(self, constraint: RequestConstraint) -> bool:
-        with self._lock:
-            return constraint in self._entries
-
-    def get(self, constraint: RequestConstraint) -> Grammar:
+    def get(self, constraint: RequestConstraint, whole: bool = True) -> Grammar:
+        """The grammar of ``constraint`` (see :meth:`RequestConstraint.grammar`). The one kept
+        is as built: a JSON Schema's keeps its whole grammar once asked for it (see
+        ``SchemaGrammar.whole``), so an engine in the process of the front end that checked it
+        reads the same object."""
         with self._lock:
             grammar = self._entries.get(constraint)
             if grammar is not None:
                 self._entries.move_to_end(constraint)
-                return grammar
-        built = built_grammars.load(constraint)
-        if built is not None:
-            grammar, tables = built
-            if tables is not None:
-                remember_parser_tables(tables)
-        else:
-            grammar = constraint._build()
-        with self._lock:
-            self._entries[constraint] = grammar
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-        return grammar
+        if grammar is None:
+            built = built_grammars.load(constraint)
+            if built is not None:
+                grammar, tables = built
+                if tables is not None:
+                    remember_parser_tables(tables)
+            else:
+                grammar = constraint._build(whole=False)
+            with self._lock:
+                grammar = self._entries.setdefault(constraint, grammar)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        return constraint._whole(grammar) if whole else grammar
 
 
 _grammars = _GrammarCache()
@@ -270,8 +285,10 @@ class ConstrainedRows:
     ``remove(index)`` drops one, ``move(a, b, swap)`` follows the engine's reordering, and
     :meth:`fill` catches every matcher up with its token list and writes its mask row. A row whose
     matcher would be fed a token its grammar forbids (another processor overrode the mask, or an
-    engine bug) is logged once and from then on allowed only its end-of-sequence ids, so the
-    request stops instead of the engine failing.
+    engine bug), or that reaches a part of a grammar built where its matchers go that cannot be
+    compiled (a ``SchemaCompileError`` of a lazily compiled JSON Schema), is logged once and
+    from then on allowed only its end-of-sequence ids, so the request stops instead of the
+    engine failing.
     """
 
     def __init__(self):
@@ -356,13 +373,21 @@ class ConstrainedRows:
                 try:
                     matcher.accept_token(token)
                 except TokenRejected as error:
-                    logger.error("gramalign: request %s produced token %d that its grammar forbids (%s); "
-                                 "only end-of-sequence is allowed from now on", row.request, token, error.reason)
-                    row.matcher = None
-                    row.forced_words = matcher.compiled.eos_words
-                    row.fed = count
+                    self._end(row, f"produced token {token} that its grammar forbids ({error.reason})")
+                    return
+                except GramalignError as error:
+                    self._end(row, f"reached a part of its grammar that cannot be compiled ({type(error).__name__}: "
+                                   f"{error})")
                     return
             row.fed = position + 1
+
+    @staticmethod
+    def _end(row: _Row, why: str) -> None:
+        """From now on, allow ``row`` only its end-of-sequence ids (logged once)."""
+        logger.error("gramalign: request %s %s; only end-of-sequence is allowed from now on", row.request, why)
+        row.forced_words = row.matcher.compiled.eos_words
+        row.matcher = None
+        row.fed = len(row.tokens)
 
     def fill(self, bitmask: np.ndarray) -> list[int]:
         """Catch up and write row ``i`` of ``bitmask`` (int32 ``[rows, words]``) for every
@@ -374,8 +399,12 @@ class ConstrainedRows:
                 row = rows[index]
                 self._catch_up(row)
                 if row.matcher is not None:
-                    row.matcher.fill_next_token_bitmask(bitmask, index)
-                else:
+                    try:
+                        row.matcher.fill_next_token_bitmask(bitmask, index)
+                    except GramalignError as error:  # a part built where the matcher went, that failed
+                        self._end(row, f"reached a part of its grammar that cannot be compiled "
+                                       f"({type(error).__name__}: {error})")
+                if row.matcher is None:
                     bitmask[index].view(np.uint32)[:] = row.forced_words
         return indices
 

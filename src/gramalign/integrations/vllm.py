@@ -146,7 +146,12 @@ class GramalignLogitsProcessor(LogitsProcessor):
             constraint = parse_request_constraint(extra)
             label = _label(constraint)
             started = time.perf_counter()
-            compiled = compile(constraint.grammar(), self._vocabulary(stops))
+            # The front end (validate_params or the admission) checked the whole grammar; here
+            # a JSON Schema's parts are built as the request's matchers reach them (an error
+            # then stops this row only: see ConstrainedRows), unless the admission saved them.
+            lazy = constraint.kind == "json_schema"
+            compiled = compile(constraint.grammar(whole=not lazy), self._vocabulary(stops),
+                               eager=False if lazy else None)
             seconds = time.perf_counter() - started
             if seconds > SLOW_STEP_SECONDS:
                 logger.warning("gramalign: binding request %s to the vocabulary took %.3f s in the engine's step",

@@ -120,7 +120,8 @@ def compile(grammar: Grammar, vocabulary: Vocabulary, *, eager: bool | None = No
     (default: the ``GRAMALIGN_CACHE_DIR`` environment variable) they start from the masks
     saved there by :meth:`CompiledGrammar.save_cache`, in a file named by the grammar and
     vocabulary hashes (a JSON Schema's grammar is then built whole, as with ``eager=True``:
-    saved masks name the states of its whole table). ``limits`` bounds the time and size of
+    saved masks name the states of its whole table; with ``eager=False`` it is built where its
+    matchers go all the same, and reads no saved masks). ``limits`` bounds the time and size of
     building the parser tables (a :class:`gramalign.CompileLimits`; raises
     :class:`gramalign.LimitExceeded`).
     """
@@ -206,13 +207,15 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache
     from .cfg import GrammarMaskStore
     from .cfg.disk_cache import grammar_hash
 
-    # (saved masks are keyed by the eager table's states: with cache_dir, the table is built whole)
-    tables = grammar.lazy_tables(limits) if eager is not True and cache_dir is None else None
+    # Saved masks are keyed by the eager table's states: with cache_dir, the table is built
+    # whole, unless the caller asked for lazy tables (eager=False), which then read no saved masks.
+    tables = grammar.lazy_tables(limits) if eager is False or (eager is None and cache_dir is None) else None
+    lazy = tables is not None
     if tables is None:
         tables = build_parser_tables(grammar)
     store = GrammarMaskStore(tables, vocabulary, token_trie(vocabulary))
     compiled = CompiledGrammar(grammar, vocabulary, store=store)
-    if cache_dir is not None:
+    if cache_dir is not None and not lazy:
         path = Path(cache_dir) / f"{grammar_hash(tables)[:24]}-{vocabulary.fingerprint[:24]}.npz"
         compiled.cache_path = path
         if path.exists():
