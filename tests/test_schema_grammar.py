@@ -87,6 +87,18 @@ def test_the_whole_grammar_is_what_the_rules_and_pickles_hold():
     assert "SchemaGrammar" in repr(grammar) and grammar.single_terminal() is None
 
 
+def test_a_grammar_is_hashed_once_and_its_hash_does_not_travel_in_a_pickle():
+    whole = ga.Grammar.from_json_schema(SCHEMA).whole()
+    again = ga.Grammar.from_json_schema(json.dumps(SCHEMA)).whole()
+    assert whole is not again and whole == again and hash(whole) == hash(again)
+    assert whole.__dict__["_hash"] == hash(whole)  # kept: a server hashes it on every request
+    copy = pickle.loads(pickle.dumps(whole))
+    assert "_hash" not in copy.__dict__  # str hashes differ between processes
+    assert copy == whole and hash(copy) == hash(whole)
+    other = ga.Grammar.from_json_schema({**SCHEMA, "required": []}).whole()
+    assert other != whole and len({whole, again, copy, other}) == 2
+
+
 def test_an_error_in_a_part_is_raised_by_the_step_that_reaches_it_in_the_whole_grammars_words():
     vocab = gpt2_vocabulary()
     schema = {"type": "object", "properties": {"ok": {"type": "integer"},

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 from ..errors import GrammarError, RegexError
@@ -326,6 +326,20 @@ class Grammar:
         from .builtin import load_builtin
 
         return load_builtin(name, start=start, comments=comments)
+
+    def __hash__(self) -> int:
+        # A large grammar's fields take milliseconds to hash, and one grammar keys several
+        # caches (compiled grammars, parser tables) on every request that uses it: hashed once.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)  # str hashes differ between processes
+        return state
 
     def whole(self) -> "Grammar":
         """This grammar with every rule written out: itself, but for a JSON Schema's grammar,

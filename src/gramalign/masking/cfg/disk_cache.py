@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
 
+from ...grammar.grammar import Grammar
 from ...grammar.parser_tables import ParserTables
 from ...tokens.vocabulary import Vocabulary
 from .contexts import ContextMasks
@@ -24,8 +26,19 @@ terminal numbered in its block, see grammar/lexer_kernels)."""
 
 
 def grammar_hash(tables: ParserTables) -> str:
-    """SHA-256 of everything about a grammar that its masks depend on."""
+    """SHA-256 of everything about a grammar that its masks depend on (once per grammar: a
+    large one's text takes milliseconds, and a server compiles it for every request)."""
     grammar = tables.grammar
+    found = _digests.get(grammar)
+    if found is None:
+        found = _digests[grammar] = _grammar_digest(grammar)
+    return found
+
+
+_digests: "weakref.WeakKeyDictionary[Grammar, str]" = weakref.WeakKeyDictionary()
+
+
+def _grammar_digest(grammar: Grammar) -> str:
     digest = hashlib.sha256()
     digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal, t.length)
                                        for t in grammar.terminals],
