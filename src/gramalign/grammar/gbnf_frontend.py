@@ -25,7 +25,6 @@ the generalized LR runtime follows every conflict.
 from __future__ import annotations
 
 import bisect
-import re
 import sys
 from dataclasses import dataclass, replace
 

@@ -7,6 +7,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 
 from ..errors import GrammarError
@@ -17,6 +18,11 @@ from ..tokens.trie import TokenTrie
 from ..tokens.vocabulary import Vocabulary
 from .bitmask import bitmask_width
 from .regex_index import DFATokenIndex
+
+if TYPE_CHECKING:  # (imported where used: the matcher imports this module)
+    from .cfg import GrammarMaskStore
+    from .matcher import GrammarMatcher
+
 
 def token_trie(vocabulary: Vocabulary) -> TokenTrie:
     """The vocabulary's token trie (:attr:`Vocabulary.token_trie`), shared by its grammars."""
