@@ -63,10 +63,11 @@ _BUILT, _REFUSED, _SLOW = "built", "refused", "slow"
 FULL_LANE_NICENESS = 19
 """The full-budget workers run at a lower priority than the server: the builds that take long
 (hostile schemas among them) use the cores the engine leaves idle instead of slowing its steps.
-The lowest priority there is: at 10, `benchmarks/serving_load.py` put the first-seen schemas'
-time to first token p99 at 1.2 s (they waited behind hostile builds for a core), at 19 at
-0.33 s, the other classes alike. The quick lane keeps the server's priority, since a request
-waits on each of its builds."""
+The lowest priority there is (it was 10). `benchmarks/serving_load.py` does not tell the two
+apart beyond its noise: the first-seen schemas' time to first token p99 was 1.2 s in one run at
+10, 0.33 s in one at 19 and 1.6-1.7 s in three more at 19, a tail of the schemas that take
+seconds to build (docs/benchmarks.md). The quick lane keeps the server's priority, since a
+request waits on each of its builds."""
 
 
 class Admission:
