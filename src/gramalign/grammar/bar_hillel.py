@@ -60,21 +60,27 @@ class BinaryGrammar:
         binary: list[tuple[int, int, int]] = []
         unit: list[tuple[int, int]] = []
         count = len(ids)
+        chains: dict[tuple[int, ...], int] = {}  # one chain symbol per suffix, whichever rule ends in it
         for name, alternatives in rules.items():
             head = ids[name]
             for alternative in alternatives:
-                symbols = [ids[s] for s in alternative]
+                symbols = tuple(ids[s] for s in alternative)
                 if len(symbols) == 1:
                     unit.append((head, symbols[0]))
                     continue
                 left = head
-                while len(symbols) > 2:  # left -> first rest, rest a fresh chain symbol
-                    rest = count
+                while len(symbols) > 2:  # left -> first rest, rest a chain symbol for symbols[1:]
+                    rest = chains.get(symbols[1:])
+                    if rest is not None:
+                        binary.append((left, symbols[0], rest))
+                        break
+                    rest = chains[symbols[1:]] = count
                     count += 1
                     binary.append((left, symbols[0], rest))
                     left, symbols = rest, symbols[1:]
-                if len(symbols) == 2:
-                    binary.append((left, symbols[0], symbols[1]))
+                else:
+                    if len(symbols) == 2:
+                        binary.append((left, symbols[0], symbols[1]))
         # nullable symbols: an empty alternative, or a rule whose every symbol is nullable
         nullable = [False] * count
         for name, alternatives in rules.items():
@@ -134,12 +140,54 @@ class EarleyTables:
         self.nonempty[:len(nonempty)] = nonempty
         self.first_bits = _first_bits(grammar, self.rule_head, self.rule_left)
         self.follow_bits = _follow_bits(grammar, self.rule_head, self.rule_left, self.rule_right, self.first_bits)
+        self.best_rule, self.word_length = _shortest_words(grammar.n_symbols, self.nonempty, self.rule_head,
+                                                           self.rule_left, self.rule_right)
+        self.derives = self.word_length < kernels.COST_CAP
+        # A gap's own items are never made (see earley_kernels): the rules a symbol starts
+        # (``A -> X Y`` and ``A -> X`` by X) and those it ends after a left symbol that a gap
+        # can hold (``A -> X Y`` by Y) stand for them.
+        count = grammar.n_symbols
+        self.by_left_start, self.by_left = _grouped(self.rule_left, np.arange(len(self.rule_head)), count)
+        ends = np.flatnonzero((self.rule_right >= 0) & self.derives[self.rule_left])
+        self.by_right_start, self.by_right = _grouped(self.rule_right[ends], ends, count)
 
     @property
     def rules(self) -> tuple:
         """The rule arrays the kernel takes as one bundle (see :func:`.earley_kernels.earley_run`)."""
         return (self.rule_head, self.rule_left, self.rule_right, self.rules_start, self.rules_of, self.first_bits,
-                self.follow_bits, self.nonempty)
+                self.follow_bits, self.nonempty, self.derives, self.word_length, self.by_left_start, self.by_left, self.by_right_start,
+                self.by_right)
+
+
+def _grouped(keys: np.ndarray, values: np.ndarray, count: int) -> "tuple[np.ndarray, np.ndarray]":
+    """``values`` grouped by ``keys`` (``0 .. count-1``): ``out[start[k]:start[k + 1]]``."""
+    order = np.argsort(keys, kind="stable")
+    start = np.searchsorted(keys[order], np.arange(count + 1)).astype(np.int64)
+    return start, np.ascontiguousarray(values[order], dtype=np.int64)
+
+
+def _shortest_words(n_symbols: int, nonempty: np.ndarray, rule_head: np.ndarray, rule_left: np.ndarray,
+                    rule_right: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+    """Per symbol, the rule that begins one of its shortest words in terminals (-1 for a
+    terminal or a symbol that derives no word), and that word's length. A rule is taken only where it makes the
+    symbol strictly shorter, so following the rules always ends. Lengths are capped at
+    ``COST_CAP`` (no word)."""
+    cap = np.int64(kernels.COST_CAP)
+    length = np.full(n_symbols, cap, dtype=np.int64)
+    length[:len(nonempty)][nonempty] = 1
+    best = np.full(n_symbols, -1, dtype=np.int64)
+    has_right = rule_right >= 0
+    right = np.where(has_right, rule_right, 0)
+    while True:
+        candidate = np.minimum(length[rule_left] + np.where(has_right, length[right], 0), cap)
+        shorter = length.copy()
+        np.minimum.at(shorter, rule_head, candidate)
+        improved = shorter < length
+        if not improved.any():
+            return best, length
+        chosen = np.flatnonzero(improved[rule_head] & (candidate == shorter[rule_head]))
+        best[rule_head[chosen]] = chosen
+        length = shorter
 
 
 def _follow_bits(grammar: BinaryGrammar, rule_head: np.ndarray, rule_left: np.ndarray, rule_right: np.ndarray,
@@ -224,4 +272,5 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     goal = int(counters[kernels.C_FOUND])
     if goal < 0:
         return None
-    return kernels.unfold_leaves(state[0], state[3], goal, node_count)
+    return kernels.unfold_leaves(state[0], state[3], goal, node_count, grammar.n_terminals, tables.best_rule,
+                                 tables.rule_left, tables.rule_right)

@@ -48,11 +48,16 @@ import numpy as np
 from ..jit import kernel
 
 # item columns
-I_RULE, I_DOT, I_ORIGIN, I_NODE, I_PREV, I_CHILD, I_WNEXT, I_ANEXT, I_NNEXT = range(9)
-ITEM_COLUMNS = 9
+I_RULE, I_DOT, I_ORIGIN, I_NODE, I_PREV, I_CHILD, I_WNEXT, I_ANEXT, I_NNEXT, I_COST = range(10)
+ITEM_COLUMNS = 10
 # triple columns
-T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT = range(6)
-TRIPLE_COLUMNS = 6
+T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT, T_COST = range(7)
+TRIPLE_COLUMNS = 7
+COST_CAP = 1 << 40  # (words of a symbol written inside gaps, in terminals: see _cost)
+ENTER_COST = 1 << 20
+"""What a witness pays for ignored text run from before a gap into it (a comment opened
+in one gap that swallows the next piece): a witness that comments out the user's text is a
+poor one, and the real lexer often reads it otherwise (the comment needs its end written)."""
 # the column of `heads` after the agenda, completion and item list heads: see earley_run
 H_ORIGIN = 3
 # counters
@@ -284,9 +289,9 @@ def _push_advance(adv_item, adv_child, adv_node, n_adv, item, child, node):
 
 
 @kernel(inline="always")
-def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child):
+def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child, cost):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
-    over ``child`` (-1: predicted), listed at its node and in the item table under ``key``.
+    over ``child`` (-1: predicted) at ``cost``, listed at its node and in the item table under ``key``.
     Returns the item arrays, grown where they were full."""
     if n_items == items.shape[0]:
         items = _grown_rows(items)
@@ -298,6 +303,7 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
     items[n_items, I_NODE] = node
     items[n_items, I_PREV] = prev
     items[n_items, I_CHILD] = child
+    items[n_items, I_COST] = cost
     items[n_items, I_WNEXT] = -1
     items[n_items, I_ANEXT] = heads[node, 0]
     heads[node, 0] = n_items
@@ -350,6 +356,57 @@ def _moved_up(origin, until, clo_first, clo_last, clo_nodes, is_gap):
     return moved
 
 
+@kernel(inline="always")
+def _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, child, start):
+    """What the witness of an item or triple made from ``prev`` (at node ``start``) over
+    ``child`` costs: the terminals of the symbols' shortest words it writes inside gaps, and
+    :data:`ENTER_COST` for ignored text it runs over a gap. Each record keeps the cheapest way
+    found to it, and costs only fall, so the ways stay a tree (a record costs at least what
+    every record under it costs)."""
+    cost = 0
+    if prev >= 0:
+        cost = items[prev, I_COST]
+    elif prev < -1:
+        cost = word_length[(-2 - prev) // node_count]
+    if child >= 0:
+        cost += triples[child, T_COST]
+    elif child < -1:
+        leaf = -2 - child
+        if leaf // node_count >= n_terminals:
+            cost += word_length[leaf // node_count]
+        elif leaf % node_count >= next_gap[start]:  # read after ignored text over a gap
+            cost += ENTER_COST
+    return min(cost, COST_CAP)
+
+
+@kernel(inline="always")
+def _own_item(rule, dot, gap, node_count):
+    """The advance-buffer code of a gap's own item: ``rule`` with its dot at 0 (nothing read
+    yet) or 1 (its left symbol written inside the gap), origin ``gap``."""
+    return -2 - ((rule * 2 + dot) * node_count + gap)
+
+
+@kernel
+def _gap_scans(gap, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start, by_left,
+               by_right_start, by_right, adv_item, adv_child, adv_node, n_adv):
+    """Queue the scans of a gap's own items: every rule that begins with, or (after a left
+    symbol inside the gap) ends with, the terminal of an edge leaving the gap."""
+    for c in range(own_first[gap], own_last[gap]):
+        source = own_nodes[c]
+        for e in range(edge_start[source], edge_start[source + 1]):
+            t = edge_t[e]
+            scanned = -2 - (t * node_count + source)
+            for k in range(by_left_start[t], by_left_start[t + 1]):
+                adv_item, adv_child, adv_node, n_adv = _push_advance(
+                    adv_item, adv_child, adv_node, n_adv, _own_item(by_left[k], 0, gap, node_count), scanned,
+                    edge_to[e])
+            for k in range(by_right_start[t], by_right_start[t + 1]):
+                adv_item, adv_child, adv_node, n_adv = _push_advance(
+                    adv_item, adv_child, adv_node, n_adv, _own_item(by_right[k], 1, gap, node_count), scanned,
+                    edge_to[e])
+    return adv_item, adv_child, adv_node, n_adv
+
+
 @kernel
 def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
                triple_values, wait_keys, wait_values, heads, counters, max_pops):
@@ -365,7 +422,8 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     the first gap node after each node; ``scans``: :func:`scan_closures`).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
     gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
-    rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty = rules
+    (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty, derives,
+     word_length, by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
      from_start, next_gap, scans) = text
     own_first, own_last, own_nodes, enter_first, enter_last, enter_nodes = scans
@@ -385,13 +443,19 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             if _lookup(item_keys, item_values, key) != -1:
                 continue
             items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items, key, r, 0, 0, 0,
-                                                      -1, -1)
+                                                      -1, -1, 0)
             n_items += 1
     # a pending advance: (item, child, target node); advances are done through this buffer
     adv_item = np.empty(64, dtype=np.int64)
     adv_child = np.empty(64, dtype=np.int64)
     adv_node = np.empty(64, dtype=np.int64)
     n_adv = 0
+    if counters[C_PHASE] == 1:  # the gap's own items' scans, once per gap node (node 0 here)
+        counters[C_PHASE] = 2
+        if is_gap[node]:
+            adv_item, adv_child, adv_node, n_adv = _gap_scans(
+                node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start,
+                by_left, by_right_start, by_right, adv_item, adv_child, adv_node, n_adv)
     while node < node_count and counters[C_FOUND] < 0:
         # the fixpoint at `node`
         while True:
@@ -405,12 +469,22 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 if c != -1:  # a completion: advance what waits for its head at its origin
                     pops += 1
                     heads[node, 1] = triples[c, T_CNEXT]
-                    key = triples[c, T_ORIGIN] * n_symbols + triples[c, T_HEAD]
-                    j = _lookup(wait_keys, wait_values, key)
+                    o = triples[c, T_ORIGIN]
+                    a = triples[c, T_HEAD]
+                    j = _lookup(wait_keys, wait_values, o * n_symbols + a)
                     while j != -1:
                         adv_item, adv_child, adv_node, n_adv = _push_advance(
                             adv_item, adv_child, adv_node, n_adv, j, c, node)
                         j = items[j, I_WNEXT]
+                    if is_gap[o] and o != node:  # the gap's own items that wait for a
+                        for k in range(by_left_start[a], by_left_start[a + 1]):
+                            adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                adv_item, adv_child, adv_node, n_adv, _own_item(by_left[k], 0, o, node_count), c,
+                                node)
+                        for k in range(by_right_start[a], by_right_start[a + 1]):
+                            adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                adv_item, adv_child, adv_node, n_adv, _own_item(by_right[k], 1, o, node_count), c,
+                                node)
                 else:
                     i = heads[node, 0]
                     if i == -1:
@@ -438,8 +512,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                 wait_keys, wait_values = _grown_table(wait_keys, wait_values)
                             _insert(wait_keys, wait_values, key, i)
                             items[i, I_WNEXT] = -1
-                            # predict x here
-                            for k in range(rules_start[x], rules_start[x + 1]):
+                            # predict x here; a gap predicts nothing: its own items are implicit
+                            last = rules_start[x] if is_gap[node] else rules_start[x + 1]
+                            for k in range(rules_start[x], last):
                                 r2 = rules_of[k]
                                 if not _can_start(first_bits, ahead, rule_left[r2], node):
                                     continue
@@ -447,16 +522,14 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                 if _lookup(item_keys, item_values, key2) != -1:
                                     continue
                                 items, item_keys, item_values = _add_item(items, item_keys, item_values, heads,
-                                                                          n_items, key2, r2, 0, node, node, -1, -1)
+                                                                          n_items, key2, r2, 0, node, node, -1, -1, 0)
                                 n_items += 1
                         else:  # link i second in the list (the head stays in the table)
                             items[i, I_WNEXT] = items[head, I_WNEXT]
                             items[head, I_WNEXT] = i
-                        if is_gap[node]:  # a self-span of x at this gap, found before i waited
-                            t = _lookup(triple_keys, triple_values, (node * n_symbols + x) * node_count + node)
-                            if t != -1:
-                                adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                    adv_item, adv_child, adv_node, n_adv, i, t, node)
+                        if is_gap[node] and derives[x]:  # a word of x written inside the gap
+                            adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                adv_item, adv_child, adv_node, n_adv, i, -2 - (x * node_count + node), node)
                     # a gap the ε-edges enter: the item is copied there, to scan and wait from it
                     for c in range(enter_first[node], enter_last[node]):
                         g = enter_nodes[c]
@@ -465,7 +538,8 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                         key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
                         if _lookup(item_keys, item_values, key) == -1:
                             items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items,
-                                                                      key, r, items[i, I_DOT], origin, g, i, -1)
+                                                                      key, r, items[i, I_DOT], origin, g, i, -1,
+                                                                      min(items[i, I_COST] + ENTER_COST, COST_CAP))
                             n_items += 1
                 continue
             # one advance: item over its waited symbol to `target`
@@ -473,25 +547,49 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             i = adv_item[n_adv]
             child = adv_child[n_adv]
             target = adv_node[n_adv]
-            r = items[i, I_RULE]
-            origin = heads[items[i, I_ORIGIN], H_ORIGIN]
+            if i >= 0:
+                r = items[i, I_RULE]
+                dot = items[i, I_DOT]
+                origin = heads[items[i, I_ORIGIN], H_ORIGIN]
+                prev = i
+                start = items[i, I_NODE]
+            else:  # a gap's own item (see _own_item): made first here
+                code = -2 - i
+                gap = code % node_count
+                r = code // node_count // 2
+                dot = code // node_count % 2
+                origin = heads[gap, H_ORIGIN]
+                prev = -1 if dot == 0 else -2 - (rule_left[r] * node_count + gap)
+                start = gap
             if target >= next_gap[node]:  # past a gap not settled yet: it may stand for the origin too
                 origin = _moved_up(origin, target, clo_first, clo_last, clo_nodes, is_gap)
-            if items[i, I_DOT] == 0 and rule_right[r] >= 0:
+            if dot == 0 and rule_right[r] >= 0:
                 if not _can_start(first_bits, ahead, rule_right[r], target):
                     continue
                 key = ((target * n_rules + r) * 2 + 1) * node_count + origin
-                if _lookup(item_keys, item_values, key) != -1:
+                cost = _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, child, start)
+                j = _lookup(item_keys, item_values, key)
+                if j != -1:
+                    if cost < items[j, I_COST]:  # a cheaper way to the same item: the witness takes it
+                        items[j, I_PREV] = prev
+                        items[j, I_CHILD] = child
+                        items[j, I_COST] = cost
                     continue
                 items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items, key, r, 1,
-                                                          origin, target, i, child)
+                                                          origin, target, prev, child, cost)
                 n_items += 1
             else:
                 a = rule_head[r]
                 if not _can_start(follow_bits, ahead, a, target):
                     continue  # nothing that may follow A is read at `target`, nor can the text end there
                 key = (origin * n_symbols + a) * node_count + target
-                if _lookup(triple_keys, triple_values, key) != -1:
+                cost = _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, child, start)
+                t = _lookup(triple_keys, triple_values, key)
+                if t != -1:
+                    if cost < triples[t, T_COST]:
+                        triples[t, T_PREV] = prev
+                        triples[t, T_CHILD] = child
+                        triples[t, T_COST] = cost
                     continue
                 if n_triples == triples.shape[0]:
                     triples = _grown_rows(triples)
@@ -502,8 +600,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 triples[t, T_ORIGIN] = origin
                 triples[t, T_HEAD] = a
                 triples[t, T_END] = target
-                triples[t, T_PREV] = i
+                triples[t, T_PREV] = prev
                 triples[t, T_CHILD] = child
+                triples[t, T_COST] = cost
                 triples[t, T_CNEXT] = heads[target, 1]
                 heads[target, 1] = t
                 _insert(triple_keys, triple_values, key, t)
@@ -516,6 +615,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
         if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
             for c in range(gap_of_first[node], gap_of_first[node + 1]):
                 heads[gap_of[c], H_ORIGIN] = node
+            adv_item, adv_child, adv_node, n_adv = _gap_scans(
+                node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start,
+                by_left, by_right_start, by_right, adv_item, adv_child, adv_node, n_adv)
     counters[C_ITEMS] = n_items
     counters[C_TRIPLES] = n_triples
     counters[C_NODE] = node
@@ -523,16 +625,19 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
 
 
 @kernel
-def unfold_leaves(items, triples, goal, node_count):
+def unfold_leaves(items, triples, goal, node_count, n_terminals, best_rule, rule_left, rule_right):
     """The leaves ``(from node, to node, terminal)`` of the derivation of triple ``goal``,
     leftmost first. A triple whose origin was moved up to a gap (see the module docstring)
     may have been derived from an earlier node: its leaves before that gap are written
     inside it (a lexeme that ends before the gap or in it becomes a whole lexeme in the
-    gap, ``(G, G, t)``; one across it begins in it, ``(G, end, t)``)."""
+    gap, ``(G, G, t)``; one across it begins in it, ``(G, end, t)``). A symbol written
+    inside a gap (``-2 - (X * node_count + G)`` as a child or an item's part before) is one
+    of its shortest words, ``best_rule`` unfolded."""
     out = np.empty((64, 3), dtype=np.int64)
     n_out = 0
-    # tasks: (kind, id, floor); kind 0 a triple, 1 the part of an item before its node;
-    # floor: the latest origin above, where its leaves may begin at the earliest
+    # tasks: (kind, id, floor); kind 0 a triple, 1 the part of an item before its node, 2 a
+    # symbol written inside a gap (id X * node_count + G); floor: the latest origin above,
+    # where its leaves may begin at the earliest
     stack_kind = np.empty(64, dtype=np.int64)
     stack_id = np.empty(64, dtype=np.int64)
     stack_floor = np.empty(64, dtype=np.int64)
@@ -545,6 +650,34 @@ def unfold_leaves(items, triples, goal, node_count):
         kind = stack_kind[n_stack]
         ident = stack_id[n_stack]
         floor = stack_floor[n_stack]
+        if n_stack + 2 > stack_kind.shape[0]:
+            stack_kind = np.concatenate((stack_kind, stack_kind))
+            stack_id = np.concatenate((stack_id, stack_id))
+            stack_floor = np.concatenate((stack_floor, stack_floor))
+        if kind == 2:
+            symbol = ident // node_count
+            gap = max(ident % node_count, floor)
+            if symbol < n_terminals:
+                if n_out == out.shape[0]:
+                    grown = np.empty((out.shape[0] * 2, 3), dtype=np.int64)
+                    grown[:n_out] = out
+                    out = grown
+                out[n_out, 0] = gap
+                out[n_out, 1] = gap
+                out[n_out, 2] = symbol
+                n_out += 1
+                continue
+            r = best_rule[symbol]  # its left symbol pushed first: the output is built right to left
+            stack_kind[n_stack] = 2
+            stack_id[n_stack] = rule_left[r] * node_count + gap
+            stack_floor[n_stack] = floor
+            n_stack += 1
+            if rule_right[r] >= 0:
+                stack_kind[n_stack] = 2
+                stack_id[n_stack] = rule_right[r] * node_count + gap
+                stack_floor[n_stack] = floor
+                n_stack += 1
+            continue
         if kind == 0:
             prev = triples[ident, T_PREV]
             child = triples[ident, T_CHILD]
@@ -552,29 +685,35 @@ def unfold_leaves(items, triples, goal, node_count):
             floor = max(floor, triples[ident, T_ORIGIN])
         else:
             prev = items[ident, I_PREV]
-            if prev == -1:
-                continue  # predicted: nothing before
             child = items[ident, I_CHILD]
             end = items[ident, I_NODE]
-        if n_stack + 2 > stack_kind.shape[0]:
-            stack_kind = np.concatenate((stack_kind, stack_kind))
-            stack_id = np.concatenate((stack_id, stack_id))
-            stack_floor = np.concatenate((stack_floor, stack_floor))
-        stack_kind[n_stack] = 1
-        stack_id[n_stack] = prev
-        stack_floor[n_stack] = floor
-        n_stack += 1
+        if prev >= 0:  # (-1: predicted, nothing before)
+            stack_kind[n_stack] = 1
+            stack_id[n_stack] = prev
+            stack_floor[n_stack] = floor
+            n_stack += 1
+        elif prev < -1:
+            stack_kind[n_stack] = 2
+            stack_id[n_stack] = -2 - prev
+            stack_floor[n_stack] = floor
+            n_stack += 1
         if child >= 0:  # processed first: the output is built right to left
             stack_kind[n_stack] = 0
             stack_id[n_stack] = child
             stack_floor[n_stack] = floor
             n_stack += 1
         elif child < -1:  # (-1: an item copied into a gap, no leaf)
+            leaf = -2 - child
+            if leaf // node_count >= n_terminals:  # a symbol written inside a gap
+                stack_kind[n_stack] = 2
+                stack_id[n_stack] = leaf
+                stack_floor[n_stack] = floor
+                n_stack += 1
+                continue
             if n_out == out.shape[0]:
                 grown = np.empty((out.shape[0] * 2, 3), dtype=np.int64)
                 grown[:n_out] = out
                 out = grown
-            leaf = -2 - child
             source = leaf % node_count
             if source < floor:  # read before the gap its origin moved up to: written inside it
                 source = floor
