@@ -54,10 +54,11 @@ ITEM_COLUMNS = 10
 T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT, T_COST = range(7)
 TRIPLE_COLUMNS = 7
 COST_CAP = 1 << 40  # (words of a symbol written inside gaps, in terminals: see _cost)
-ENTER_COST = 1 << 20
-"""What a witness pays for ignored text run from before a gap into it (a comment opened
-in one gap that swallows the next piece): a witness that comments out the user's text is a
-poor one, and the real lexer often reads it otherwise (the comment needs its end written)."""
+CHEAPER = 16
+"""How much cheaper (in terminals written inside gaps) another way to a record must be to
+replace the first one found: enough to keep a witness from writing a symbol's long word into
+a gap, not so little that small savings trade plain fillers for ones that comment the next
+piece out (the cost does not see ignored text), which the real lexer often refuses."""
 # the column of `heads` after the agenda, completion and item list heads: see earley_run
 H_ORIGIN = 3
 # counters
@@ -357,12 +358,11 @@ def _moved_up(origin, until, clo_first, clo_last, clo_nodes, is_gap):
 
 
 @kernel(inline="always")
-def _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, child, start):
-    """What the witness of an item or triple made from ``prev`` (at node ``start``) over
-    ``child`` costs: the terminals of the symbols' shortest words it writes inside gaps, and
-    :data:`ENTER_COST` for ignored text it runs over a gap. Each record keeps the cheapest way
-    found to it, and costs only fall, so the ways stay a tree (a record costs at least what
-    every record under it costs)."""
+def _cost(items, triples, word_length, n_terminals, node_count, prev, child):
+    """What the witness of an item or triple made from ``prev`` over ``child`` costs: the
+    terminals of the symbols' shortest words it writes inside gaps. A record keeps the first
+    way found to it unless another is much cheaper (:data:`CHEAPER`); costs only fall, so the
+    ways stay a tree (a record costs at least what every record under it costs)."""
     cost = 0
     if prev >= 0:
         cost = items[prev, I_COST]
@@ -374,8 +374,6 @@ def _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, 
         leaf = -2 - child
         if leaf // node_count >= n_terminals:
             cost += word_length[leaf // node_count]
-        elif leaf % node_count >= next_gap[start]:  # read after ignored text over a gap
-            cost += ENTER_COST
     return min(cost, COST_CAP)
 
 
@@ -539,7 +537,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                         if _lookup(item_keys, item_values, key) == -1:
                             items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items,
                                                                       key, r, items[i, I_DOT], origin, g, i, -1,
-                                                                      min(items[i, I_COST] + ENTER_COST, COST_CAP))
+                                                                      items[i, I_COST])
                             n_items += 1
                 continue
             # one advance: item over its waited symbol to `target`
@@ -552,7 +550,6 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 dot = items[i, I_DOT]
                 origin = heads[items[i, I_ORIGIN], H_ORIGIN]
                 prev = i
-                start = items[i, I_NODE]
             else:  # a gap's own item (see _own_item): made first here
                 code = -2 - i
                 gap = code % node_count
@@ -560,17 +557,16 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 dot = code // node_count % 2
                 origin = heads[gap, H_ORIGIN]
                 prev = -1 if dot == 0 else -2 - (rule_left[r] * node_count + gap)
-                start = gap
             if target >= next_gap[node]:  # past a gap not settled yet: it may stand for the origin too
                 origin = _moved_up(origin, target, clo_first, clo_last, clo_nodes, is_gap)
             if dot == 0 and rule_right[r] >= 0:
                 if not _can_start(first_bits, ahead, rule_right[r], target):
                     continue
                 key = ((target * n_rules + r) * 2 + 1) * node_count + origin
-                cost = _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, child, start)
+                cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
                 j = _lookup(item_keys, item_values, key)
                 if j != -1:
-                    if cost < items[j, I_COST]:  # a cheaper way to the same item: the witness takes it
+                    if cost + CHEAPER < items[j, I_COST]:  # a much cheaper way to the same item: the witness takes it
                         items[j, I_PREV] = prev
                         items[j, I_CHILD] = child
                         items[j, I_COST] = cost
@@ -583,10 +579,10 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 if not _can_start(follow_bits, ahead, a, target):
                     continue  # nothing that may follow A is read at `target`, nor can the text end there
                 key = (origin * n_symbols + a) * node_count + target
-                cost = _cost(items, triples, word_length, n_terminals, node_count, next_gap, prev, child, start)
+                cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
                 t = _lookup(triple_keys, triple_values, key)
                 if t != -1:
-                    if cost < triples[t, T_COST]:
+                    if cost + CHEAPER < triples[t, T_COST]:
                         triples[t, T_PREV] = prev
                         triples[t, T_CHILD] = child
                         triples[t, T_COST] = cost
