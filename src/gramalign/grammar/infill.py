@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import InfillError
 from .automata.dfa import DEAD, ByteDFA
-from .earley_kernels import nearest_state
+from .earley_kernels import nearest_state, reachable_states
 from .limits import work_clock
 
 __all__ = ["GAP", "Budget", "BudgetExhausted", "PartialText", "partial_text", "regex_fillers", "DFAPaths"]
@@ -166,15 +166,7 @@ class DFAPaths:
         key = frozenset(states)
         found = self._reach.get(key)
         if found is None:
-            seen = np.zeros(self.dfa.num_states, dtype=bool)
-            frontier = np.fromiter(key, dtype=np.int64)
-            table = self.dfa.transitions
-            while frontier.size:
-                seen[frontier] = True
-                nxt = np.unique(table[frontier])
-                nxt = nxt[nxt >= 0]
-                frontier = nxt[~seen[nxt]]
-            found = np.flatnonzero(seen)
+            found = reachable_states(self.dfa.transitions, np.fromiter(key, dtype=np.int64, count=len(key)))
             if len(self._reach) > 4096:
                 self._reach.clear()
             self._reach[key] = found
