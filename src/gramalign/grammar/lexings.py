@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import lex_piece, walk_states
+from .earley_kernels import gap_lexemes, lex_piece, walk_states
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
@@ -105,6 +105,10 @@ class LexerTables:
         self.starts = np.asarray(starts, dtype=np.int64)
         self.starts_start = np.asarray(starts_start, dtype=np.int64)
         self.longest = np.asarray([lex.longest for lex in lexers], dtype=np.bool_)
+        # the states each lexer's lexemes reach from its starts (where a lexeme begun in a gap is)
+        reached = [lex.anywhere + offset for lex, offset in zip(lexers, offsets)]
+        self.anywhere_start = np.cumsum([0] + [len(states) for states in reached]).astype(np.int64)
+        self.anywhere = np.concatenate(reached).astype(np.int64) if reached else np.zeros(0, np.int64)
 
 
 @dataclass(eq=False)
@@ -469,9 +473,22 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
         if reachable[g]:
             edges.append((g, base[k + 1], STRUCTURAL))
             reachable[base[k + 1]] = True
-            for j, lex in enumerate(lexers):
-                if lex.anywhere.size:
-                    run(j, lex, g, k + 1, 0, lex.anywhere)
+            if not kernel:
+                for j, lex in enumerate(lexers):
+                    if lex.anywhere.size:
+                        run(j, lex, g, k + 1, 0, lex.anywhere)
+            elif pieces[k + 1]:  # (a lexeme that reads no fixed byte is a gap's loop)
+                found, alive = gap_lexemes(arrays[k + 1], base[k + 1], g, tables.anywhere_start, tables.anywhere,
+                                           tables.table, tables.accepting, tables.longest, reachable)
+                blocks.append(found)
+                if k + 1 < m and len(alive):  # lexemes alive at the piece's end go on across the next gap
+                    grouped = {}
+                    for j, state in alive.tolist():
+                        grouped.setdefault(j, []).append(state - int(tables.offsets[j]))
+                    for j, states in grouped.items():
+                        edges.append((g, gap_node(k + 1), j))
+                        reachable[gap_node(k + 1)] = True
+                        run(j, lexers[j], g, k + 2, 0, lexers[j].paths.reach(states), read=len(pieces[k + 1]))
     if blocks:
         edges.extend(map(tuple, np.concatenate(blocks).tolist()))
     # keep what reaches the end
