@@ -454,11 +454,19 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             adv_item, adv_child, adv_node, n_adv = _gap_scans(
                 node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start,
                 by_left, by_right_start, by_right, adv_item, adv_child, adv_node, n_adv)
+    # advances that write a symbol's word inside a gap to complete a gap's own item, taken
+    # when nothing else is left at the node: the first way found to a record is the one its
+    # witness keeps, and these climb counted repetitions one written element at a time
+    # (each level of an array's maxItems) where a plain way to the same record comes later
+    late_item = np.empty(64, dtype=np.int64)
+    late_child = np.empty(64, dtype=np.int64)
+    late_node = np.empty(64, dtype=np.int64)
+    n_late = 0
     while node < node_count and counters[C_FOUND] < 0:
         # the fixpoint at `node`
         while True:
             if n_adv == 0:
-                if pops >= max_pops:
+                if pops >= max_pops and n_late == 0:
                     counters[C_ITEMS] = n_items
                     counters[C_TRIPLES] = n_triples
                     counters[C_NODE] = node
@@ -480,13 +488,20 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                 adv_item, adv_child, adv_node, n_adv, _own_item(by_left[k], 0, o, node_count), c,
                                 node)
                         for k in range(by_right_start[a], by_right_start[a + 1]):
-                            adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                adv_item, adv_child, adv_node, n_adv, _own_item(by_right[k], 1, o, node_count), c,
-                                node)
+                            late_item, late_child, late_node, n_late = _push_advance(
+                                late_item, late_child, late_node, n_late, _own_item(by_right[k], 1, o, node_count),
+                                c, node)
                 else:
                     i = heads[node, 0]
                     if i == -1:
-                        break
+                        if n_late == 0:
+                            break
+                        while n_late:
+                            n_late -= 1
+                            adv_item, adv_child, adv_node, n_adv = _push_advance(
+                                adv_item, adv_child, adv_node, n_adv, late_item[n_late], late_child[n_late],
+                                late_node[n_late])
+                        continue
                     pops += 1
                     heads[node, 0] = items[i, I_ANEXT]
                     r = items[i, I_RULE]
