@@ -895,6 +895,41 @@ def gap_lexemes(piece, node_base, gap, anywhere_start, anywhere, table, acceptin
 
 
 @kernel
+def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_states, table, accepting, longest,
+                    reachable):
+    """Lexemes carried over a gap into the next ``piece`` (nodes from ``node_base``), group by
+    group (group g: begun at node ``group_a[g]``, lexer ``group_j[g]``, in the states
+    ``group_states[group_start[g]:group_start[g + 1]]``, global rows of ``table``, that the gap
+    can take them to): edges ``(a, end node, j)`` as :func:`walk_states` finds them, and
+    ``(g, state)`` for the states still alive at the piece's end."""
+    edges = np.empty((64, 3), dtype=np.int64)
+    survivors = np.empty((16, 2), dtype=np.int64)
+    n_edges = 0
+    n_surv = 0
+    for g in range(group_a.shape[0]):
+        states = group_states[group_start[g]:group_start[g + 1]]
+        j = group_j[g]
+        ends = np.empty(states.shape[0] * (1 if longest[j] else piece.shape[0]) + 4, dtype=np.int64)
+        alive = np.empty(states.shape[0] + 4, dtype=np.int64)
+        n_ends, n_alive = walk_states(piece, 0, node_base, group_a[g], j, states, table, accepting, longest[j],
+                                      reachable, ends, alive)
+        while n_edges + n_ends > edges.shape[0]:
+            edges = np.concatenate((edges, edges))
+        while n_surv + n_alive > survivors.shape[0]:
+            survivors = np.concatenate((survivors, survivors))
+        for e in range(n_ends):
+            edges[n_edges, 0] = group_a[g]
+            edges[n_edges, 1] = ends[e]
+            edges[n_edges, 2] = j
+            n_edges += 1
+        for e in range(n_alive):
+            survivors[n_surv, 0] = g
+            survivors[n_surv, 1] = alive[e]
+            n_surv += 1
+    return edges[:n_edges].copy(), survivors[:n_surv].copy()
+
+
+@kernel
 def nearest_state(table, accepting, sources, order, following, ends_there, any_end):
     """Breadth first over a DFA (``table``: int32 [states, 256], -1 dead) from ``sources``,
     bytes tried in ``order``: the nearest state that, with ``any_end``, accepts, and

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import gap_lexemes, lex_piece, walk_states
+from .earley_kernels import carried_lexemes, gap_lexemes, lex_piece
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
@@ -362,33 +362,11 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
         return base[k] + len(pieces[k]) + 1
 
     def run(j: int, lex: Lexer, a: int, k: int, i: int, states, read: int = 0) -> None:
-        """Lexemes of lexer ``j`` from node ``a`` that read piece ``k`` from byte ``i`` on,
-        from ``states`` (``read``: fixed bytes read before); appends their edges. A lexeme
-        that its own automaton would extend to a longer one within the same piece is left
-        out where lexing is longest match: the lexer, which sees those fixed bytes, never
-        ends it there."""
-        if kernel:
-            offset = int(tables.offsets[j])
-            while True:
-                piece = pieces[k]
-                if i < len(piece):
-                    ends = np.empty(len(states) * (1 if lex.longest else len(piece) - i) + 4, dtype=np.int64)
-                    alive = np.empty(len(states) + 4, dtype=np.int64)
-                    n_ends, n_alive = walk_states(arrays[k], i, base[k], a, j, np.asarray(states, dtype=np.int64) + offset,
-                                                  tables.table, tables.accepting, lex.longest, reachable, ends, alive)
-                    assert n_ends >= 0
-                    for b in ends[:n_ends].tolist():
-                        edges.append((a, b, j))
-                    if not n_alive:
-                        return
-                    read += len(piece) - i
-                    states = alive[:n_alive] - offset
-                if k == m or not read:
-                    return  # (a lexeme that reads no fixed byte is a gap's loop)
-                edges.append((a, gap_node(k), j))
-                reachable[gap_node(k)] = True
-                states = lex.paths.reach(states.tolist())
-                k, i = k + 1, 0
+        """(Python, the kernels' reference) Lexemes of lexer ``j`` from node ``a`` that read
+        piece ``k`` from byte ``i`` on, from ``states`` (``read``: fixed bytes read before);
+        appends their edges. A lexeme that its own automaton would extend to a longer one
+        within the same piece is left out where lexing is longest match: the lexer, which
+        sees those fixed bytes, never ends it there."""
         table, accepting = lex.paths.dfa.transitions, lex.paths.dfa.accepting
         while True:
             piece = pieces[k]
@@ -433,9 +411,38 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
 
     capacity = 64
     arrays = [np.frombuffer(piece, dtype=np.uint8) for piece in pieces]
+    # (kernel) lexemes alive at a gap's start, by the piece after it: (node, lexer) -> the lexer's states
+    carried: "dict[int, dict[tuple[int, int], list[int]]]" = {}
+
+    def carry(k: int, found: np.ndarray, groups: "list[tuple[int, int]]") -> None:
+        """``found`` ((group, global state) rows) alive at piece k's end: into gap k, on to piece k + 1."""
+        if k == m:
+            return
+        into = carried.setdefault(k + 1, {})
+        for g, state in found.tolist():
+            a, j = groups[g]
+            state -= int(tables.offsets[j])  # (kept per lexer: DFAPaths.reach caches them)
+            if (a, j) not in into:
+                edges.append((a, gap_node(k), j))  # (it may end inside the gap)
+                reachable[gap_node(k)] = True
+                into[(a, j)] = []
+            into[(a, j)].append(state)
+
     for k, piece in enumerate(pieces):
         if budget is not None:
             budget.check()
+        if kernel and carried.get(k):  # lexemes begun before the gap ahead of this piece
+            groups = list(carried.pop(k).items())
+            # the states the gap can take them to (cached per lexer and state set)
+            reached = [lexers[j].paths.reach(states) + tables.offsets[j] for (_, j), states in groups]
+            found, alive = carried_lexemes(
+                arrays[k], base[k], np.array([a for (a, _), _ in groups], dtype=np.int64),
+                np.array([j for (_, j), _ in groups], dtype=np.int64),
+                np.cumsum([0] + [len(states) for states in reached]).astype(np.int64),
+                np.concatenate(reached).astype(np.int64), tables.table, tables.accepting, tables.longest,
+                reachable)
+            blocks.append(found)
+            carry(k, alive, [key for key, _ in groups])
         if piece and not kernel:
             for i in range(len(piece)):
                 if reachable[base[k] + i]:
@@ -456,14 +463,11 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                 capacity = 2 * max(capacity, len(out), len(survivors))
             blocks.append(out[:n_edges])
             if k < m and n_surv:  # lexemes alive at the piece's end go on across the gap
-                grouped: dict[tuple[int, int], list[int]] = {}
-                for a, j, state in survivors[:n_surv].tolist():
-                    grouped.setdefault((a, j), []).append(state - int(tables.offsets[j]))
-                for (a, j), states in grouped.items():
-                    lex = lexers[j]
-                    edges.append((a, gap_node(k), j))
-                    reachable[gap_node(k)] = True
-                    run(j, lex, a, k + 1, 0, lex.paths.reach(states), read=1)
+                rows = survivors[:n_surv]
+                keys = sorted({(a, j) for a, j in rows[:, :2].tolist()})
+                index = {key: g for g, key in enumerate(keys)}
+                carry(k, np.array([(index[(a, j)], state) for a, j, state in rows.tolist()], dtype=np.int64)
+                      .reshape(-1, 2), keys)
         if k == m:
             break
         end, g = base[k] + len(piece), gap_node(k)
@@ -481,14 +485,8 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                 found, alive = gap_lexemes(arrays[k + 1], base[k + 1], g, tables.anywhere_start, tables.anywhere,
                                            tables.table, tables.accepting, tables.longest, reachable)
                 blocks.append(found)
-                if k + 1 < m and len(alive):  # lexemes alive at the piece's end go on across the next gap
-                    grouped = {}
-                    for j, state in alive.tolist():
-                        grouped.setdefault(j, []).append(state - int(tables.offsets[j]))
-                    for j, states in grouped.items():
-                        edges.append((g, gap_node(k + 1), j))
-                        reachable[gap_node(k + 1)] = True
-                        run(j, lexers[j], g, k + 2, 0, lexers[j].paths.reach(states), read=len(pieces[k + 1]))
+                # (alive at the next piece's end: they go on across the gap after it; rows (j, state))
+                carry(k + 1, alive, [(g, j) for j in range(len(lexers))])
     if blocks:
         edges.extend(map(tuple, np.concatenate(blocks).tolist()))
     # keep what reaches the end
