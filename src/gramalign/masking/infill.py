@@ -43,6 +43,7 @@ from ..grammar.parser_tables import ParserTables, build_parser_tables
 from ..parsing.incremental import IncrementalParser
 from ..tokens.vocabulary import Vocabulary
 from .compiler import CompiledGrammar
+from .gc_guard import gc_paused
 
 __all__ = ["GAP", "InfillChecker", "InfillResult"]
 
@@ -121,7 +122,7 @@ class InfillChecker:
         bytes) be completed to a word of the grammar? With ``end=False`` anything may follow
         the last segment (the witness then has a trailing filler)."""
         text = partial_text(segments, end)
-        with self._lock:
+        with self._lock, gc_paused:  # (a generation-2 collection inside a check cost 100+ ms: see gc_guard)
             result = self._check(text)
             self.counts[result.status] += 1
         return result
