@@ -396,6 +396,49 @@ def test_budget_is_undecided_with_a_reason(json_grammar):
     assert checker.counts["undecided"] == 1
 
 
+def test_witnesses_do_not_write_counted_repetitions_into_gaps():
+    """A gap inside an array with maxItems: the construction can reach the same records by
+    writing one element after another into the gap (each level of the count); the witness
+    writes what the blanked spans held, not hundreds of elements (6 KB at one stage)."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"roles": {"type": "array", "maxItems": 300, "items": {
+        "type": "object", "properties": {"id": {"type": "string"}, "role": {"type": "string"}},
+        "required": ["id", "role"], "additionalProperties": False}}}, "required": ["roles"],
+        "additionalProperties": False}
+    checker = ga.InfillChecker(ga.Grammar.from_json_schema(schema))
+    text = b'{"roles":[{"id":"5f9f1a7b","role":"view"},{"id":"5f9f","role":"edit"},{"id":"9c9d","role":"view"}]}'
+    for cuts in ([(52, 53), (75, 77)], [(30, 36), (78, 80)], [(11, 11), (60, 70)]):
+        segments, previous = [], 0
+        for start, end in cuts:
+            segments += [text[previous:start], GAP]
+            previous = end
+        segments.append(text[previous:])
+        result = checker.check(segments)
+        assert result.status == "completable" and fits(segments, result.text)
+        assert jsonschema.validators.validator_for(schema)(schema).is_valid(json.loads(result.text))
+        assert len(result.text) <= len(text) + 16, result.fillers
+
+
+def test_a_check_runs_without_automatic_garbage_collection(json_grammar, monkeypatch):
+    """A collection inside a check cost 100+ ms (docs/benchmarks.md): the check runs under
+    gc_paused, and the collector is as it was afterwards."""
+    import gc
+
+    checker = ga.InfillChecker(json_grammar)
+    seen = []
+    search = checker._search.search
+    monkeypatch.setattr(checker._search, "search", lambda *args: (seen.append(gc.isenabled()), search(*args))[1])
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        assert checker.check([b'{"a": [1, ', GAP, b"]}"]).status == "completable"
+        assert seen == [False] and gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()
+
+
 @pytest.fixture(scope="module")
 def python_checker():
     return ga.InfillChecker(ga.Grammar.builtin("python"), budget_s=None)
