@@ -155,8 +155,8 @@ class EarleyTables:
     def rules(self) -> tuple:
         """The rule arrays the kernel takes as one bundle (see :func:`.earley_kernels.earley_run`)."""
         return (self.rule_head, self.rule_left, self.rule_right, self.rules_start, self.rules_of, self.first_bits,
-                self.follow_bits, self.nonempty, self.derives, self.word_length, self.by_left_start, self.by_left, self.by_right_start,
-                self.by_right)
+                self.follow_bits, self.nonempty, self.derives, self.word_length, self.by_left_start, self.by_left,
+                self.by_right_start, self.by_right)
 
 
 def _grouped(keys: np.ndarray, values: np.ndarray, count: int) -> "tuple[np.ndarray, np.ndarray]":
@@ -169,9 +169,9 @@ def _grouped(keys: np.ndarray, values: np.ndarray, count: int) -> "tuple[np.ndar
 def _shortest_words(n_symbols: int, nonempty: np.ndarray, rule_head: np.ndarray, rule_left: np.ndarray,
                     rule_right: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
     """Per symbol, the rule that begins one of its shortest words in terminals (-1 for a
-    terminal or a symbol that derives no word), and that word's length. A rule is taken only where it makes the
-    symbol strictly shorter, so following the rules always ends. Lengths are capped at
-    ``COST_CAP`` (no word)."""
+    terminal or a symbol that derives no word), and that word's length (``COST_CAP``: no
+    word). A rule is taken only where it makes the symbol strictly shorter, so following the
+    rules always ends."""
     cap = np.int64(kernels.COST_CAP)
     length = np.full(n_symbols, cap, dtype=np.int64)
     length[:len(nonempty)][nonempty] = 1

@@ -18,9 +18,19 @@ Nodes are settled in id order; at a node, a fixpoint of prediction, scanning (a 
 from a node the ε-edges reach, to a later node, or a gap's loop), and completion (a triple
 ``(origin, A, end)`` advancing the items that wait for ``A`` at ``origin``). Items are
 copied along ε-edges (ignored text, gap moves) only into gaps; short of a gap, scans read
-through them. A gap's self-spans (``(G, A, G)``) are the
-one place where a completion can meet an item added after it: an item that starts waiting
-for ``A`` at a gap node looks up ``(G, A, G)`` itself.
+through them.
+
+**A gap's own items are implicit.** At a gap every rule would be predicted, and every
+symbol that derives a word spans the gap (the word written inside it), so the gap's own
+items, ``(A -> . X Y, G)`` and ``(A -> X . Y, G)`` for every rule, would be the whole
+grammar again at every gap. None is made: a gap predicts nothing, an item that waits at a
+gap advances there over its symbol written inside the gap (``-2 - (X * node_count + G)``,
+unfolded by ``best_rule``), and the own items act where they would: a terminal read from
+the gap (:func:`_gap_scans`) or a symbol completed from it advances every rule that begins
+with it (``by_left``) or ends with it after a left symbol written inside the gap
+(``by_right``), as queued codes (:func:`_own_item`). The latter are taken last at their
+node: the witness keeps the first way found to a record, and those ways write words into
+the gap (they climb an array's ``maxItems`` levels one written element at a time).
 
 **Origins move up to gaps.** A gap ``G`` in the ε-closure of an origin ``o`` (ignored text
 can run from ``o`` into the gap: a comment opened in an earlier gap, a line comment over a
