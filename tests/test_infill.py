@@ -396,6 +396,24 @@ def test_budget_is_undecided_with_a_reason(json_grammar):
     assert checker.counts["undecided"] == 1
 
 
+def test_shortest_lexemes_against_brute_force():
+    """What writing a terminal inside a gap costs a witness: its shortest lexeme's bytes, by
+    breadth first over the lexer tables; oracle: re.fullmatch over every string of the
+    terminals' letters up to 6 bytes."""
+    from gramalign.grammar.earley_kernels import shortest_lexemes
+
+    patterns = {"A": "a(b|cc)c+", "B": "(ab)+|c{4}", "C": "b?a?c", "D": "(cab|ba)+b"}
+    text = "start: " + " ".join(patterns) + "\n" + "".join(f"{n}: /{r}/\n" for n, r in patterns.items())
+    search = ga.InfillChecker(ga.Grammar.from_lark(text))._search
+    tables = search.lexer_tables
+    found = shortest_lexemes(tables.table, tables.accepting, tables.starts_start, tables.starts)
+    for j, lexer in enumerate(search.lexers[:search.n_terminals]):
+        pattern = patterns[lexer.terminal.name]
+        expected = next(n for n in range(1, 7) for word in itertools.product("abc", repeat=n)
+                        if re.fullmatch(pattern, "".join(word)))
+        assert found[j] == expected, lexer.terminal.name
+
+
 def test_witnesses_do_not_write_counted_repetitions_into_gaps():
     """A gap inside an array with maxItems: the construction can reach the same records by
     writing one element after another into the gap (each level of the count); the witness

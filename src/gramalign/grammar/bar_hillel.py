@@ -115,9 +115,11 @@ class BinaryGrammar:
 
 
 class EarleyTables:
-    """A :class:`BinaryGrammar` as the Earley kernels read it: one row per rule."""
+    """A :class:`BinaryGrammar` as the Earley kernels read it: one row per rule.
+    ``lexeme_bytes``: per terminal, the bytes of its shortest lexeme (0: none), what writing
+    it inside a gap costs a witness."""
 
-    def __init__(self, grammar: BinaryGrammar, nonempty):
+    def __init__(self, grammar: BinaryGrammar, lexeme_bytes):
         heads, lefts, rights = [], [], []
         for x, pairs in enumerate(grammar.by_left):
             for head, y in pairs:
@@ -136,12 +138,12 @@ class EarleyTables:
         self.rules_start = np.searchsorted(self.rule_head, np.arange(grammar.n_symbols + 1)).astype(np.int64)
         self.rules_of = np.arange(len(self.rule_head), dtype=np.int64)
         self.grammar = grammar
-        self.nonempty = np.zeros(grammar.n_symbols, dtype=np.bool_)
-        self.nonempty[:len(nonempty)] = nonempty
+        weights = np.zeros(grammar.n_symbols, dtype=np.int64)
+        weights[:len(lexeme_bytes)] = lexeme_bytes
+        self.nonempty = weights > 0
         self.first_bits = _first_bits(grammar, self.rule_head, self.rule_left)
         self.follow_bits = _follow_bits(grammar, self.rule_head, self.rule_left, self.rule_right, self.first_bits)
-        self.best_rule, self.word_length = _shortest_words(grammar.n_symbols, self.nonempty, self.rule_head,
-                                                           self.rule_left, self.rule_right)
+        self.best_rule, self.word_length = _shortest_words(weights, self.rule_head, self.rule_left, self.rule_right)
         self.derives = self.word_length < kernels.COST_CAP
         # A gap's own items are never made (see earley_kernels): the rules a symbol starts
         # (``A -> X Y`` and ``A -> X`` by X) and those it ends after a left symbol that a gap
@@ -166,16 +168,15 @@ def _grouped(keys: np.ndarray, values: np.ndarray, count: int) -> "tuple[np.ndar
     return start, np.ascontiguousarray(values[order], dtype=np.int64)
 
 
-def _shortest_words(n_symbols: int, nonempty: np.ndarray, rule_head: np.ndarray, rule_left: np.ndarray,
+def _shortest_words(weights: np.ndarray, rule_head: np.ndarray, rule_left: np.ndarray,
                     rule_right: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
-    """Per symbol, the rule that begins one of its shortest words in terminals (-1 for a
-    terminal or a symbol that derives no word), and that word's length (``COST_CAP``: no
-    word). A rule is taken only where it makes the symbol strictly shorter, so following the
-    rules always ends."""
+    """Per symbol, the rule that begins one of its shortest words (-1 for a terminal or a
+    symbol that derives no word), and that word's length in bytes (``COST_CAP``: no word),
+    a terminal weighing its ``weights`` (0: no lexeme). A rule is taken only where it makes
+    the symbol strictly shorter, so following the rules always ends."""
     cap = np.int64(kernels.COST_CAP)
-    length = np.full(n_symbols, cap, dtype=np.int64)
-    length[:len(nonempty)][nonempty] = 1
-    best = np.full(n_symbols, -1, dtype=np.int64)
+    length = np.where(weights > 0, weights, cap).astype(np.int64)
+    best = np.full(len(weights), -1, dtype=np.int64)
     has_right = rule_right >= 0
     right = np.where(has_right, rule_right, 0)
     while True:

@@ -63,9 +63,9 @@ ITEM_COLUMNS = 10
 # triple columns
 T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT, T_COST = range(7)
 TRIPLE_COLUMNS = 7
-COST_CAP = 1 << 40  # (words of a symbol written inside gaps, in terminals: see _cost)
+COST_CAP = 1 << 40  # (bytes of the symbols' words written inside gaps: see _cost)
 CHEAPER = 16
-"""How much cheaper (in terminals written inside gaps) another way to a record must be to
+"""How much cheaper (in bytes written inside gaps) another way to a record must be to
 replace the first one found: enough to keep a witness from writing a symbol's long word into
 a gap, not so little that small savings trade plain fillers for ones that comment the next
 piece out (the cost does not see ignored text), which the real lexer often refuses."""
@@ -370,7 +370,7 @@ def _moved_up(origin, until, clo_first, clo_last, clo_nodes, is_gap):
 @kernel(inline="always")
 def _cost(items, triples, word_length, n_terminals, node_count, prev, child):
     """What the witness of an item or triple made from ``prev`` over ``child`` costs: the
-    terminals of the symbols' shortest words it writes inside gaps. A record keeps the first
+    bytes of the symbols' shortest words it writes inside gaps. A record keeps the first
     way found to it unless another is much cheaper (:data:`CHEAPER`); costs only fall, so the
     ways stay a tree (a record costs at least what every record under it costs)."""
     cost = 0
@@ -981,6 +981,42 @@ def nearest_state(table, accepting, sources, order, following, ends_there, any_e
                 queue[tail] = t
                 tail += 1
     return -1, parent, via
+
+
+@kernel
+def shortest_lexemes(table, accepting, starts_start, starts):
+    """Per lexer (``starts[starts_start[j]:starts_start[j + 1]]``, global rows of ``table``),
+    the bytes of its shortest non-empty lexeme, 0 where it has none (breadth first)."""
+    count = starts_start.shape[0] - 1
+    out = np.zeros(count, dtype=np.int64)
+    stamp = np.full(table.shape[0], -1, dtype=np.int64)  # j: queued for lexer j
+    queue = np.empty(table.shape[0], dtype=np.int64)
+    for j in range(count):
+        head = 0
+        tail = 0
+        for c in range(starts_start[j], starts_start[j + 1]):
+            if stamp[starts[c]] != j:
+                stamp[starts[c]] = j
+                queue[tail] = starts[c]
+                tail += 1
+        level = 0
+        while head < tail and out[j] == 0:
+            level += 1
+            end = tail
+            while head < end and out[j] == 0:
+                state = queue[head]
+                head += 1
+                for b in range(256):
+                    t = table[state, b]
+                    if t >= 0:
+                        if accepting[t]:
+                            out[j] = level
+                            break
+                        if stamp[t] != j:
+                            stamp[t] = j
+                            queue[tail] = t
+                            tail += 1
+    return out
 
 
 @kernel

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .bar_hillel import BinaryGrammar, EarleyTables, earley_derivation
+from .earley_kernels import shortest_lexemes
 from .grammar import Grammar, Rule
 from .infill import Budget, PartialText, path_bytes
 from .lexings import STRUCTURAL, Lexer, LexerTables, LexingAutomaton, build_lexings
@@ -169,7 +170,10 @@ class GrammarInfill:
         self.n_terminals = len(names)
         self.cfg = BinaryGrammar.from_grammar(grammar, names)
         self.lexer_tables = LexerTables(self.lexers)
-        self.tables = EarleyTables(self.cfg, [bool(lex.starts) for lex in self.lexers[:self.n_terminals]])
+        lexer_tables = self.lexer_tables
+        self.tables = EarleyTables(self.cfg, shortest_lexemes(lexer_tables.table, lexer_tables.accepting,
+                                                              lexer_tables.starts_start,
+                                                              lexer_tables.starts)[:self.n_terminals])
         self.separators = self._separators()
 
     def _separators(self) -> "tuple[bytes, ...]":
