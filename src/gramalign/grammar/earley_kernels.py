@@ -870,48 +870,14 @@ def walk_states(piece, first, node_base, a, j, states, table, accepting, longest
 
 
 @kernel
-def gap_lexemes(piece, node_base, gap, anywhere_start, anywhere, table, accepting, longest, reachable):
-    """Every lexer's lexemes begun inside a gap (from any state its lexemes reach: lexer j's
-    ``anywhere[anywhere_start[j]:anywhere_start[j + 1]]``, global rows of ``table``) that read
-    the next ``piece`` (nodes from ``node_base``): edges ``(gap, end node, j)`` as
-    :func:`walk_states` finds them, and ``(j, state)`` for each lexer's states still alive at
-    the piece's end."""
-    edges = np.empty((64, 3), dtype=np.int64)
-    survivors = np.empty((16, 2), dtype=np.int64)
-    n_edges = 0
-    n_surv = 0
-    for j in range(anywhere_start.shape[0] - 1):
-        states = anywhere[anywhere_start[j]:anywhere_start[j + 1]]
-        if states.shape[0] == 0:
-            continue
-        ends = np.empty(states.shape[0] * (1 if longest[j] else piece.shape[0]) + 4, dtype=np.int64)
-        alive = np.empty(states.shape[0] + 4, dtype=np.int64)
-        n_ends, n_alive = walk_states(piece, 0, node_base, gap, j, states, table, accepting, longest[j], reachable,
-                                      ends, alive)
-        while n_edges + n_ends > edges.shape[0]:
-            edges = np.concatenate((edges, edges))
-        while n_surv + n_alive > survivors.shape[0]:
-            survivors = np.concatenate((survivors, survivors))
-        for e in range(n_ends):
-            edges[n_edges, 0] = gap
-            edges[n_edges, 1] = ends[e]
-            edges[n_edges, 2] = j
-            n_edges += 1
-        for e in range(n_alive):
-            survivors[n_surv, 0] = j
-            survivors[n_surv, 1] = alive[e]
-            n_surv += 1
-    return edges[:n_edges].copy(), survivors[:n_surv].copy()
-
-
-@kernel
 def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_states, table, accepting, longest,
                     reachable):
     """Lexemes carried over a gap into the next ``piece`` (nodes from ``node_base``), group by
     group (group g: begun at node ``group_a[g]``, lexer ``group_j[g]``, in the states
     ``group_states[group_start[g]:group_start[g + 1]]``, global rows of ``table``, that the gap
-    can take them to): edges ``(a, end node, j)`` as :func:`walk_states` finds them, and
-    ``(g, state)`` for the states still alive at the piece's end."""
+    can take them to; or begun inside the gap, every state their lexer's lexemes reach):
+    edges ``(a, end node, j)`` as :func:`walk_states` finds them, and ``(g, state)`` for the
+    states still alive at the piece's end."""
     edges = np.empty((64, 3), dtype=np.int64)
     survivors = np.empty((16, 2), dtype=np.int64)
     n_edges = 0

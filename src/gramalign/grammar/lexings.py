@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import carried_lexemes, gap_lexemes, lex_piece
+from .earley_kernels import carried_lexemes, lex_piece
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
@@ -109,6 +109,7 @@ class LexerTables:
         reached = [lex.anywhere + offset for lex, offset in zip(lexers, offsets)]
         self.anywhere_start = np.cumsum([0] + [len(states) for states in reached]).astype(np.int64)
         self.anywhere = np.concatenate(reached).astype(np.int64) if reached else np.zeros(0, np.int64)
+        self.lexer_ids = np.arange(len(lexers), dtype=np.int64)
 
 
 @dataclass(eq=False)
@@ -482,8 +483,9 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                     if lex.anywhere.size:
                         run(j, lex, g, k + 1, 0, lex.anywhere)
             elif pieces[k + 1]:  # (a lexeme that reads no fixed byte is a gap's loop)
-                found, alive = gap_lexemes(arrays[k + 1], base[k + 1], g, tables.anywhere_start, tables.anywhere,
-                                           tables.table, tables.accepting, tables.longest, reachable)
+                found, alive = carried_lexemes(arrays[k + 1], base[k + 1], np.full(len(lexers), g, dtype=np.int64),
+                                               tables.lexer_ids, tables.anywhere_start, tables.anywhere, tables.table,
+                                               tables.accepting, tables.longest, reachable)
                 blocks.append(found)
                 # (alive at the next piece's end: they go on across the gap after it; rows (j, state))
                 carry(k + 1, alive, [(g, j) for j in range(len(lexers))])
