@@ -169,11 +169,9 @@ class GrammarInfill:
         self.lexers = tuple(Lexer(by_name[name], False) for name in names) + tuple(Lexer(t, True) for t in ignored)
         self.n_terminals = len(names)
         self.cfg = BinaryGrammar.from_grammar(grammar, names)
-        self.lexer_tables = LexerTables(self.lexers)
-        lexer_tables = self.lexer_tables
-        self.tables = EarleyTables(self.cfg, shortest_lexemes(lexer_tables.table, lexer_tables.accepting,
-                                                              lexer_tables.starts_start,
-                                                              lexer_tables.starts)[:self.n_terminals])
+        self.lexer_tables = tables = LexerTables(self.lexers)
+        shortest = shortest_lexemes(tables.table, tables.accepting, tables.starts_start, tables.starts)
+        self.tables = EarleyTables(self.cfg, shortest[:self.n_terminals])
         self.separators = self._separators()
 
     def _separators(self) -> "tuple[bytes, ...]":

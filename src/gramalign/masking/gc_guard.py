@@ -5,8 +5,9 @@ pays for it; a generation-2 collection walks every tracked object of the process
 grammars, vocabularies, a model's modules), tens of milliseconds in a server, and a batch
 waits for its slowest row. The shipped integrations (``GrammarLogitsProcessor``,
 ``gramalign.generate`` and its samplers, ``BatchMatcher``) and the infilling check
-(``InfillChecker.check``) therefore run their constraint work under :data:`gc_paused`: automatic collection is off while any of them is filling, in
-any thread, and back to its previous state when the last one leaves. The allocations made
+(``InfillChecker.check``) therefore run their constraint work under :data:`gc_paused`:
+automatic collection is off while any of them is filling, in any thread, and back to its
+previous state when the last one leaves. The allocations made
 meanwhile still count, so a collection that was due runs at the first allocation after the
 fill, between fills rather than inside one. ``gc.collect()`` called explicitly still runs.
 
