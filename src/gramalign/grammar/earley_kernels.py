@@ -983,27 +983,3 @@ def shortest_lexemes(table, accepting, starts_start, starts):
                             queue[tail] = t
                             tail += 1
     return out
-
-
-@kernel
-def reachable_states(table, sources):
-    """Every state of a DFA (``table``: int [states, 256], -1 dead) that some byte string
-    leads to from one of ``sources`` (the empty one included), sorted."""
-    seen = np.zeros(table.shape[0], dtype=np.bool_)
-    stack = np.empty(table.shape[0], dtype=np.int64)
-    depth = 0
-    for s in sources:
-        if not seen[s]:
-            seen[s] = True
-            stack[depth] = s
-            depth += 1
-    while depth:
-        depth -= 1
-        state = stack[depth]
-        for b in range(256):
-            t = table[state, b]
-            if t >= 0 and not seen[t]:
-                seen[t] = True
-                stack[depth] = t
-                depth += 1
-    return np.flatnonzero(seen)

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import InfillError
 from .automata.dfa import DEAD, ByteDFA
-from .earley_kernels import nearest_state, reachable_states
+from .earley_kernels import nearest_state
+from .lexer_starts import reachable_from
 from .limits import work_clock
 
 __all__ = ["GAP", "Budget", "BudgetExhausted", "PartialText", "partial_text", "regex_fillers", "DFAPaths"]
@@ -141,6 +142,9 @@ _PREFERENCE = np.array(
 assert sorted(_PREFERENCE.tolist()) == list(range(256))
 
 
+_EVERY_BYTE = np.arange(256, dtype=np.int64)
+
+
 class DFAPaths:
     """Shortest byte paths inside one DFA (per-state successor lists built on first use)."""
 
@@ -166,7 +170,8 @@ class DFAPaths:
         key = frozenset(states)
         found = self._reach.get(key)
         if found is None:
-            found = reachable_states(self.dfa.transitions, np.fromiter(key, dtype=np.int64, count=len(key)))
+            found = np.flatnonzero(reachable_from(self.dfa.transitions, _EVERY_BYTE,
+                                                  np.fromiter(key, dtype=np.int64, count=len(key))))
             if len(self._reach) > 4096:
                 self._reach.clear()
             self._reach[key] = found

@@ -54,13 +54,17 @@ def largest_supersets(sets: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def reachable_from(transitions, class_byte, start):
-    """bool [states]: the lexer states reachable from ``start``."""
+def reachable_from(transitions, class_byte, sources):
+    """bool [states]: the states reachable from one of ``sources`` (themselves included),
+    reading the bytes ``class_byte`` (one per byte class, or every byte)."""
     seen = np.zeros(transitions.shape[0], np.bool_)
     stack = np.empty(transitions.shape[0], np.int64)
-    seen[start] = True
-    stack[0] = start
-    top = 1
+    top = 0
+    for start in sources:
+        if not seen[start]:
+            seen[start] = True
+            stack[top] = start
+            top += 1
     while top:
         top -= 1
         s = stack[top]
@@ -88,7 +92,7 @@ def safe_to_share(lexer, sets: np.ndarray, root: np.ndarray, start_of_root: dict
         states = reached.get(r)
         if states is None:
             states = reached[r] = np.flatnonzero(reachable_from(lexer.transitions, lexer.class_byte,
-                                                                start_of_root[r]))
+                                                                np.array([start_of_root[r]], dtype=np.int64)))
         own, others = sets[k], sets[r] & ~sets[k]
         states = states[states != start_of_root[r]]
         accepts_own = (lexer.accept_bits[states] & own).any(axis=1)
