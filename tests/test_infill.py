@@ -21,6 +21,7 @@ import random
 import re
 
 import lark
+import numpy as np
 import pytest
 
 import gramalign as ga
@@ -561,6 +562,61 @@ def test_earley_kernels_decide_as_the_bottom_up_worklist(name):
             for fillers in found.candidates:
                 assert len(fillers) == text.gaps
     assert decisions == {True, False}
+
+
+@pytest.mark.parametrize("name", ["json", "schema", "statements"])
+def test_records_past_a_gap_have_twins_from_the_gap(name, monkeypatch):
+    """Whatever a symbol derives from a node before a gap G to a node past G it also derives
+    from G (the gap can hold the text from that node on), and a gap's own items, implicit,
+    must find it: every triple ``(o, A, q)`` with ``o < G < q``, G the last gap before q, has
+    its twin ``(G', A, q)`` in the chart (for the nodes settled before the construction
+    stopped), G' the origin G takes at q (a later gap its ε-edges reach stands for it: a
+    comment begun in G can run into it); a twin that would end where it begins, at a gap, is
+    one of the gap's implicit self-spans. A gap's own item lost (a rule list, a queued code)
+    shows here first. (A grammar whose comments can run to the end of the text, as the
+    "comments" one, finds its goal at the first gap: nothing past a gap to check.)"""
+    from gramalign.grammar import bar_hillel
+    from gramalign.grammar import earley_kernels as kernels
+    from gramalign.grammar.infill import partial_text
+    from gramalign.grammar.infill_search import GrammarInfill
+
+    if name == "json":
+        grammar = ga.Grammar.builtin("json")
+    elif name == "schema":
+        grammar = ga.Grammar.from_json_schema(SCHEMAS[0])
+    else:
+        grammar = ga.Grammar.from_lark(LARK_GRAMMARS[name])
+    search = GrammarInfill(grammar)
+    runs = []
+    run = kernels.earley_run
+
+    def recording(*args):
+        state = run(*args)
+        runs.append((args[4][3:7], state[3], args[14]))  # (closures, is_gap), triples, counters
+        return state
+
+    monkeypatch.setattr(bar_hillel.kernels, "earley_run", recording)
+    rng = random.Random(f"twins {name}")
+    checked = 0
+    for sample in random_texts(grammar, 40, seed=11, max_bytes=200):
+        runs.clear()
+        search.search(partial_text(blank_spans(sample, rng, rng.randint(2, 5)), True))
+        if not runs:
+            continue
+        (clo_first, clo_last, clo_nodes, is_gap), triples, counters = runs[-1]
+        rows = triples[:counters[kernels.C_TRIPLES]]
+        found = set(map(tuple, rows[:, [kernels.T_ORIGIN, kernels.T_HEAD, kernels.T_END]].tolist()))
+        gaps = np.flatnonzero(is_gap)
+        for origin, head, end in found:
+            last = gaps[np.searchsorted(gaps, end) - 1] if np.searchsorted(gaps, end) else -1
+            if not origin < last < end < counters[kernels.C_NODE]:
+                continue
+            reach = clo_nodes[clo_first[last]:clo_last[last]]
+            twin = max(int(g) for g in reach if is_gap[g] and g <= end)
+            if twin != end:
+                checked += 1
+                assert (twin, head, end) in found, (origin, head, end, twin)
+    assert checked
 
 
 def test_gaps_joined_by_comments_decide_as_the_worklist_and_witnesses_parse():
