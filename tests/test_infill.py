@@ -524,6 +524,16 @@ def corrupted(segments: list, rng: random.Random) -> list:
     return out
 
 
+def _named_grammar(name: str) -> ga.Grammar:
+    """The builtin JSON grammar ("json"), the first test schema's ("schema") or a Lark grammar
+    of LARK_GRAMMARS."""
+    if name == "json":
+        return ga.Grammar.builtin("json")
+    if name == "schema":
+        return ga.Grammar.from_json_schema(SCHEMAS[0])
+    return ga.Grammar.from_lark(LARK_GRAMMARS[name])
+
+
 @pytest.mark.parametrize("name", ["json", "schema"] + sorted(LARK_GRAMMARS))
 def test_earley_kernels_decide_as_the_bottom_up_worklist(name):
     """The numba path (fixed pieces lexed by a kernel, Earley over the automaton) against
@@ -536,12 +546,7 @@ def test_earley_kernels_decide_as_the_bottom_up_worklist(name):
     from gramalign.grammar.lexings import build_lexings
     from oracles.bar_hillel_worklist import reference_possible
 
-    if name == "json":
-        grammar = ga.Grammar.builtin("json")
-    elif name == "schema":
-        grammar = ga.Grammar.from_json_schema(SCHEMAS[0])
-    else:
-        grammar = ga.Grammar.from_lark(LARK_GRAMMARS[name])
+    grammar = _named_grammar(name)
     search = GrammarInfill(grammar)
     rng = random.Random(f"earley {name}")
     decisions = set()
@@ -580,12 +585,7 @@ def test_records_past_a_gap_have_twins_from_the_gap(name, monkeypatch):
     from gramalign.grammar.infill import partial_text
     from gramalign.grammar.infill_search import GrammarInfill
 
-    if name == "json":
-        grammar = ga.Grammar.builtin("json")
-    elif name == "schema":
-        grammar = ga.Grammar.from_json_schema(SCHEMAS[0])
-    else:
-        grammar = ga.Grammar.from_lark(LARK_GRAMMARS[name])
+    grammar = _named_grammar(name)
     search = GrammarInfill(grammar)
     runs = []
     run = kernels.earley_run
