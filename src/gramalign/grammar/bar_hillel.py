@@ -140,7 +140,6 @@ class EarleyTables:
         self.grammar = grammar
         weights = np.zeros(grammar.n_symbols, dtype=np.int64)
         weights[:len(lexeme_bytes)] = lexeme_bytes
-        self.nonempty = weights > 0
         self.first_bits = _first_bits(grammar, self.rule_head, self.rule_left)
         self.follow_bits = _follow_bits(grammar, self.rule_head, self.rule_left, self.rule_right, self.first_bits)
         self.best_rule, self.word_length = _shortest_words(weights, self.rule_head, self.rule_left, self.rule_right)
@@ -157,7 +156,7 @@ class EarleyTables:
     def rules(self) -> tuple:
         """The rule arrays the kernel takes as one bundle (see :func:`.earley_kernels.earley_run`)."""
         return (self.rule_head, self.rule_left, self.rule_right, self.rules_start, self.rules_of, self.first_bits,
-                self.follow_bits, self.nonempty, self.derives, self.word_length, self.by_left_start, self.by_left,
+                self.follow_bits, self.derives, self.word_length, self.by_left_start, self.by_left,
                 self.by_right_start, self.by_right)
 
 
@@ -230,7 +229,7 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     there is none (the intersection is empty).
 
     ``edges`` is int64 [E, 3] ``(r, q, t)`` lexeme edges, ``epsilon`` int64 [F, 2] ε-edges,
-    ``gaps`` the gap nodes (each with a loop on every terminal of ``tables.nonempty``); every
+    ``gaps`` the gap nodes (each with a loop on every terminal of ``tables.derives``); every
     edge goes to a later node; ``live`` (bool per node, default all) the nodes to consider.
     The empty word is the caller's to check (``grammar.start_nullable``)."""
     grammar = tables.grammar

@@ -423,15 +423,17 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     agenda entries were handled; returns the (possibly grown) arrays.
 
     ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
-    follow_bits, nonempty) of :class:`.bar_hillel.EarleyTables`; ``text``: the automaton,
+    follow_bits, derives, word_length, by_left_start, by_left, by_right_start, by_right) of
+    :class:`.bar_hillel.EarleyTables` (``derives``: the symbols with a word, a terminal's
+    lexemes not empty); ``text``: the automaton,
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead,
     gap_of_first, gap_of, from_start, next_gap, scans) (see :func:`terminals_ahead`,
     :func:`closures_holding`; ``from_start``: the nodes of the start's ε-closure; ``next_gap``:
     the first gap node after each node; ``scans``: :func:`scan_closures`).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
     gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
-    (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, nonempty, derives,
-     word_length, by_left_start, by_left, by_right_start, by_right) = rules
+    (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
+     by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
      from_start, next_gap, scans) = text
     own_first, own_last, own_nodes, enter_first, enter_last, enter_nodes = scans
@@ -524,7 +526,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                 if edge_t[e] == x:
                                     adv_item, adv_child, adv_node, n_adv = _push_advance(
                                         adv_item, adv_child, adv_node, n_adv, i, scanned, edge_to[e])
-                            if is_gap[source] and nonempty[x]:  # a whole lexeme inside the gap
+                            if is_gap[source] and derives[x]:  # a whole lexeme inside the gap
                                 adv_item, adv_child, adv_node, n_adv = _push_advance(
                                     adv_item, adv_child, adv_node, n_adv, i, scanned, source)
                     else:
