@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import concurrent.futures.process
+import gc
 import json
 import os
+import pickle
 import random
 import stat
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -27,7 +30,9 @@ from gramalign.integrations.admission import Admission
 from gramalign.integrations.batch_rows import ConstraintError, RequestConstraint, parse_request_constraint
 from gramalign.integrations.vllm_admission import GramalignAdmission
 from gramalign.grammar.json_schema.schema_grammar import SchemaGrammar
+from gramalign.grammar.automata.cache import clear_automaton_caches
 from gramalign.grammar.parser_tables import build_parser_tables, remember_parser_tables
+from gramalign.masking.cfg import disk_cache
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
                                            "tags": {"type": "array", "items": {"enum": ["a", "bc"]}, "maxItems": 2},
@@ -99,6 +104,39 @@ def test_a_loaded_grammar_gives_the_masks_of_one_built_here(cache_dir, spec):
         remember_parser_tables(loaded_tables)
     again = _masks_along_walks(ga.compile(loaded, vocabulary, cache=False), seed=1)
     assert len(fresh) == len(again) and all(np.array_equal(a, b) for a, b in zip(fresh, again))
+
+
+def test_equal_grammars_of_different_constraints_load_as_one_object(cache_dir):
+    """A schema's title changes the constraint, not the grammar: the second load is the first
+    one's grammar object, with its parser tables and compiled masks (an equal copy would be
+    unpickled, hashed and compared field by field: seconds in an engine's step for a large
+    one), and its digest is the one computed where it was built."""
+    first, second = (_constraint({"json_schema": {**SLOW_SCHEMA, "title": title}}) for title in ("one", "two"))
+    assert first != second
+    for constraint in (first, second):
+        grammar = constraint._build()
+        assert built_grammars.save(constraint, grammar, build_parser_tables(grammar))
+    loaded, tables = built_grammars.load(first)
+    again, again_tables = built_grammars.load(second)
+    assert again is loaded and again_tables is tables and tables.grammar is loaded and loaded == grammar
+    assert build_parser_tables(loaded) is tables
+    assert disk_cache.grammar_digest(loaded) == disk_cache._grammar_digest(loaded) == disk_cache._grammar_digest(grammar)
+    vocabulary = _vocabulary()
+    assert ga.compile(again, vocabulary, eager=False) is ga.compile(loaded, vocabulary, eager=False)
+
+
+def test_handed_parser_tables_go_with_their_grammar():
+    grammar = ga.Grammar.from_lark('start: "x" ("+" "x")* ";"')
+    tables = pickle.loads(pickle.dumps(build_parser_tables(grammar)))  # as another process built them
+    copy = tables.grammar
+    remember_parser_tables(tables)
+    assert build_parser_tables(copy) is tables
+    assert "_handed_parser_tables" not in pickle.loads(pickle.dumps(copy)).__dict__
+    alive = weakref.ref(copy)
+    del copy, tables
+    clear_automaton_caches()
+    gc.collect()
+    assert alive() is None
 
 
 def test_built_grammars_are_not_read_from_a_folder_others_can_write(cache_dir, caplog):

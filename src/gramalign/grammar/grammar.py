@@ -339,6 +339,7 @@ class Grammar:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_hash", None)  # str hashes differ between processes
+        state.pop("_handed_parser_tables", None)  # (see parser_tables.remember_parser_tables)
         return state
 
     def whole(self) -> "Grammar":

@@ -17,7 +17,6 @@ hypothesis when it accepts (see :mod:`gramalign.parsing.hypotheses`).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -166,7 +165,10 @@ TABLES_CACHE_BYTES = 64 << 20
 let 64 large grammars hold over a GiB in a server that compiles one schema after another)."""
 
 _TABLES = AutomatonCache("parser tables", TABLES_CACHE_BYTES, size=lambda tables: tables.nbytes)
-_HANDED: "weakref.WeakKeyDictionary[Grammar, ParserTables]" = weakref.WeakKeyDictionary()
+HANDED_TABLES_ATTRIBUTE = "_handed_parser_tables"
+"""Where a grammar holds the tables handed to it (:func:`remember_parser_tables`): on the
+grammar object, so that they live as long as it does (tables refer to their grammar, so a weak
+map from grammars to tables would keep both forever)."""
 
 
 def build_parser_tables(grammar: Grammar) -> ParserTables:
@@ -174,9 +176,9 @@ def build_parser_tables(grammar: Grammar) -> ParserTables:
     see ``TABLES_CACHE_BYTES``); a JSON Schema's grammar has every rule emitted first
     (:meth:`Grammar.whole`)."""
     grammar = grammar.whole()
-    found = _TABLES.get(grammar)
+    found = handed_parser_tables(grammar)
     if found is None:
-        found = _HANDED.get(grammar)
+        found = _TABLES.get(grammar)
     if found is None:
         found = _TABLES.put(grammar, _build_parser_tables(grammar))
     return found
@@ -187,7 +189,12 @@ def remember_parser_tables(tables: ParserTables) -> None:
     grammar lives, :func:`build_parser_tables` of it returns them, even where they are too
     large for the cache."""
     _TABLES.put(tables.grammar, tables)
-    _HANDED[tables.grammar] = tables
+    object.__setattr__(tables.grammar, HANDED_TABLES_ATTRIBUTE, tables)
+
+
+def handed_parser_tables(grammar: Grammar) -> "ParserTables | None":
+    """The tables :func:`remember_parser_tables` gave ``grammar``, if any."""
+    return grammar.__dict__.get(HANDED_TABLES_ATTRIBUTE)
 
 
 def _build_parser_tables(grammar: Grammar) -> ParserTables:

@@ -26,7 +26,6 @@ import numpy as np
 
 from ..errors import GramalignError, GrammarError, TokenRejected
 from ..grammar.grammar import Grammar
-from ..grammar.parser_tables import remember_parser_tables
 from ..masking.compiler import CompiledGrammar
 from ..masking.gc_guard import gc_paused
 from ..masking.matcher import GrammarMatcher
@@ -214,9 +213,7 @@ class _GrammarCache:
         if grammar is None:
             built = built_grammars.load(constraint)
             if built is not None:
-                grammar, tables = built
-                if tables is not None:
-                    remember_parser_tables(tables)
+                grammar = built[0]  # (its parser tables go with it)
             else:
                 grammar = constraint._build(whole=False)
             with self._lock:
