@@ -255,6 +255,25 @@ def test_mask_cache_round_trips_through_disk(tmp_path):
         third.store.load(first.cache_path)
 
 
+
+def test_the_mask_cache_names_a_grammar_by_everything_equality_compares():
+    """Saved masks (and the engines' built grammars) are found by the grammar's digest: two
+    unequal grammars must not share one. The same Lark text read by lark's LALR and by its
+    Earley parser differs only in how it is lexed and parsed, and did share one."""
+    from dataclasses import fields
+
+    from gramalign.masking.cfg import disk_cache
+
+    compared = {f.name for f in fields(Grammar) if f.compare} - {"terminals", "rules"}
+    assert set(disk_cache.GRAMMAR_FIELDS) == compared
+    assert set(disk_cache.TERMINAL_FIELDS) == {f.name for f in fields(Terminal) if f.compare}
+    assert {f.name for f in fields(Rule) if f.compare} == {"name", "alternatives", "priority"}
+    source = 'start: WORD (" " WORD)*\nWORD: /[a-z]+/\n'
+    lalr, earley = ga.Grammar.from_lark(source), ga.Grammar.from_lark(source, parser="earley")
+    assert lalr != earley and disk_cache.grammar_digest(lalr) != disk_cache.grammar_digest(earley)
+    again = ga.Grammar.from_lark(source)
+    assert again is not lalr and disk_cache.grammar_digest(again) == disk_cache.grammar_digest(lalr)
+
 LEXER_TERMINALS = [("KW", "if"), ("ID", "[a-z]+"), ("NUM", "[0-9]+(\\.[0-9]+)?"), ("STR", '"([^"\\\\]|\\\\.){0,5}"'),
                    ("WORD", "[a-z0-9]{2,40}"), ("OP", "[-+*/]=?"), ("SP", " +")]
 

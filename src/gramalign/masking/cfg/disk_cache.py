@@ -50,12 +50,19 @@ def remember_grammar_digest(grammar: Grammar, digest: str) -> None:
 _digests: "weakref.WeakKeyDictionary[Grammar, str]" = weakref.WeakKeyDictionary()
 
 
+TERMINAL_FIELDS = ("name", "pattern", "flags", "priority", "literal", "needs_text_after", "ends_in_word", "length",
+                   "whole_text")
+GRAMMAR_FIELDS = ("start", "ignore", "indentation", "always_lexed", "strict", "generalized", "every_split", "lr0",
+                  "own_longest")
+"""What the digest reads besides the rules: every field that equality compares (a test keeps these
+lists complete; grammars that differ only in ``every_split``, say, lex the same text otherwise)."""
+
+
 def _grammar_digest(grammar: Grammar) -> str:
     digest = hashlib.sha256()
-    digest.update(repr((CACHE_FORMAT, [(t.name, t.pattern, t.flags, t.priority, t.literal, t.length)
-                                       for t in grammar.terminals],
-                        [(r.name, r.alternatives, r.priority) for r in grammar.rules], grammar.start,
-                        grammar.ignore, grammar.indentation, grammar.always_lexed)).encode("utf-8"))
+    digest.update(repr((CACHE_FORMAT, [tuple(getattr(t, f) for f in TERMINAL_FIELDS) for t in grammar.terminals],
+                        [(r.name, r.alternatives, r.priority) for r in grammar.rules],
+                        tuple(getattr(grammar, f) for f in GRAMMAR_FIELDS))).encode("utf-8"))
     return digest.hexdigest()
 
 
