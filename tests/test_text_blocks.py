@@ -8,7 +8,9 @@ itself checked against brute force in test_grammar_masks.py, plus brute force he
 
 from __future__ import annotations
 
+import gc
 import itertools
+import weakref
 
 import numpy as np
 import pytest
@@ -21,7 +23,8 @@ from gramalign.parsing.lexing import fill_reach
 from gramalign.parsing.state import LEXEME, STACK
 from gramalign.masking.compiler import CompiledGrammar, token_trie
 from gramalign.masking.cfg import GrammarMaskStore
-from gramalign.masking.cfg.text_blocks import LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
+from gramalign.masking.cfg.shared_contexts import _CACHES
+from gramalign.masking.cfg.text_blocks import _SLICES, LEVELS, TEXT, step_bytes, text_coverage, text_slices_for
 
 from support.mask_walks import lockstep_walks
 from oracles.brute_force_masks import brute_force_allowed
@@ -378,3 +381,20 @@ def test_a_string_body_is_classified_once_for_every_candidate_set():
     by_state = [key for key in entries if key[0] == shared[0][0] and key[1] >= 0]
     assert len({key[1] for key in by_state}) == 2  # two candidate sets, one classification
     assert all(entries[key] is entries[shared[0]] for key in by_state)
+
+
+def test_a_vocabularys_trie_and_its_process_wide_slices_go_with_it():
+    """The slices and the shared classifications are kept per trie in weak maps; a value that
+    refers to its trie would keep both for the life of the process (TextSlices did)."""
+    pieces = [bytes([b]) for b in range(32, 127)] + [b"ab", b"abc", b'"a', b""]
+    vocabulary = ga.Vocabulary.from_token_bytes(pieces, eos_token_ids=[len(pieces) - 1],
+                                                special_token_ids=[len(pieces) - 1])
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}, "required": ["name"]}
+    matcher = ga.compile(ga.Grammar.from_json_schema(schema), vocabulary, cache=False).matcher()
+    matcher.accept_string(b'{"name":"ab')
+    assert matcher.allowed_token_ids().size
+    trie = weakref.ref(vocabulary.token_trie)
+    assert trie() in _SLICES and trie() in _CACHES
+    del matcher, vocabulary
+    gc.collect()
+    assert trie() is None

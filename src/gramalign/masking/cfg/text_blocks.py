@@ -394,7 +394,7 @@ class TextSlices:
     Llama-3's 128k tokens, once per process and alphabet) so that no mask pays for one."""
 
     def __init__(self, trie: TokenTrie, width: int, text: np.ndarray = TEXT):
-        self.trie = trie
+        # (the trie is not kept: these are the values of a weak map keyed by it, see text_slices_for)
         self.width = width
         self.text = text
         self.ascii = ascii_of(text)
@@ -404,7 +404,7 @@ class TextSlices:
         self._second_byte = np.where(second_node >= 0, trie.node_byte[second_node].astype(np.int32), -1)
         self.position_of = np.zeros(int(trie.token_ids.max()) + 1 if trie.token_ids.size else 1, dtype=np.int64)
         self.position_of[trie.token_ids] = np.arange(trie.token_ids.size)  # token id -> position in trie
-        self._blocks = {level: self._build(level) for level in LEVELS}
+        self._blocks = {level: self._build(trie, level) for level in LEVELS}
 
     @staticmethod
     def level_for(depth: int) -> int:
@@ -414,11 +414,11 @@ class TextSlices:
     def block(self, level: int) -> TextBlock:
         return self._blocks[level]
 
-    def _build(self, level: int) -> TextBlock:
+    def _build(self, trie: TokenTrie, level: int) -> TextBlock:
         in_block = (self.lengths > 0) & (self.lengths <= level)
         first = self._first_byte[in_block]
         order = np.argsort(first, kind="stable")
-        ids = self.trie.token_ids[in_block][order]
+        ids = trie.token_ids[in_block][order]
         offsets = np.zeros(257, dtype=np.int64)
         np.cumsum(np.bincount(first, minlength=256), out=offsets[1:])
         pair_start, pair_end = _pair_ranges(first[order], self._second_byte[in_block][order])
@@ -428,7 +428,7 @@ class TextSlices:
         for array in (row, ids, offsets, pair_start, pair_end):
             array.flags.writeable = False
         return TextBlock(level, row, ids, offsets, pair_start, pair_end,
-                         self.trie.subset_positions(np.flatnonzero(~in_block)))
+                         trie.subset_positions(np.flatnonzero(~in_block)))
 
 
 @kernel
