@@ -31,6 +31,7 @@ from gramalign.integrations.batch_rows import ConstraintError, RequestConstraint
 from gramalign.integrations.vllm_admission import GramalignAdmission
 from gramalign.grammar.json_schema.schema_grammar import SchemaGrammar
 from gramalign.grammar.automata.cache import clear_automaton_caches
+from gramalign.grammar.grammar import HANDED_TABLES_ATTRIBUTE
 from gramalign.grammar.parser_tables import build_parser_tables, remember_parser_tables
 from gramalign.masking.cfg import disk_cache
 
@@ -131,7 +132,7 @@ def test_handed_parser_tables_go_with_their_grammar():
     copy = tables.grammar
     remember_parser_tables(tables)
     assert build_parser_tables(copy) is tables
-    assert "_handed_parser_tables" not in pickle.loads(pickle.dumps(copy)).__dict__
+    assert HANDED_TABLES_ATTRIBUTE not in pickle.loads(pickle.dumps(copy)).__dict__
     alive = weakref.ref(copy)
     del copy, tables
     clear_automaton_caches()

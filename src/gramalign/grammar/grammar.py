@@ -121,6 +121,12 @@ class Indentation:
     tab_size: int = 8
 
 
+HANDED_TABLES_ATTRIBUTE = "_handed_parser_tables"
+"""Where a grammar holds the parser tables handed to it (``parser_tables.remember_parser_tables``):
+on the grammar object, so that they live as long as it does (tables refer to their grammar, so
+a weak map from grammars to tables would keep both forever). Not pickled."""
+
+
 @dataclass(frozen=True)
 class Grammar:
     """A formal language, built with ``Grammar.from_regex``, ``Grammar.from_lark`` or
@@ -339,7 +345,7 @@ class Grammar:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_hash", None)  # str hashes differ between processes
-        state.pop("_handed_parser_tables", None)  # (see parser_tables.remember_parser_tables)
+        state.pop(HANDED_TABLES_ATTRIBUTE, None)  # another process builds or is handed its own
         return state
 
     def whole(self) -> "Grammar":

@@ -26,7 +26,7 @@ from ..errors import GrammarError
 from ..jit import kernel
 from .automata.cache import AutomatonCache
 from .automata.dfa import ByteDFA
-from .grammar import Grammar, Terminal
+from .grammar import HANDED_TABLES_ATTRIBUTE, Grammar, Terminal
 from .lalr import ParseTable, build_parse_table
 from .lexer import LexerDFA, build_lexer, character_starts, characters_to_close, rank_terminals, terminal_bits
 from .lexer_starts import largest_supersets, safe_to_share
@@ -165,10 +165,6 @@ TABLES_CACHE_BYTES = 64 << 20
 let 64 large grammars hold over a GiB in a server that compiles one schema after another)."""
 
 _TABLES = AutomatonCache("parser tables", TABLES_CACHE_BYTES, size=lambda tables: tables.nbytes)
-HANDED_TABLES_ATTRIBUTE = "_handed_parser_tables"
-"""Where a grammar holds the tables handed to it (:func:`remember_parser_tables`): on the
-grammar object, so that they live as long as it does (tables refer to their grammar, so a weak
-map from grammars to tables would keep both forever)."""
 
 
 def build_parser_tables(grammar: Grammar) -> ParserTables:

@@ -211,7 +211,7 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache
         return CompiledGrammar(grammar, vocabulary, index=index)
     from ..grammar.parser_tables import build_parser_tables
     from .cfg import GrammarMaskStore
-    from .cfg.disk_cache import grammar_hash
+    from .cfg.disk_cache import grammar_digest
 
     # Saved masks are keyed by the eager table's states: with cache_dir, the table is built
     # whole, unless the caller asked for lazy tables (eager=False), which then read no saved masks.
@@ -222,7 +222,7 @@ def _compile(grammar: Grammar, vocabulary: Vocabulary, eager: bool | None, cache
     store = GrammarMaskStore(tables, vocabulary, token_trie(vocabulary))
     compiled = CompiledGrammar(grammar, vocabulary, store=store)
     if cache_dir is not None and not lazy:
-        path = Path(cache_dir) / f"{grammar_hash(tables)[:24]}-{vocabulary.fingerprint[:24]}.npz"
+        path = Path(cache_dir) / f"{grammar_digest(tables.grammar)[:24]}-{vocabulary.fingerprint[:24]}.npz"
         compiled.cache_path = path
         if path.exists():
             store.load(path)

@@ -25,11 +25,6 @@ lexer start per candidate set, so lexer states are numbered differently; 3: stat
 terminal numbered in its block, see grammar/lexer_kernels)."""
 
 
-def grammar_hash(tables: ParserTables) -> str:
-    """SHA-256 of everything about a grammar that its masks depend on (see :func:`grammar_digest`)."""
-    return grammar_digest(tables.grammar)
-
-
 def grammar_digest(grammar: Grammar) -> str:
     """SHA-256 of everything about ``grammar`` that its masks depend on, as hex; equal grammars
     have equal digests. Computed once per grammar object: a large one's text takes
@@ -79,7 +74,7 @@ def save_contexts(path: "str | Path", items: "list[tuple[tuple[int, ...], Contex
     np.savez_compressed(
         temporary,
         format=np.array([CACHE_FORMAT]),
-        grammar=np.array([grammar_hash(tables)]),
+        grammar=np.array([grammar_digest(tables.grammar)]),
         vocabulary=np.array([vocabulary.fingerprint]),
         keys=keys,
         group_counts=group_counts,
@@ -98,7 +93,7 @@ def load_contexts(path: "str | Path", tables: ParserTables, vocabulary: Vocabula
     try:
         with np.load(path) as data:
             meta_ok = (int(data["format"][0]) == CACHE_FORMAT
-                       and str(data["grammar"][0]) == grammar_hash(tables)
+                       and str(data["grammar"][0]) == grammar_digest(tables.grammar)
                        and str(data["vocabulary"][0]) == vocabulary.fingerprint)
             if not meta_ok:
                 warnings.warn(f"ignoring mask cache {path}: it was made for another grammar, "
