@@ -123,3 +123,63 @@ def test_shared_grammar_and_matchers_handed_between_threads(compiled):
         thread.start()
         thread.join()
     assert handed.num_accepted_tokens <= 41
+
+
+def test_threads_forking_one_matcher_at_once_take_turns(compiled):
+    """Forks only read the matcher: threads forking one shared matcher at the same moment all get
+    their copy (CI once saw two forks of one base overlap and the second raise), and each copy
+    walks on its own from the base's state."""
+    base = compiled.matcher()
+    base.accept_token(0)
+    base.accept_token(7)
+    failures: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def fork_many(seed):
+        try:
+            start.wait(5)
+            for _ in range(200):
+                twin = base.fork()
+                assert twin.num_accepted_tokens == 2
+            _walk(twin, np.random.default_rng(seed), 30)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch inside forks as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=fork_many, args=(seed,)) for seed in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures
+    assert base.num_accepted_tokens == 2
+
+
+def test_a_fork_overlapping_a_change_still_raises(compiled):
+    """The fork gate lets forks wait for forks only: a fork that finds another thread changing the
+    matcher raises, and so does a change that finds a fork inside."""
+    matcher = compiled.matcher()
+    inside, release = threading.Event(), threading.Event()
+    cursor_fork = matcher._cursor.fork
+
+    def slow_fork():
+        inside.set()
+        release.wait(5)
+        return cursor_fork()
+
+    matcher._cursor.fork = slow_fork
+    forker = threading.Thread(target=matcher.fork)
+    forker.start()
+    assert inside.wait(5)
+    try:
+        with pytest.raises(ga.ConcurrentUseError, match=r"GrammarMatcher\.accept_token was called"):
+            matcher.accept_token(0)
+    finally:
+        release.set()
+        forker.join()
+    matcher._cursor.fork = cursor_fork
+    assert matcher.num_accepted_tokens == 0

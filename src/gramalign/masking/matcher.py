@@ -101,7 +101,7 @@ def _exclusive(method):
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         if not self._guard.acquire(False):
-            self._concurrent_use(method.__name__)
+            self._concurrent_use(method.__name__.lstrip("_"))
         try:
             return method(self, *args, **kwargs)
         finally:
@@ -144,6 +144,7 @@ class GrammarMatcher:
         self._terminated = False
         self._history: list[tuple[object, bool, int]] = []
         self._guard = threading.RLock()  # re-entrant: methods call each other
+        self._fork_gate = threading.Lock()  # forks only read: threads forking one matcher take turns
         self._last_row: "tuple | None" = None  # (bitmask, index, its row as uint32, its shape) of the last fill
 
     def _concurrent_use(self, method: str) -> None:
@@ -394,9 +395,18 @@ class GrammarMatcher:
         self._terminated = False
         self._history.clear()
 
-    @_exclusive
     def fork(self) -> "GrammarMatcher":
-        """An independent copy with the same state and history."""
+        """An independent copy with the same state and history.
+
+        Several threads may fork one matcher at once (they wait for each other: a fork only
+        reads); a fork overlapping a call that changes the state raises
+        :class:`ConcurrentUseError` like any other overlap.
+        """
+        with self._fork_gate:
+            return self._fork()
+
+    @_exclusive
+    def _fork(self) -> "GrammarMatcher":
         twin = GrammarMatcher.__new__(GrammarMatcher)
         twin.compiled = self.compiled
         twin._cursor = self._cursor.fork()
@@ -404,6 +414,7 @@ class GrammarMatcher:
         twin._terminated = self._terminated
         twin._history = list(self._history)
         twin._guard = threading.RLock()
+        twin._fork_gate = threading.Lock()
         twin._last_row = None
         return twin
 
