@@ -86,21 +86,30 @@ def python_pool(checker, count: int = 40) -> list[list[bytes]]:
 
 
 def python_text(pool: list, rng: random.Random, length: int) -> bytes:
-    """Consecutive top-level statements of a standard-library module, about ``length`` bytes
-    (from a line at column 0 to the first such line past the length; the caller redraws
-    what the parser refuses, a cut inside a string)."""
+    """Consecutive top-level statements of a standard-library module, between 3/4 and 3/2 of
+    ``length`` bytes (the run nearest the length from a random top-level line; another draw
+    where it falls outside; the caller redraws what the parser refuses). Until session 44 the
+    run went from a top-level line to the first one past the length, so a long class made a
+    "1,024-byte" text of up to 14 KB, and those set the p99."""
     def top_level(line: bytes) -> bool:
         return line[:1].isalpha() or line[:1] in b"@_"
 
-    lines = rng.choice(pool)
-    tops = [k for k, line in enumerate(lines) if top_level(line)]
-    first = rng.choice(tops[:-1] or tops)
-    out = bytearray()
-    for line in lines[first:]:
-        if len(out) >= length and top_level(line):
-            break
-        out += line
-    return bytes(out)
+    nearest = None
+    for _ in range(200):
+        lines = rng.choice(pool)
+        offsets = [0]
+        for line in lines:
+            offsets.append(offsets[-1] + len(line))
+        tops = [k for k, line in enumerate(lines) if top_level(line)] + [len(lines)]
+        first = rng.choice(tops[:-1] or tops)
+        last = min((e for e in tops if e > first), key=lambda e: abs(offsets[e] - offsets[first] - length),
+                   default=len(lines))
+        text = b"".join(lines[first:last])
+        if 0.75 * length <= len(text) <= 1.5 * length:
+            return text
+        if nearest is None or abs(len(text) - length) < abs(len(nearest) - length):
+            nearest = text
+    return nearest
 
 
 def blanked(text: bytes, rng: random.Random, gaps: int, width: int = 8) -> list:
