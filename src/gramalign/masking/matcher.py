@@ -120,7 +120,7 @@ class GrammarMatcher:
     Threads: a :class:`CompiledGrammar` is thread-safe and meant to be shared; a matcher is
     not. Use each matcher from one thread at a time (handing it from thread to thread between
     calls is fine, as :class:`BatchMatcher`'s pool does); ``fork()`` gives another thread its
-    own copy. Overlapping calls are detected, not serialised: every method that reads or
+    own copy, and several threads may fork one matcher at once. Overlapping calls are detected, not serialised: every method that reads or
     changes the state (fills included: they use the parser's scratch pool) holds a
     non-blocking re-entrant lock, so a second thread entering while one is inside raises
     :class:`ConcurrentUseError` instead of corrupting the state. The check is atomic (the
