@@ -447,7 +447,8 @@ def test_a_check_runs_without_automatic_garbage_collection(json_grammar, monkeyp
     checker = ga.InfillChecker(json_grammar)
     seen = []
     search = checker._search.search
-    monkeypatch.setattr(checker._search, "search", lambda *args: (seen.append(gc.isenabled()), search(*args))[1])
+    monkeypatch.setattr(checker._search, "search",
+                        lambda *args, **kwargs: (seen.append(gc.isenabled()), search(*args, **kwargs))[1])
     was = gc.isenabled()
     gc.enable()
     try:
@@ -654,6 +655,45 @@ def test_gaps_joined_by_comments_decide_as_the_worklist_and_witnesses_parse():
                 assert fits(segments, result.text)
                 assert lark_accepts(oracle, result.text.decode()) and gramalign_accepts(grammar, result.text)
     assert {"impossible", "completable"} <= seen
+
+
+def test_a_comment_from_the_first_gap_to_the_last_is_found_at_the_ends(monkeypatch):
+    """With ``SHORTCUT_GAPS`` gaps or more the search first tries the text's ends alone: a
+    block comment opened in the first gap and closed in the last fills the text whatever lies
+    between (a line break in the last piece keeps a line comment from running to the end).
+    The construction that found it saw the ends only; the witness keeps every piece and both
+    parsers accept it. Where the ends cannot be joined (a piece closes every comment), the
+    whole text decides, as the worklist does."""
+    from gramalign.grammar import infill_search
+    from gramalign.grammar.infill import partial_text
+    from oracles.bar_hillel_worklist import reference_possible
+
+    source = LARK_GRAMMARS["comments"]
+    grammar = ga.Grammar.from_lark(source)
+    oracle = lark.Lark(source, parser="lalr")
+    checker = ga.InfillChecker(grammar, budget_s=None)
+    lives = []
+    derivation = infill_search.earley_derivation
+
+    def recording(*args, live=None, **kwargs):
+        lives.append(int(live.sum()))
+        return derivation(*args, live=live, **kwargs)
+
+    monkeypatch.setattr(infill_search, "earley_derivation", recording)
+    middle = b"select a + (select b, c); drop d; select e"
+    segments = [b"select x", GAP, b"a; dro", GAP, middle, GAP, b"p f;\n select g + h"]
+    result = checker.check(segments)
+    assert result.completable and fits(segments, result.text)
+    assert lark_accepts(oracle, result.text.decode()) and gramalign_accepts(grammar, result.text)
+    assert len(lives) == 1 and lives[0] < len(middle)  # the ends: a few dozen nodes, not the middle's
+    # "*/" in a piece: no comment spans it, so the ends alone fail and the whole text decides
+    for closing in (b"select a */ + b", b"select a '*/' + b"):
+        lives.clear()
+        segments = [b"select x", GAP, closing, GAP, b"drop c", GAP, b"; select\n d"]
+        result = checker.check(segments)
+        assert result.impossible == (not reference_possible(checker._search, partial_text(segments)))
+        if result.completable:
+            assert fits(segments, result.text) and lark_accepts(oracle, result.text.decode())
 
 
 def test_witness_strings_have_the_fewest_code_points_the_schema_asks():

@@ -135,7 +135,7 @@ class InfillChecker:
                 if fillers is None:
                     return InfillResult("impossible", seconds=budget.elapsed)
                 return InfillResult("completable", text.fill(fillers), fillers, seconds=budget.elapsed)
-            found = self._search.search(text, budget)
+            found = self._search.search(text, budget, verify=lambda fillers: self._accepts(text.fill(fillers)))
         except BudgetExhausted:
             return InfillResult("undecided", reason=f"the time budget of {self.budget_s} s ran out",
                                 seconds=budget.elapsed)
