@@ -662,8 +662,9 @@ def test_a_comment_from_the_first_gap_to_the_last_is_found_at_the_ends(monkeypat
     block comment opened in the first gap and closed in the last fills the text whatever lies
     between (a line break in the last piece keeps a line comment from running to the end).
     The construction that found it saw the ends only; the witness keeps every piece and both
-    parsers accept it. Where the ends cannot be joined (a piece closes every comment), the
-    whole text decides, as the worklist does."""
+    parsers accept it. Where no lexeme spans from the first gap to the last (a piece closes a
+    block comment and a string and ends a line), only the whole text is checked, and decides
+    as the worklist does."""
     from gramalign.grammar import infill_search
     from gramalign.grammar.infill import partial_text
     from oracles.bar_hillel_worklist import reference_possible
@@ -686,12 +687,15 @@ def test_a_comment_from_the_first_gap_to_the_last_is_found_at_the_ends(monkeypat
     assert result.completable and fits(segments, result.text)
     assert lark_accepts(oracle, result.text.decode()) and gramalign_accepts(grammar, result.text)
     assert len(lives) == 1 and lives[0] < len(middle)  # the ends: a few dozen nodes, not the middle's
-    # "*/" in a piece: no comment spans it, so the ends alone fail and the whole text decides
-    for closing in (b"select a */ + b", b"select a '*/' + b"):
+    ends = lives[0]
+    for last in (b"; select\n d", b"\n #"):  # completable, then not ("#" begins no lexeme)
         lives.clear()
-        segments = [b"select x", GAP, closing, GAP, b"drop c", GAP, b"; select\n d"]
+        segments = [b"select x", GAP, b"select a '*/' +\n b", GAP, b"drop c", GAP, last]
         result = checker.check(segments)
+        lexed = last != b"\n #"  # (the text that nothing lexes is refused before any construction)
+        assert len(lives) == lexed and all(live > ends for live in lives)  # the whole text, once
         assert result.impossible == (not reference_possible(checker._search, partial_text(segments)))
+        assert result.impossible == (last == b"\n #")
         if result.completable:
             assert fits(segments, result.text) and lark_accepts(oracle, result.text.decode())
 

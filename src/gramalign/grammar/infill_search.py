@@ -219,9 +219,10 @@ class GrammarInfill:
             # worth a try only where one lexeme spans from the first gap to the last
             if np.any(ends[edges[:, 0]] & ends[edges[:, 1]] & (edges[:, 0] <= first) & (edges[:, 1] >= last)):
                 leaves = self._derivation(automaton, text, budget, edges, ends)
-                for fillers in self._candidates(automaton, leaves, budget) if leaves else ():
-                    if verify(fillers):
-                        return Search(True, (fillers,), nodes)
+                if leaves:
+                    for fillers in self._candidates(automaton, leaves, budget):
+                        if verify(fillers):
+                            return Search(True, (fillers,), nodes)
         leaves = self._derivation(automaton, text, budget, edges, automaton.live)
         if leaves is None:
             return Search(False, nodes=nodes)

@@ -120,9 +120,10 @@ class GrammarMatcher:
     Threads: a :class:`CompiledGrammar` is thread-safe and meant to be shared; a matcher is
     not. Use each matcher from one thread at a time (handing it from thread to thread between
     calls is fine, as :class:`BatchMatcher`'s pool does); ``fork()`` gives another thread its
-    own copy, and several threads may fork one matcher at once. Overlapping calls are detected, not serialised: every method that reads or
-    changes the state (fills included: they use the parser's scratch pool) holds a
-    non-blocking re-entrant lock, so a second thread entering while one is inside raises
+    own copy, and several threads may fork one matcher at once. Overlapping calls are
+    detected, not serialised: every method that reads or changes the state (fills included:
+    they use the parser's scratch pool) holds a non-blocking re-entrant lock, so a second
+    thread entering while one is inside raises
     :class:`ConcurrentUseError` instead of corrupting the state. The check is atomic (the
     lock's acquire) and costs well under a microsecond per call; it catches every call that
     overlaps another, not calls that alternate between threads. The plain queries
