@@ -107,8 +107,21 @@ def reference_possible(search, text, budget: "Budget | None" = None) -> bool:
     finals = [p for p, reached in closure.items() if automaton.final in reached]
     if search.cfg.start_nullable and automaton.final in closure[automaton.start]:
         return True
-    return find_derivation(search.cfg, automaton.node_count, seeds(search, automaton, closure),
+    return find_derivation(_unmerged(search), automaton.node_count, seeds(search, automaton, closure),
                            automaton.start, finals, budget) is not None
+
+
+_UNMERGED: dict = {}
+
+
+def _unmerged(search) -> BinaryGrammar:
+    """``search``'s grammar in binary form with no symbols merged (the kernels run on the
+    merged one: ``bar_hillel.alike_symbols``), so that the reference does not share that step."""
+    key = id(search.grammar)
+    if key not in _UNMERGED or _UNMERGED[key][0] is not search.grammar:
+        _UNMERGED[key] = (search.grammar,
+                          BinaryGrammar.from_grammar(search.grammar, search.terminal_names, merge=False))
+    return _UNMERGED[key][1]
 
 
 def seeds(search, automaton, closure):

@@ -174,6 +174,7 @@ class GrammarInfill:
         ignored = tuple(by_name[name] for name in grammar.ignore if name in by_name)
         self.lexers = tuple(Lexer(by_name[name], False) for name in names) + tuple(Lexer(t, True) for t in ignored)
         self.n_terminals = len(names)
+        self.terminal_names = names
         self.cfg = BinaryGrammar.from_grammar(grammar, names)
         self.lexer_tables = tables = LexerTables(self.lexers)
         shortest = shortest_lexemes(tables.table, tables.accepting, tables.starts_start, tables.starts)
