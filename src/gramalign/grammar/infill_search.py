@@ -99,9 +99,12 @@ def without_layout(grammar: Grammar) -> Grammar:
 
 def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
     """``alternatives`` where, between an opening bracket and its partner in one
-    alternative, a run of newlines (a new nullable rule) may come between any two symbols;
-    what the symbols there derive, likewise (``A__in`` rules). An alternative whose brackets
-    do not pair up lets newlines come anywhere (a plainer over-approximation)."""
+    alternative, a run of newlines (a new nullable rule) may come before every terminal, the
+    partner included, in the rule and in everything the symbols there derive (``A__in``
+    rules; a terminal ``t`` there is ``t__in: NEWLINE__run t``, shared by every place it
+    comes: a run between each two symbols instead made a chain symbol per pair). An
+    alternative whose brackets do not pair up lets newlines come anywhere (a plainer
+    over-approximation)."""
     opens, closes = set(layout.open_brackets), set(layout.close_brackets)
     newlines = fresh(f"{layout.newline}__run")
     rules = {newlines: ((), (newlines, layout.newline))}
@@ -109,15 +112,13 @@ def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
     queue: list[str] = []
 
     def within(symbol: str) -> str:
-        if symbol not in alternatives:
-            return symbol
         if symbol not in inside:
             inside[symbol] = fresh(f"{symbol}__in")
-            queue.append(symbol)
+            if symbol in alternatives:
+                queue.append(symbol)
+            else:
+                rules[inside[symbol]] = ((newlines, symbol),)
         return inside[symbol]
-
-    def spaced(symbols) -> tuple:
-        return _interleaved([within(symbol) for symbol in symbols], newlines)
 
     anywhere = False
     for name, alts in alternatives.items():
@@ -134,16 +135,15 @@ def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
                     continue
                 depth += (symbol in opens) - (symbol in closes)
                 if depth == 0:  # alt[opened] and this symbol pair up
-                    out += [newlines, *spaced(alt[opened + 1:k]), newlines, symbol] if k > opened + 1 \
-                        else [newlines, symbol]
+                    out += [within(inner) for inner in alt[opened + 1:k + 1]]
             if depth:
                 anywhere = True
-                out += spaced(alt[opened + 1:])
+                out += [within(inner) for inner in alt[opened + 1:]]
             out_alts.append(tuple(out))
         rules[name] = tuple(out_alts)
     while queue:
         symbol = queue.pop()
-        rules[inside[symbol]] = tuple(spaced(alt) for alt in alternatives[symbol])
+        rules[inside[symbol]] = tuple(tuple(within(inner) for inner in alt) for alt in alternatives[symbol])
     if anywhere:  # brackets that open in one rule and close in another: newlines anywhere
         rules = {name: tuple(_interleaved(alt, newlines) for alt in alts) if name != newlines else alts
                  for name, alts in rules.items()}
