@@ -418,7 +418,9 @@ def test_shortest_lexemes_against_brute_force():
 def test_witnesses_do_not_write_counted_repetitions_into_gaps():
     """A gap inside an array with maxItems: the construction can reach the same records by
     writing one element after another into the gap (each level of the count); the witness
-    writes what the blanked spans held, not hundreds of elements (6 KB at one stage)."""
+    writes about what the blanked spans held, one element more at most (a record keeps the
+    first way found to it unless another writes 16 bytes fewer), not hundreds of elements
+    (6 KB at one stage)."""
     import jsonschema
 
     schema = {"type": "object", "properties": {"roles": {"type": "array", "maxItems": 300, "items": {
@@ -436,7 +438,7 @@ def test_witnesses_do_not_write_counted_repetitions_into_gaps():
         result = checker.check(segments)
         assert result.status == "completable" and fits(segments, result.text)
         assert jsonschema.validators.validator_for(schema)(schema).is_valid(json.loads(result.text))
-        assert len(result.text) <= len(text) + 16, result.fillers
+        assert len(result.text) <= len(text) + len(b',{"id":"","role":""}'), result.fillers
 
 
 def test_a_check_runs_without_automatic_garbage_collection(json_grammar, monkeypatch):

@@ -1,7 +1,8 @@
 """Is a context-free language disjoint from a regular one? Bar-Hillel triples, Earley style.
 
 The grammar is put in a binary form (every alternative a chain of two-symbol rules, the
-empty word removed by unit rules around nullable symbols). Triples ``(p, X, q)`` (symbol
+empty word removed by unit rules around nullable symbols, symbols whose rules are alike
+merged). Triples ``(p, X, q)`` (symbol
 ``X`` derives a non-empty word that labels a path from ``p`` to ``q`` in the automaton) are
 derived by an Earley construction over the automaton (:mod:`.earley_kernels`): only the
 symbols a derivation of the start can need at a node are predicted there, so a flat list of
@@ -61,27 +62,39 @@ class BinaryGrammar:
         binary: list[tuple[int, int, int]] = []
         unit: list[tuple[int, int]] = []
         count = len(ids)
-        chains: dict[tuple[int, ...], int] = {}  # one chain symbol per suffix, whichever rule ends in it
+        chains: dict[tuple[int, ...], int] = {}  # a symbol deriving exactly these symbols, shared
+
+        def chain(symbols: tuple[int, ...]) -> int:
+            """The chain symbol of ``symbols`` (2 or more): ``c -> first c'``, ``c'`` that of the
+            rest, down to a chain already made or the last two symbols."""
+            nonlocal count
+            if symbols in chains:
+                return chains[symbols]
+            first = left = chains[symbols] = count
+            count += 1
+            while len(symbols) > 2 and symbols[1:] not in chains:
+                rest = chains[symbols[1:]] = count
+                count += 1
+                binary.append((left, symbols[0], rest))
+                left, symbols = rest, symbols[1:]
+            binary.append((left, symbols[0], chains[symbols[1:]] if len(symbols) > 2 else symbols[1]))
+            return first
+
         for name, alternatives in rules.items():
             head = ids[name]
             for alternative in alternatives:
                 symbols = tuple(ids[s] for s in alternative)
                 if len(symbols) == 1:
                     unit.append((head, symbols[0]))
-                    continue
-                left = head
-                while len(symbols) > 2:  # left -> first rest, rest a chain symbol for symbols[1:]
-                    rest = chains.get(symbols[1:])
-                    if rest is not None:
-                        binary.append((left, symbols[0], rest))
-                        break
-                    rest = chains[symbols[1:]] = count
-                    count += 1
-                    binary.append((left, symbols[0], rest))
-                    left, symbols = rest, symbols[1:]
-                else:
-                    if len(symbols) == 2:
-                        binary.append((left, symbols[0], symbols[1]))
+                elif len(symbols) == 2:
+                    binary.append((head, symbols[0], symbols[1]))
+                elif symbols:
+                    # A -> X1 .. Xn is A -> P Xn, P the chain of X1 .. X(n-1): a symbol completed
+                    # from a gap makes the heads of the rules it ends in one step (a gap's own
+                    # items), where a chain per suffix climbed one chain symbol per symbol of the
+                    # rule (an object's member chains in JSON Schema grammars: 20 % of the
+                    # slowest schema checks)
+                    binary.append((head, chain(symbols[:-1]), symbols[-1]))
         # nullable symbols: an empty alternative, or a rule whose every symbol is nullable
         nullable = [False] * count
         for name, alternatives in rules.items():
