@@ -537,6 +537,22 @@ def _named_grammar(name: str) -> ga.Grammar:
     return ga.Grammar.from_lark(LARK_GRAMMARS[name])
 
 
+def test_wide_records_decide_and_witness_as_narrow_ones(monkeypatch):
+    """Records are int32 where every id and code fits (``record_codes_fit``), int64 otherwise
+    (a text of some 100 KB with a large grammar): forced wide, the same checks give the same
+    answers and witnesses."""
+    from gramalign.grammar import earley_kernels as kernels
+
+    grammar = _named_grammar("schema")
+    rng = random.Random("wide")
+    checks = [blank_spans(sample, rng, rng.randint(1, 4)) for sample in random_texts(grammar, 12, seed=3)]
+    narrow = [ga.InfillChecker(grammar).check(segments) for segments in checks]
+    monkeypatch.setattr(kernels, "NARROW_LIMIT", 0)
+    wide = [ga.InfillChecker(grammar).check(segments) for segments in checks]
+    assert [(r.status, r.text) for r in wide] == [(r.status, r.text) for r in narrow]
+    assert {r.status for r in narrow} == {"completable"}
+
+
 @pytest.mark.parametrize("name", ["json", "schema"] + sorted(LARK_GRAMMARS))
 def test_earley_kernels_decide_as_the_bottom_up_worklist(name):
     """The numba path (fixed pieces lexed by a kernel, Earley over the automaton) against

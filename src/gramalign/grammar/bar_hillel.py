@@ -363,7 +363,8 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     is_gap = np.zeros(node_count, dtype=np.bool_)
     is_gap[np.asarray(list(gaps), dtype=np.int64)] = True
     can_end = np.asarray(can_end, dtype=np.bool_)
-    state = list(kernels.new_state(node_count, max(1024, 8 * len(edges))))
+    narrow = kernels.record_codes_fit(node_count, grammar.n_symbols, len(tables.rule_head))
+    state = list(kernels.new_state(node_count, max(1024, 8 * len(edges)), narrow))
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
     ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
                                     grammar.n_terminals, tables.first_bits.shape[1])
