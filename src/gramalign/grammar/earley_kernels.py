@@ -58,8 +58,8 @@ import numpy as np
 from ..jit import kernel
 
 # item columns
-I_RULE, I_DOT, I_ORIGIN, I_NODE, I_PREV, I_CHILD, I_WNEXT, I_ANEXT, I_NNEXT, I_COST = range(10)
-ITEM_COLUMNS = 10
+I_RULE, I_DOT, I_ORIGIN, I_NODE, I_PREV, I_CHILD, I_WNEXT, I_ANEXT, I_COST = range(9)
+ITEM_COLUMNS = 9
 # triple columns
 T_ORIGIN, T_HEAD, T_END, T_PREV, T_CHILD, T_CNEXT, T_COST = range(7)
 TRIPLE_COLUMNS = 7
@@ -74,8 +74,8 @@ CHEAPER = 16
 replace the first one found: enough to keep a witness from writing a symbol's long word into
 a gap, not so little that small savings trade plain fillers for ones that comment the next
 piece out (the cost does not see ignored text), which the real lexer often refuses."""
-# the column of `heads` after the agenda, completion and item list heads: see earley_run
-H_ORIGIN = 3
+# the column of `heads` after the agenda and completion list heads: see earley_run
+H_ORIGIN = 2
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 COUNTERS = 5
@@ -280,15 +280,15 @@ def record_codes_fit(node_count: int, n_symbols: int, n_rules: int) -> bool:
 
 def new_state(node_count: int, capacity: int = 1024, narrow: bool = True):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
-    values, wait keys, wait values, per node [agenda head, completions head, items head,
-    the origin items take for it now (see :func:`earley_run`)], counters). With ``narrow``
+    values, wait keys, wait values, per node [agenda head, completions head, the origin
+    items take for it now (see :func:`earley_run`)], counters). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
-    checks ~18 % faster (docs/benchmarks.md); keys stay int64."""
+    checks 10-18 % faster (docs/benchmarks.md); keys stay int64."""
     table = 1
     while table < 4 * capacity:
         table *= 2
-    heads = np.full((node_count, 4), -1, dtype=np.int64)
+    heads = np.full((node_count, 3), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
@@ -317,7 +317,7 @@ def _push_advance(adv_item, adv_child, adv_node, n_adv, item, child, node):
 @kernel(inline="always")
 def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child, cost):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
-    over ``child`` (-1: predicted) at ``cost``, listed at its node and in the item table under ``key``.
+    over ``child`` (-1: predicted) at ``cost``, on its node's agenda and in the item table under ``key``.
     Returns the item arrays, grown where they were full."""
     if n_items == items.shape[0]:
         items = _grown_rows(items)
@@ -333,8 +333,6 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
     items[n_items, I_WNEXT] = -1
     items[n_items, I_ANEXT] = heads[node, 0]
     heads[node, 0] = n_items
-    items[n_items, I_NNEXT] = heads[node, 2]
-    heads[node, 2] = n_items
     _insert(item_keys, item_values, key, n_items)
     return items, item_keys, item_values
 
