@@ -503,6 +503,17 @@ def test_python_indented_blocks_around_gaps(python_checker):
         assert fits(segments, result.text) and ast_parses(result.text)
 
 
+def test_python_text_without_a_last_newline(python_checker):
+    """The layout supplies the last line's newline at the end of the text (the check reads
+    one there, GrammarInfill.final_newline): a text without one is still complete."""
+    for segments in ([b"x = 1"], [b"x = ", GAP, b" + 1"], [b"if x:\n    y = 1", GAP, b"z"]):
+        result = python_checker.check(segments)
+        assert result.completable, (segments, result.reason)
+        assert fits(segments, result.text) and ast_parses(result.text)
+    assert python_checker.check([b"x = 1 +"]).impossible
+    assert python_checker.check([b"if x:"]).impossible
+
+
 def test_compiled_grammars_and_pieces_order():
     grammar = ga.Grammar.from_lark('start: NAME ("," NAME)*\nNAME: /[a-z]+/\n%ignore " "')
     compiled = ga.compile(grammar, byte_vocabulary())

@@ -45,9 +45,9 @@ class Search:
 def without_layout(grammar: Grammar) -> Grammar:
     """A grammar holding every word of ``grammar``, an indentation-laid-out grammar (Python),
     with no layout of its own: the indent and dedent terminals (which the layout makes from
-    the columns of lines) are taken out of the rules, newline lexemes may come between any
-    two lexemes inside brackets (the layout ignores them there), and the last newline of a
-    derivation may be missing (the layout supplies it at the end of the text).
+    the columns of lines) are taken out of the rules, and newline lexemes may come between
+    any two lexemes inside brackets (the layout ignores them there). (The layout also supplies
+    a last newline at the end of the text: :class:`GrammarInfill` reads one there.)
     Over-approximate: a proof that no filling works here is one for ``grammar``; a filling
     found here is only a candidate for the real parser."""
     layout = grammar.indentation
@@ -64,37 +64,9 @@ def without_layout(grammar: Grammar) -> Grammar:
         return name
 
     rules = _bracketed_newlines(alternatives, layout, fresh)
-    nullable: set[str] = set()
-    while True:
-        grown = {name for name, alts in rules.items() if name not in nullable
-                 and any(all(s in nullable for s in alt) for alt in alts)}
-        if not grown:
-            break
-        nullable |= grown
-    # A__last: what A derives, its last newline (at the right edge, before nullable symbols
-    # only) possibly dropped; built for the start and what its right edges reach
-    last = {grammar.start: fresh(f"{grammar.start}__last")}
-    queue = [grammar.start]
-    while queue:
-        name = queue.pop()
-        variants = list(rules[name])
-        for alt in rules[name]:
-            for k in range(len(alt) - 1, -1, -1):
-                symbol = alt[k]
-                if symbol == layout.newline:
-                    variants.append(alt[:k] + alt[k + 1:])
-                elif symbol in rules:
-                    if symbol not in last:
-                        last[symbol] = fresh(f"{symbol}__last")
-                        queue.append(symbol)
-                    variants.append(alt[:k] + (last[symbol],) + alt[k + 1:])
-                if symbol not in nullable:
-                    break
-        rules[last[name]] = tuple(dict.fromkeys(variants))
     priority = {rule.name: rule.priority for rule in grammar.rules}
     return replace(grammar, rules=tuple(Rule(name, alts, priority.get(name, 0)) for name, alts in rules.items()),
-                   terminals=tuple(t for t in grammar.terminals if t.name not in dropped),
-                   start=last[grammar.start], indentation=None)
+                   terminals=tuple(t for t in grammar.terminals if t.name not in dropped), indentation=None)
 
 
 def _bracketed_newlines(alternatives: dict, layout, fresh) -> dict:
@@ -165,7 +137,9 @@ class GrammarInfill:
     grammar with an indentation layout is checked through :func:`without_layout`."""
 
     def __init__(self, grammar: Grammar):
+        newline = None
         if grammar.indentation is not None:
+            newline = grammar.indentation.newline
             grammar = without_layout(grammar)
         self.grammar = grammar
         used = {name for rule in grammar.rules for alternative in rule.alternatives for name in alternative}
@@ -175,6 +149,9 @@ class GrammarInfill:
         self.lexers = tuple(Lexer(by_name[name], False) for name in names) + tuple(Lexer(t, True) for t in ignored)
         self.n_terminals = len(names)
         self.terminal_names = names
+        self.final_newline = names.index(newline) if newline in names else None
+        """The layout's newline terminal (id), which the layout supplies at the end of the
+        text where the last line has none: read there as an edge to one more node."""
         self.cfg = BinaryGrammar.from_grammar(grammar, names)
         self.lexer_tables = tables = LexerTables(self.lexers)
         shortest = shortest_lexemes(tables.table, tables.accepting, tables.starts_start, tables.starts)
@@ -237,22 +214,28 @@ class GrammarInfill:
         kept = edges[live[edges[:, 0]] & live[edges[:, 1]]]
         lexeme = (kept[:, 2] >= 0) & (kept[:, 2] < self.n_terminals)
         epsilon = kept[~lexeme, :2]
-        can_end = np.zeros(automaton.node_count, dtype=np.bool_)
+        node_count = automaton.node_count
+        can_end = np.zeros(node_count, dtype=np.bool_)
         can_end[automaton.final] = live[automaton.final]
         for a, b in epsilon[np.argsort(-epsilon[:, 0], kind="stable")].tolist():  # every ε-edge goes forward
             if can_end[b]:
                 can_end[a] = True
         if self.cfg.start_nullable and can_end[automaton.start]:
             return []
+        lexemes = kept[lexeme]
+        if self.final_newline is not None and live[automaton.final]:  # the layout's last newline
+            lexemes = np.vstack((lexemes, [[automaton.final, node_count, self.final_newline]]))
+            can_end, live = np.append(can_end, True), np.append(live, True)
+            node_count += 1
         gaps = [automaton.gap_node(k) for k in range(text.gaps) if live[automaton.gap_node(k)]]
-        found = earley_derivation(self.tables, automaton.node_count, kept[lexeme], epsilon, gaps, can_end, budget,
-                                  live=live)
+        found = earley_derivation(self.tables, node_count, lexemes, epsilon, gaps, can_end, budget, live=live)
         if found is None:
             return None
         leaves, at = [], automaton.start
         for r, q, t in found.tolist():
-            leaves.append((at, r, q, t))
-            at = q
+            if q < automaton.node_count:  # (not the layout's last newline: no bytes)
+                leaves.append((at, r, q, t))
+                at = q
         return leaves
 
     def _candidates(self, automaton: LexingAutomaton, leaves, budget: "Budget | None" = None
