@@ -88,13 +88,16 @@ class BinaryGrammar:
                     unit.append((head, symbols[0]))
                 elif len(symbols) == 2:
                     binary.append((head, symbols[0], symbols[1]))
-                elif symbols:
-                    # A -> X1 .. Xn is A -> P Xn, P the chain of X1 .. X(n-1): a symbol completed
-                    # from a gap makes the heads of the rules it ends in one step (a gap's own
-                    # items), where a chain per suffix climbed one chain symbol per symbol of the
-                    # rule (an object's member chains in JSON Schema grammars: 20 % of the
-                    # slowest schema checks)
+                elif symbols and symbols[-1] >= len(terminal_names):
+                    # A -> X1 .. Xn, Xn a nonterminal (a list's tail, an object's member chain
+                    # in a JSON Schema grammar), is A -> P Xn, P the chain of X1 .. X(n-1): a
+                    # symbol completed from a gap makes the heads of the rules it ends in one
+                    # step (a gap's own items), where the chain of the whole rule climbed one
+                    # chain symbol per symbol (20 % of the slowest schema checks)
                     binary.append((head, chain(symbols[:-1]), symbols[-1]))
+                elif symbols:  # ends in a terminal (a closing bracket): A -> X1 chain(X2 .. Xn), since
+                    # splitting these added a layer to every object and array of a JSON text
+                    binary.append((head, symbols[0], chain(symbols[1:])))
         # nullable symbols: an empty alternative, or a rule whose every symbol is nullable
         nullable = [False] * count
         for name, alternatives in rules.items():
