@@ -44,12 +44,12 @@ class Search:
 
 def without_layout(grammar: Grammar) -> Grammar:
     """A grammar holding every word of ``grammar``, an indentation-laid-out grammar (Python),
-    with no layout of its own: the indent and dedent terminals (which the layout makes from
-    the columns of lines) are taken out of the rules, and newline lexemes may come between
-    any two lexemes inside brackets (the layout ignores them there). (The layout also supplies
-    a last newline at the end of the text: :class:`GrammarInfill` reads one there.)
-    Over-approximate: a proof that no filling works here is one for ``grammar``; a filling
-    found here is only a candidate for the real parser."""
+    with its last line's newline (the layout supplies a missing one at the end of the text,
+    and :class:`GrammarInfill` reads one there), with no layout of its own: the indent and
+    dedent terminals (which the layout makes from the columns of lines) are taken out of the
+    rules, and newline lexemes may come between any two lexemes inside brackets (the layout
+    ignores them there). Over-approximate: a proof that no filling works here is one for
+    ``grammar``; a filling found here is only a candidate for the real parser."""
     layout = grammar.indentation
     dropped = {layout.indent, layout.dedent}
     alternatives = {rule.name: tuple(tuple(s for s in alternative if s not in dropped)
