@@ -95,8 +95,9 @@ class BinaryGrammar:
                     # step (a gap's own items), where the chain of the whole rule climbed one
                     # chain symbol per symbol (20 % of the slowest schema checks)
                     binary.append((head, chain(symbols[:-1]), symbols[-1]))
-                elif symbols:  # ends in a terminal (a closing bracket): A -> X1 chain(X2 .. Xn), since
-                    # splitting these added a layer to every object and array of a JSON text
+                elif symbols:
+                    # ends in a terminal (a closing bracket): A -> X1 chain(X2 .. Xn), since
+                    # split, these added a layer to every object and array of a JSON text
                     binary.append((head, symbols[0], chain(symbols[1:])))
         # nullable symbols: an empty alternative, or a rule whose every symbol is nullable
         nullable = [False] * count
@@ -143,9 +144,9 @@ def alike_symbols(n_terminals: int, count: int, binary, unit) -> np.ndarray:
     ``unit``: ``(A, X)``) are the same up to the parts of their symbols. Such symbols derive
     the same words by the same derivations, renamed, so the merged grammar has the same
     language; JSON Schema grammars repeat value rules per property (a Kubernetes schema's
-    4,161 symbols are 2,850), and every repeat was another way to derive the same text in
-    the infilling check. Terminals keep their ids (``0 .. n_terminals - 1``); the others are
-    numbered from ``n_terminals`` in the order of their first symbol.
+    3,642 binary symbols are 2,241), and every repeat was another way to derive the same
+    text in the infilling check. Terminals keep their ids (``0 .. n_terminals - 1``); the
+    others are numbered from ``n_terminals`` in the order of their first symbol.
 
     Parts are split by a 64-bit hash of each symbol's rules (vectorised), and the result
     checked exactly; where two different rule sets collided, an exact refinement runs."""
@@ -154,26 +155,9 @@ def alike_symbols(n_terminals: int, count: int, binary, unit) -> np.ndarray:
     rights = np.asarray([y for _, _, y in binary] + [-1] * len(unit), dtype=np.int64)
     keep = (heads != lefts) | (rights >= 0)  # A -> A adds nothing
     heads, lefts, rights = heads[keep], lefts[keep], rights[keep]
-    part = np.minimum(np.arange(count, dtype=np.int64), n_terminals)
-    parts = len(np.unique(part))
-    room = _code_room(count)
-    while True:  # each round splits parts (never joins them): at most `count` rounds
-        pairs = _rule_pairs(part, count, heads, lefts, rights)
-        signature = np.zeros(count, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            np.add.at(signature, pairs // room, _mixed(pairs % room + 1))  # (+ 1: the mix keeps 0 at 0)
-        order = np.lexsort((signature, part))
-        changes = np.ones(count, dtype=np.bool_)
-        changes[1:] = (part[order][1:] != part[order][:-1]) | (signature[order][1:] != signature[order][:-1])
-        refined = np.empty(count, dtype=np.int64)
-        refined[order] = np.cumsum(changes) - 1
-        grown = int(changes.sum())
-        part = refined
-        if grown == parts:
-            break
-        parts = grown
+    part = _parts(n_terminals, count, heads, lefts, rights, _hashed_rules)
     if not _is_stable(part, count, heads, lefts, rights):
-        part = _exact_parts(n_terminals, count, heads, lefts, rights)
+        part = _parts(n_terminals, count, heads, lefts, rights, _exact_rules)
     # terminals keep their ids; the parts follow in the order of their first symbol
     ids = np.arange(count, dtype=np.int64)
     _, first, inverse = np.unique(part[n_terminals:], return_index=True, return_inverse=True)
@@ -203,6 +187,43 @@ def _mixed(values: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
+def _parts(n_terminals, count, heads, lefts, rights, signatures) -> np.ndarray:
+    """The terminals apart and the nonterminals in one part, then each part split by its
+    symbols' ``signatures(pairs, count)`` (of their rules up to parts) until none splits: a
+    round only splits parts, so there are at most ``count`` rounds."""
+    part = np.minimum(np.arange(count, dtype=np.int64), n_terminals)
+    parts = len(np.unique(part))
+    while True:
+        signature = signatures(_rule_pairs(part, count, heads, lefts, rights), count)
+        order = np.lexsort((signature, part))
+        changes = np.ones(count, dtype=np.bool_)
+        changes[1:] = (part[order][1:] != part[order][:-1]) | (signature[order][1:] != signature[order][:-1])
+        part = np.empty(count, dtype=np.int64)
+        part[order] = np.cumsum(changes) - 1
+        if int(changes.sum()) == parts:
+            return part
+        parts = int(changes.sum())
+
+
+def _hashed_rules(pairs, count) -> np.ndarray:
+    """Per symbol, a 64-bit hash of its rule codes (a sum of mixed codes: a set's hash)."""
+    room = _code_room(count)
+    signature = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.add.at(signature, pairs // room, _mixed(pairs % room + 1))  # (+ 1: the mix keeps 0 at 0)
+    return signature
+
+
+def _exact_rules(pairs, count) -> np.ndarray:
+    """Per symbol, a number standing for its set of rule codes alone (equal sets, equal numbers)."""
+    room = _code_room(count)
+    bounds = np.searchsorted(pairs // room, np.arange(count + 1))
+    codes = pairs % room
+    numbers: dict = {}
+    return np.array([numbers.setdefault(codes[bounds[symbol]:bounds[symbol + 1]].tobytes(), len(numbers))
+                     for symbol in range(count)], dtype=np.int64)
+
+
 def _is_stable(part, count, heads, lefts, rights) -> bool:
     """Do all symbols of each part have the same rules up to parts? (Each symbol's rule codes
     lie in its part's; the same number of them means the same set.)"""
@@ -212,25 +233,6 @@ def _is_stable(part, count, heads, lefts, rights) -> bool:
     merged = np.unique(part[pairs // room] * room + pairs % room)
     of_part = np.bincount(merged // room, minlength=count)
     return bool(np.array_equal(own, of_part[part]))
-
-
-def _exact_parts(n_terminals, count, heads, lefts, rights) -> np.ndarray:
-    """:func:`alike_symbols`' partition refined with the rule sets themselves as keys."""
-    part = np.minimum(np.arange(count, dtype=np.int64), n_terminals)
-    parts = len(np.unique(part))
-    room = _code_room(count)
-    while True:
-        pairs = _rule_pairs(part, count, heads, lefts, rights)
-        bounds = np.searchsorted(pairs // room, np.arange(count + 1))
-        codes = pairs % room
-        keys: dict = {}
-        refined = np.empty(count, dtype=np.int64)
-        for symbol in range(count):
-            key = (int(part[symbol]), codes[bounds[symbol]:bounds[symbol + 1]].tobytes())
-            refined[symbol] = keys.setdefault(key, len(keys))
-        if len(keys) == parts:
-            return part
-        part, parts = refined, len(keys)
 
 
 class EarleyTables:
