@@ -78,7 +78,9 @@ piece out (the cost does not see ignored text), which the real lexer often refus
 H_ORIGIN = 2
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
-COUNTERS = 5
+# (within one earley_run: _construct's pending advances and pops, and the rows it needs)
+C_ADV, C_LATE, C_POPS, C_NEED_ITEMS, C_NEED_TRIPLES, C_NEED_ADV, C_NEED_LATE = range(5, 12)
+COUNTERS = 12
 
 NONE = -1
 
@@ -301,28 +303,28 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True):
             heads, counters)
 
 
+# The construction's arrays grow, but inside :func:`_construct` none is ever reassigned: a
+# reassigned array is a variable numba joins at every loop head and copies into each helper
+# inlined with it, an atomic incref and decref each time, 40 % of a large schema's construction
+# (docs/benchmarks.md). :func:`_construct` makes sure of room before it changes anything and
+# otherwise stops, saying how much it needs; :func:`earley_run` grows the arrays and calls it again.
+
+
 @kernel(inline="always")
-def _push_advance(adv_item, adv_child, adv_node, n_adv, item, child, node):
-    """Queue the advance of ``item`` over ``child`` to ``node``, doubling the buffers when full."""
-    if n_adv == adv_item.shape[0]:
-        adv_item = np.concatenate((adv_item, adv_item))
-        adv_child = np.concatenate((adv_child, adv_child))
-        adv_node = np.concatenate((adv_node, adv_node))
-    adv_item[n_adv] = item
-    adv_child[n_adv] = child
-    adv_node[n_adv] = node
-    return adv_item, adv_child, adv_node, n_adv + 1
+def _push_advance(adv, n_adv, item, child, node):
+    """Queue the advance of ``item`` over ``child`` to ``node`` in row ``n_adv`` (room made
+    beforehand); returns the new count."""
+    adv[n_adv, 0] = item
+    adv[n_adv, 1] = child
+    adv[n_adv, 2] = node
+    return n_adv + 1
 
 
 @kernel(inline="always")
 def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child, cost):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
-    over ``child`` (-1: predicted) at ``cost``, on its node's agenda and in the item table under ``key``.
-    Returns the item arrays, grown where they were full."""
-    if n_items == items.shape[0]:
-        items = _grown_rows(items)
-    if 2 * n_items + 2 > item_keys.shape[0]:
-        item_keys, item_values = _grown_table(item_keys, item_values)
+    over ``child`` (-1: predicted) at ``cost``, on its node's agenda and in the item table under
+    ``key`` (room made beforehand: :func:`_items_fit`)."""
     items[n_items, I_RULE] = rule
     items[n_items, I_DOT] = dot
     items[n_items, I_ORIGIN] = origin
@@ -334,7 +336,13 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
     items[n_items, I_ANEXT] = heads[node, 0]
     heads[node, 0] = n_items
     _insert(item_keys, item_values, key, n_items)
-    return items, item_keys, item_values
+
+
+@kernel(inline="always")
+def _fits(rows, keys, n):
+    """Is there room for ``n`` records in ``rows`` and in its hash table ``keys`` (at most
+    half full)?"""
+    return n <= rows.shape[0] and 2 * n + 2 <= keys.shape[0]
 
 
 @kernel
@@ -408,24 +416,33 @@ def _own_item(rule, dot, gap, node_count):
 
 
 @kernel
+def _gap_scan_count(gap, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start, by_right_start):
+    """How many advances :func:`_gap_scans` queues at ``gap``."""
+    count = 0
+    for c in range(own_first[gap], own_last[gap]):
+        source = own_nodes[c]
+        for e in range(edge_start[source], edge_start[source + 1]):
+            t = edge_t[e]
+            count += by_left_start[t + 1] - by_left_start[t] + by_right_start[t + 1] - by_right_start[t]
+    return count
+
+
+@kernel
 def _gap_scans(gap, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start, by_left,
-               by_right_start, by_right, adv_item, adv_child, adv_node, n_adv):
+               by_right_start, by_right, adv, n_adv):
     """Queue the scans of a gap's own items: every rule that begins with, or (after a left
-    symbol inside the gap) ends with, the terminal of an edge leaving the gap."""
+    symbol inside the gap) ends with, the terminal of an edge leaving the gap (room made
+    beforehand: :func:`_gap_scan_count`). Returns the new count."""
     for c in range(own_first[gap], own_last[gap]):
         source = own_nodes[c]
         for e in range(edge_start[source], edge_start[source + 1]):
             t = edge_t[e]
             scanned = -2 - (t * node_count + source)
             for k in range(by_left_start[t], by_left_start[t + 1]):
-                adv_item, adv_child, adv_node, n_adv = _push_advance(
-                    adv_item, adv_child, adv_node, n_adv, _own_item(by_left[k], 0, gap, node_count), scanned,
-                    edge_to[e])
+                n_adv = _push_advance(adv, n_adv, _own_item(by_left[k], 0, gap, node_count), scanned, edge_to[e])
             for k in range(by_right_start[t], by_right_start[t + 1]):
-                adv_item, adv_child, adv_node, n_adv = _push_advance(
-                    adv_item, adv_child, adv_node, n_adv, _own_item(by_right[k], 1, gap, node_count), scanned,
-                    edge_to[e])
-    return adv_item, adv_child, adv_node, n_adv
+                n_adv = _push_advance(adv, n_adv, _own_item(by_right[k], 1, gap, node_count), scanned, edge_to[e])
+    return n_adv
 
 
 @kernel
@@ -445,6 +462,39 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     the first gap node after each node; ``scans``: :func:`scan_closures`).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
     gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
+    # a pending advance: (item, child, target node); the late ones: see _construct
+    adv = np.empty((max(64, items.shape[0]), 3), dtype=np.int64)
+    late = np.empty((64, 3), dtype=np.int64)
+    counters[C_ADV] = 0
+    counters[C_LATE] = 0
+    counters[C_POPS] = 0
+    while _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples,
+                     triple_keys, triple_values, wait_keys, wait_values, heads, counters, adv, late, max_pops):
+        while not _fits(items, item_keys, counters[C_NEED_ITEMS]):
+            if counters[C_NEED_ITEMS] > items.shape[0]:
+                items = _grown_rows(items)
+            if 2 * counters[C_NEED_ITEMS] + 2 > item_keys.shape[0]:
+                item_keys, item_values = _grown_table(item_keys, item_values)
+                wait_keys, wait_values = _grown_table(wait_keys, wait_values)  # (no more entries than items)
+        while not _fits(triples, triple_keys, counters[C_NEED_TRIPLES]):
+            if counters[C_NEED_TRIPLES] > triples.shape[0]:
+                triples = _grown_rows(triples)
+            if 2 * counters[C_NEED_TRIPLES] + 2 > triple_keys.shape[0]:
+                triple_keys, triple_values = _grown_table(triple_keys, triple_values)
+        while adv.shape[0] < counters[C_NEED_ADV]:
+            adv = _grown_rows(adv)
+        while late.shape[0] < counters[C_NEED_LATE]:
+            late = _grown_rows(late)
+    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
+
+
+@kernel
+def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
+               triple_values, wait_keys, wait_values, heads, counters, adv, late, max_pops):
+    """:func:`earley_run`'s work, with ``adv`` and ``late`` its advance buffers. Returns False
+    when it stops there (goal, every node, ``max_pops``), True where an array needs room
+    first: ``counters[C_NEED_*]`` say for how many rows; the state in ``counters`` lets it
+    go on from there when called again."""
     (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
      by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
@@ -455,8 +505,21 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     n_items = counters[C_ITEMS]
     n_triples = counters[C_TRIPLES]
     node = counters[C_NODE]
-    pops = 0
+    n_adv = counters[C_ADV]
+    n_late = counters[C_LATE]
+    pops = counters[C_POPS]
+    counters[C_NEED_ITEMS] = 0
+    counters[C_NEED_TRIPLES] = 0
+    counters[C_NEED_ADV] = 0
+    counters[C_NEED_LATE] = 0
+    # the most a pop queues (n_adv is 0 then): the items waiting at an origin, the gap's own
+    # items of a symbol, the scans of an item (an edge or a gap's loop per node of its closure)
+    pop_room = n_rules + edge_t.shape[0] + node_count
     if counters[C_PHASE] == 0:  # predict the start at node 0
+        k = rules_start[start_symbol + 1] - rules_start[start_symbol]
+        if not _fits(items, item_keys, n_items + k):
+            counters[C_NEED_ITEMS] = n_items + k
+            return True
         counters[C_PHASE] = 1
         for k in range(rules_start[start_symbol], rules_start[start_symbol + 1]):
             r = rules_of[k]
@@ -465,89 +528,91 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
             key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
             if _lookup(item_keys, item_values, key) != -1:
                 continue
-            items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items, key, r, 0, 0, 0,
-                                                      -1, -1, 0)
+            _add_item(items, item_keys, item_values, heads, n_items, key, r, 0, 0, 0, -1, -1, 0)
             n_items += 1
-    # a pending advance: (item, child, target node); advances are done through this buffer
-    adv_item = np.empty(64, dtype=np.int64)
-    adv_child = np.empty(64, dtype=np.int64)
-    adv_node = np.empty(64, dtype=np.int64)
-    n_adv = 0
     if counters[C_PHASE] == 1:  # the gap's own items' scans, once per gap node (node 0 here)
-        counters[C_PHASE] = 2
         if is_gap[node]:
-            adv_item, adv_child, adv_node, n_adv = _gap_scans(
-                node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start,
-                by_left, by_right_start, by_right, adv_item, adv_child, adv_node, n_adv)
-    # advances that write a symbol's word inside a gap to complete a gap's own item, taken
-    # when nothing else is left at the node: the first way found to a record is the one its
-    # witness keeps, and these climb counted repetitions one written element at a time
+            k = _gap_scan_count(node, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start,
+                                by_right_start)
+            if n_adv + k > adv.shape[0]:
+                counters[C_ITEMS] = n_items
+                counters[C_NEED_ADV] = n_adv + k
+                return True
+            n_adv = _gap_scans(node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t,
+                               by_left_start, by_left, by_right_start, by_right, adv, n_adv)
+        counters[C_PHASE] = 2
+    # `late`: advances that write a symbol's word inside a gap to complete a gap's own item,
+    # taken when nothing else is left at the node: the first way found to a record is the one
+    # its witness keeps, and these climb counted repetitions one written element at a time
     # (each level of an array's maxItems) where a plain way to the same record comes later
-    late_item = np.empty(64, dtype=np.int64)
-    late_child = np.empty(64, dtype=np.int64)
-    late_node = np.empty(64, dtype=np.int64)
-    n_late = 0
+    need = False
     while node < node_count and counters[C_FOUND] < 0:
         # the fixpoint at `node`
         while True:
             if n_adv == 0:
                 if pops >= max_pops and n_late == 0:
-                    counters[C_ITEMS] = n_items
-                    counters[C_TRIPLES] = n_triples
-                    counters[C_NODE] = node
-                    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
+                    break
+                if n_items + pop_room > adv.shape[0]:
+                    counters[C_NEED_ADV] = n_items + pop_room
+                    need = True
+                    break
                 c = heads[node, 1]
                 if c != -1:  # a completion: advance what waits for its head at its origin
-                    pops += 1
-                    heads[node, 1] = triples[c, T_CNEXT]
                     o = triples[c, T_ORIGIN]
                     a = triples[c, T_HEAD]
+                    own = is_gap[o] and o != node  # the gap's own items that wait for a
+                    if own and n_late + by_right_start[a + 1] - by_right_start[a] > late.shape[0]:
+                        counters[C_NEED_LATE] = n_late + by_right_start[a + 1] - by_right_start[a]
+                        need = True
+                        break
+                    pops += 1
+                    heads[node, 1] = triples[c, T_CNEXT]
                     j = _lookup(wait_keys, wait_values, o * n_symbols + a)
                     while j != -1:
-                        adv_item, adv_child, adv_node, n_adv = _push_advance(
-                            adv_item, adv_child, adv_node, n_adv, j, c, node)
+                        n_adv = _push_advance(adv, n_adv, j, c, node)
                         j = items[j, I_WNEXT]
-                    if is_gap[o] and o != node:  # the gap's own items that wait for a
+                    if own:
                         for k in range(by_left_start[a], by_left_start[a + 1]):
-                            adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                adv_item, adv_child, adv_node, n_adv, _own_item(by_left[k], 0, o, node_count), c,
-                                node)
+                            n_adv = _push_advance(adv, n_adv, _own_item(by_left[k], 0, o, node_count), c, node)
                         for k in range(by_right_start[a], by_right_start[a + 1]):
-                            late_item, late_child, late_node, n_late = _push_advance(
-                                late_item, late_child, late_node, n_late, _own_item(by_right[k], 1, o, node_count),
-                                c, node)
+                            n_late = _push_advance(late, n_late, _own_item(by_right[k], 1, o, node_count), c, node)
                 else:
                     i = heads[node, 0]
                     if i == -1:
                         if n_late == 0:
                             break
+                        if n_late > adv.shape[0]:
+                            counters[C_NEED_ADV] = n_late
+                            need = True
+                            break
                         while n_late:
                             n_late -= 1
-                            adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                adv_item, adv_child, adv_node, n_adv, late_item[n_late], late_child[n_late],
-                                late_node[n_late])
+                            n_adv = _push_advance(adv, n_adv, late[n_late, 0], late[n_late, 1], late[n_late, 2])
                         continue
-                    pops += 1
-                    heads[node, 0] = items[i, I_ANEXT]
                     r = items[i, I_RULE]
                     x = rule_left[r] if items[i, I_DOT] == 0 else rule_right[r]
+                    made = enter_last[node] - enter_first[node]  # the most items this pop makes
+                    if x >= n_terminals:
+                        made += rules_start[x + 1] - rules_start[x]
+                    if not _fits(items, item_keys, n_items + made):
+                        counters[C_NEED_ITEMS] = n_items + made
+                        need = True
+                        break
+                    pops += 1
+                    heads[node, 0] = items[i, I_ANEXT]
                     if x < n_terminals:  # scan x from the nodes the ε-edges reach short of a gap
                         for c in range(own_first[node], own_last[node]):
                             source = own_nodes[c]
                             scanned = -2 - (x * node_count + source)  # the child: x read from source
                             for e in range(edge_start[source], edge_start[source + 1]):
                                 if edge_t[e] == x:
-                                    adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                        adv_item, adv_child, adv_node, n_adv, i, scanned, edge_to[e])
+                                    n_adv = _push_advance(adv, n_adv, i, scanned, edge_to[e])
                             if is_gap[source] and derives[x]:  # a whole lexeme inside the gap
-                                adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                    adv_item, adv_child, adv_node, n_adv, i, scanned, source)
+                                n_adv = _push_advance(adv, n_adv, i, scanned, source)
                     else:
                         key = node * n_symbols + x
                         head = _lookup(wait_keys, wait_values, key)
                         if head == -1:
-                            if 2 * (n_items + 1) > wait_keys.shape[0]:
-                                wait_keys, wait_values = _grown_table(wait_keys, wait_values)
                             _insert(wait_keys, wait_values, key, i)
                             items[i, I_WNEXT] = -1
                             # predict x here; a gap predicts nothing: its own items are implicit
@@ -559,15 +624,14 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                 key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
                                 if _lookup(item_keys, item_values, key2) != -1:
                                     continue
-                                items, item_keys, item_values = _add_item(items, item_keys, item_values, heads,
-                                                                          n_items, key2, r2, 0, node, node, -1, -1, 0)
+                                _add_item(items, item_keys, item_values, heads, n_items, key2, r2, 0, node, node, -1,
+                                          -1, 0)
                                 n_items += 1
                         else:  # link i second in the list (the head stays in the table)
                             items[i, I_WNEXT] = items[head, I_WNEXT]
                             items[head, I_WNEXT] = i
                         if is_gap[node] and derives[x]:  # a word of x written inside the gap
-                            adv_item, adv_child, adv_node, n_adv = _push_advance(
-                                adv_item, adv_child, adv_node, n_adv, i, -2 - (x * node_count + node), node)
+                            n_adv = _push_advance(adv, n_adv, i, -2 - (x * node_count + node), node)
                     # a gap the ε-edges enter: the item is copied there, to scan and wait from it
                     for c in range(enter_first[node], enter_last[node]):
                         g = enter_nodes[c]
@@ -575,16 +639,23 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                            is_gap)
                         key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
                         if _lookup(item_keys, item_values, key) == -1:
-                            items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items,
-                                                                      key, r, items[i, I_DOT], origin, g, i, -1,
-                                                                      items[i, I_COST])
+                            _add_item(items, item_keys, item_values, heads, n_items, key, r, items[i, I_DOT], origin,
+                                      g, i, -1, items[i, I_COST])
                             n_items += 1
                 continue
-            # one advance: item over its waited symbol to `target`
+            # one advance: item over its waited symbol to `target`; it makes an item or a triple
+            if not _fits(items, item_keys, n_items + 1):
+                counters[C_NEED_ITEMS] = n_items + 1
+                need = True
+                break
+            if not _fits(triples, triple_keys, n_triples + 1):
+                counters[C_NEED_TRIPLES] = n_triples + 1
+                need = True
+                break
             n_adv -= 1
-            i = adv_item[n_adv]
-            child = adv_child[n_adv]
-            target = adv_node[n_adv]
+            i = adv[n_adv, 0]
+            child = adv[n_adv, 1]
+            target = adv[n_adv, 2]
             if i >= 0:
                 r = items[i, I_RULE]
                 dot = items[i, I_DOT]
@@ -611,8 +682,7 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                         items[j, I_CHILD] = child
                         items[j, I_COST] = cost
                     continue
-                items, item_keys, item_values = _add_item(items, item_keys, item_values, heads, n_items, key, r, 1,
-                                                          origin, target, prev, child, cost)
+                _add_item(items, item_keys, item_values, heads, n_items, key, r, 1, origin, target, prev, child, cost)
                 n_items += 1
             else:
                 a = rule_head[r]
@@ -627,10 +697,6 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                         triples[t, T_CHILD] = child
                         triples[t, T_COST] = cost
                     continue
-                if n_triples == triples.shape[0]:
-                    triples = _grown_rows(triples)
-                if 2 * n_triples + 2 > triple_keys.shape[0]:
-                    triple_keys, triple_values = _grown_table(triple_keys, triple_values)
                 t = n_triples
                 n_triples += 1
                 triples[t, T_ORIGIN] = origin
@@ -645,19 +711,28 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 if from_start[origin] and a == start_symbol and can_end[target]:
                     counters[C_FOUND] = t
                     break
-        if counters[C_FOUND] >= 0:
+        if need or counters[C_FOUND] >= 0 or (pops >= max_pops and n_adv == 0 and n_late == 0):
             break
+        if node + 1 < node_count and is_gap[node + 1]:  # the next gap's own items' scans: room first
+            k = _gap_scan_count(node + 1, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start,
+                                by_right_start)
+            if n_adv + k > adv.shape[0]:
+                counters[C_NEED_ADV] = n_adv + k
+                need = True
+                break
         node += 1
         if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
             for c in range(gap_of_first[node], gap_of_first[node + 1]):
                 heads[gap_of[c], H_ORIGIN] = node
-            adv_item, adv_child, adv_node, n_adv = _gap_scans(
-                node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t, by_left_start,
-                by_left, by_right_start, by_right, adv_item, adv_child, adv_node, n_adv)
+            n_adv = _gap_scans(node, node_count, own_first, own_last, own_nodes, edge_start, edge_to, edge_t,
+                               by_left_start, by_left, by_right_start, by_right, adv, n_adv)
     counters[C_ITEMS] = n_items
     counters[C_TRIPLES] = n_triples
     counters[C_NODE] = node
-    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
+    counters[C_ADV] = n_adv
+    counters[C_LATE] = n_late
+    counters[C_POPS] = pops
+    return need
 
 
 @kernel
