@@ -129,7 +129,7 @@ def seeds(search, automaton, closure):
     from ``r`` to ``q`` (``r == q``, a gap: a whole lexeme inside it)."""
     terminals = search.n_terminals
     out: dict[int, list[tuple[int, int]]] = {}
-    for a, b, j in automaton.edges:
+    for a, b, j in automaton.edges.tolist():
         if 0 <= j < terminals:
             out.setdefault(a, []).append((b, j))
     gaps = {automaton.gap_node(k) for k in range(automaton.text.gaps)}

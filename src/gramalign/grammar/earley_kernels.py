@@ -901,98 +901,123 @@ def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start
 
 
 @kernel
-def walk_states(piece, first, node_base, a, j, states, table, accepting, longest, reachable, edges, survivors):
-    """One lexer's lexemes from node ``a`` that read ``piece`` from position ``first`` on,
-    from the set ``states`` (global rows of ``table``): an edge ``(a, node_base + e, j)``
-    per end position e (with ``longest``, only ends after which that walk accepts nowhere
-    later in the piece), the states still alive at the piece's end in ``survivors``.
-    Returns (edges written, survivors written), (-1, -1) when an output array is full."""
-    n = piece.shape[0]
-    n_edges = 0
-    n_surv = 0
-    for s in range(states.shape[0]):
-        state = states[s]
-        last = -1
-        position = first
-        while position < n:
-            state = table[state, piece[position]]
-            if state < 0:
-                break
-            position += 1
-            if accepting[state]:
-                if longest:
-                    last = position
-                else:
-                    if n_edges == edges.shape[0]:
-                        return -1, -1
-                    edges[n_edges] = node_base + position
-                    n_edges += 1
-                    reachable[node_base + position] = True
-        if last >= 0:
-            if n_edges == edges.shape[0]:
-                return -1, -1
-            edges[n_edges] = node_base + last
-            n_edges += 1
-            reachable[node_base + last] = True
-        if state >= 0:
-            if n_surv == survivors.shape[0]:
-                return -1, -1
-            survivors[n_surv] = state
-            n_surv += 1
-    # distinct ends and survivors, sorted
-    if n_edges > 1:
-        edges[:n_edges] = np.sort(edges[:n_edges])
-        w = 1
-        for e in range(1, n_edges):
-            if edges[e] != edges[w - 1]:
-                edges[w] = edges[e]
-                w += 1
-        n_edges = w
-    if n_surv > 1:
-        survivors[:n_surv] = np.sort(survivors[:n_surv])
-        w = 1
-        for e in range(1, n_surv):
-            if survivors[e] != survivors[w - 1]:
-                survivors[w] = survivors[e]
-                w += 1
-        n_surv = w
-    return n_edges, n_surv
-
-
-@kernel
 def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_states, table, accepting, longest,
-                    reachable):
+                    reachable, first):
     """Lexemes carried over a gap into the next ``piece`` (nodes from ``node_base``), group by
     group (group g: begun at node ``group_a[g]``, lexer ``group_j[g]``, in the states
     ``group_states[group_start[g]:group_start[g + 1]]``, global rows of ``table``, that the gap
-    can take them to; or begun inside the gap, every state their lexer's lexemes reach):
-    edges ``(a, end node, j)`` as :func:`walk_states` finds them, and ``(g, state)`` for the
-    states still alive at the piece's end."""
-    edges = np.empty((64, 3), dtype=np.int64)
-    survivors = np.empty((16, 2), dtype=np.int64)
+    can take them to; or begun inside the gap, every state their lexer's lexemes reach), those
+    states being where the group is after the piece's ``first`` bytes (0 or 1: see
+    :func:`first_steps`):
+    an edge ``(a, end node, j)`` per position where one of the group's walks ends a lexeme
+    (with ``longest[j]``, only the last such position of each walk within the piece), and
+    ``(g, state)`` for the states still alive at the piece's end; both in order and distinct
+    per group. One pass over every group (a call per group, with its own buffers, was most of
+    the time where every lexer begins in a gap: hundreds of groups a gap in a large JSON Schema)."""
+    n = piece.shape[0]
+    n_groups = group_a.shape[0]
+    edges = np.empty((n_groups * (n + 1), 3), dtype=np.int64)  # (at most one edge per group and end)
+    survivors = np.empty((group_states.shape[0], 2), dtype=np.int64)
+    end_stamp = np.full(n + 1, -1, dtype=np.int64)
     n_edges = 0
     n_surv = 0
-    for g in range(group_a.shape[0]):
-        states = group_states[group_start[g]:group_start[g + 1]]
+    for g in range(n_groups):
         j = group_j[g]
-        ends = np.empty(states.shape[0] * (1 if longest[j] else piece.shape[0]) + 4, dtype=np.int64)
-        alive = np.empty(states.shape[0] + 4, dtype=np.int64)
-        n_ends, n_alive = walk_states(piece, 0, node_base, group_a[g], j, states, table, accepting, longest[j],
-                                      reachable, ends, alive)
-        while n_edges + n_ends > edges.shape[0]:
-            edges = np.concatenate((edges, edges))
-        while n_surv + n_alive > survivors.shape[0]:
-            survivors = np.concatenate((survivors, survivors))
-        for e in range(n_ends):
-            edges[n_edges, 0] = group_a[g]
-            edges[n_edges, 1] = ends[e]
-            edges[n_edges, 2] = j
-            n_edges += 1
-        for e in range(n_alive):
-            survivors[n_surv, 0] = g
-            survivors[n_surv, 1] = alive[e]
-            n_surv += 1
+        first_edge = n_edges
+        first_surv = n_surv
+        for s in range(group_start[g], group_start[g + 1]):
+            state = group_states[s]
+            last = -1
+            position = first
+            while True:
+                if position > 0 and accepting[state]:
+                    if longest[j]:
+                        last = position
+                    elif end_stamp[position] != g:
+                        end_stamp[position] = g
+                        edges[n_edges, 1] = position
+                        n_edges += 1
+                if position == n:
+                    break
+                state = table[state, piece[position]]
+                if state < 0:
+                    break
+                position += 1
+            if last >= 0 and end_stamp[last] != g:
+                end_stamp[last] = g
+                edges[n_edges, 1] = last
+                n_edges += 1
+            if state >= 0:
+                survivors[n_surv, 1] = state
+                n_surv += 1
+        # in order, as nodes and states; the survivors distinct
+        _sort_column(edges, first_edge, n_edges, 1)
+        _sort_column(survivors, first_surv, n_surv, 1)
+        w = first_surv
+        for e in range(first_surv, n_surv):
+            if e == first_surv or survivors[e, 1] != survivors[w - 1, 1]:
+                survivors[w, 1] = survivors[e, 1]
+                w += 1
+        n_surv = w
+        for e in range(first_edge, n_edges):
+            edges[e, 0] = group_a[g]
+            edges[e, 1] += node_base
+            edges[e, 2] = j
+            reachable[edges[e, 1]] = True
+        for e in range(first_surv, n_surv):
+            survivors[e, 0] = g
     return edges[:n_edges].copy(), survivors[:n_surv].copy()
+
+
+@kernel(inline="always")
+def _sort_column(rows, first, last, column):
+    """Sorts ``rows[first:last, column]`` (the other columns are not kept): an insertion sort
+    for the few values a group has, numpy's beyond."""
+    if last - first > 32:
+        rows[first:last, column] = np.sort(rows[first:last, column])
+        return
+    for k in range(first + 1, last):
+        value = rows[k, column]
+        m = k - 1
+        while m >= first and rows[m, column] > value:
+            rows[m + 1, column] = rows[m, column]
+            m -= 1
+        rows[m + 1, column] = value
+
+
+@kernel
+def first_steps(table, anywhere_start, anywhere, byte):
+    """``(start, states)``: per lexer j, ``states[start[j]:start[j + 1]]`` the distinct states
+    its lexemes begun anywhere (``anywhere``, by ``anywhere_start``) are in after ``byte``.
+    Lexemes begun in a gap walk the next piece from these (:func:`carried_lexemes` with
+    ``first`` 1): a format's automaton has thousands of states, a few after one byte."""
+    seen = np.full(table.shape[0], -1, dtype=np.int64)
+    states = np.empty(anywhere.shape[0], dtype=np.int64)
+    start = np.empty(anywhere_start.shape[0], dtype=np.int64)
+    n = 0
+    for j in range(anywhere_start.shape[0] - 1):
+        start[j] = n
+        for k in range(anywhere_start[j], anywhere_start[j + 1]):
+            t = table[anywhere[k], byte]
+            if t >= 0 and seen[t] != j:
+                seen[t] = j
+                states[n] = t
+                n += 1
+    start[anywhere_start.shape[0] - 1] = n
+    return start, states[:n].copy()
+
+
+@kernel
+def reaching(edge_from, edge_to, node_count, final):
+    """bool per node: ``final`` is reached from it along the edges (each goes to a later node)."""
+    order = np.argsort(edge_from)
+    live = np.zeros(node_count, dtype=np.bool_)
+    live[final] = True
+    for k in range(order.shape[0] - 1, -1, -1):
+        e = order[k]
+        if live[edge_to[e]]:
+            live[edge_from[e]] = True
+    return live
 
 
 @kernel

@@ -189,7 +189,7 @@ class GrammarInfill:
         if not automaton.live[automaton.start]:
             return Search(False)
         nodes = int(automaton.live.sum())
-        edges = np.asarray(automaton.edges, dtype=np.int64).reshape(-1, 3)
+        edges = automaton.edges
         if verify is not None and text.gaps >= SHORTCUT_GAPS:
             first, last = automaton.gap_node(0), automaton.gap_node(text.gaps - 1)
             ends = automaton.live & np.isin(automaton.piece_of[:automaton.node_count], (0, len(text.pieces) - 1))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import carried_lexemes, lex_piece
+from .earley_kernels import carried_lexemes, first_steps, lex_piece, reaching
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
@@ -110,6 +110,15 @@ class LexerTables:
         self.anywhere_start = np.cumsum([0] + [len(states) for states in reached]).astype(np.int64)
         self.anywhere = np.concatenate(reached).astype(np.int64) if reached else np.zeros(0, np.int64)
         self.lexer_ids = np.arange(len(lexers), dtype=np.int64)
+        self._first_steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def first_steps(self, byte: int) -> "tuple[np.ndarray, np.ndarray]":
+        """Per lexer, the states its lexemes begun anywhere are in after ``byte`` (cached:
+        :func:`~.earley_kernels.first_steps`)."""
+        found = self._first_steps.get(byte)
+        if found is None:
+            found = self._first_steps[byte] = first_steps(self.table, self.anywhere_start, self.anywhere, byte)
+        return found
 
 
 @dataclass(eq=False)
@@ -126,8 +135,9 @@ class LexingAutomaton:
     node_count: int
     start: int
     final: int
-    edges: list[tuple[int, int, int]]
-    """``(from, to, lexer)`` of the trimmed automaton; ``lexer`` is ``STRUCTURAL`` for gap moves."""
+    edges: np.ndarray
+    """int64 [E, 3]: ``(from, to, lexer)`` of the trimmed automaton; ``lexer`` is
+    ``STRUCTURAL`` for gap moves."""
     live: np.ndarray
     """bool per node: reachable from the start and reaching the final node."""
 
@@ -158,7 +168,7 @@ class LexingAutomaton:
     def epsilon_successors(self) -> "dict[int, list[tuple[int, int]]]":
         """node -> [(target, lexer)] over ε-edges (ignored lexemes and gap moves)."""
         found: dict[int, list[tuple[int, int]]] = {}
-        for a, b, j in self.edges:
+        for a, b, j in self.edges.tolist():
             if j == STRUCTURAL or j >= self.n_terminals:
                 found.setdefault(a, []).append((b, j))
         return found
@@ -441,7 +451,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                 np.array([j for (_, j), _ in groups], dtype=np.int64),
                 np.cumsum([0] + [len(states) for states in reached]).astype(np.int64),
                 np.concatenate(reached).astype(np.int64), tables.table, tables.accepting, tables.longest,
-                reachable)
+                reachable, 0)
             blocks.append(found)
             carry(k, alive, [key for key, _ in groups])
         if piece and not kernel:
@@ -483,21 +493,18 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                     if lex.anywhere.size:
                         run(j, lex, g, k + 1, 0, lex.anywhere)
             elif pieces[k + 1]:  # (a lexeme that reads no fixed byte is a gap's loop)
+                after_start, after = tables.first_steps(pieces[k + 1][0])
                 found, alive = carried_lexemes(arrays[k + 1], base[k + 1], np.full(len(lexers), g, dtype=np.int64),
-                                               tables.lexer_ids, tables.anywhere_start, tables.anywhere, tables.table,
-                                               tables.accepting, tables.longest, reachable)
+                                               tables.lexer_ids, after_start, after, tables.table,
+                                               tables.accepting, tables.longest, reachable, 1)
                 blocks.append(found)
                 # (alive at the next piece's end: they go on across the gap after it; rows (j, state))
                 carry(k + 1, alive, [(g, j) for j in range(len(lexers))])
-    if blocks:
-        edges.extend(map(tuple, np.concatenate(blocks).tolist()))
+    every = np.concatenate([np.asarray(edges, dtype=np.int64).reshape(-1, 3)] + blocks)
     # keep what reaches the end
-    live = np.zeros(node_count, dtype=bool)
     if reachable[final]:
-        live[final] = True
-        for a, b, _ in sorted(edges, key=lambda edge: -edge[0]):
-            if live[b]:
-                live[a] = True
-        live &= reachable
-    kept = [edge for edge in edges if live[edge[0]] and live[edge[1]]]
+        live = reaching(every[:, 0], every[:, 1], node_count, final) & reachable
+    else:
+        live = np.zeros(node_count, dtype=bool)
+    kept = every[live[every[:, 0]] & live[every[:, 1]]]
     return LexingAutomaton(text, lexers, n_terminals, tuple(base), node_count, start, final, kept, live)
