@@ -564,6 +564,26 @@ def test_wide_records_decide_and_witness_as_narrow_ones(monkeypatch):
     assert {r.status for r in narrow} == {"completable"}
 
 
+@pytest.mark.parametrize("name", ["json", "schema"])
+def test_hashed_triples_decide_and_witness_as_near_ones(name, monkeypatch):
+    """Triples from a gap to the node being settled live in a dense table (``near``) where
+    gaps times symbols stay under ``NEAR_LIMIT``, in the hash table otherwise: forced hashed,
+    the same checks, intact and corrupted, give the same answers and witnesses."""
+    from gramalign.grammar import earley_kernels as kernels
+
+    grammar = _named_grammar(name)
+    rng = random.Random(f"near {name}")
+    checks = []
+    for sample in random_texts(grammar, 15, seed=5):
+        segments = blank_spans(sample, rng, rng.randint(2, 6))
+        checks.append(corrupted(segments, rng) if rng.random() < 0.4 else segments)
+    near = [ga.InfillChecker(grammar).check(segments) for segments in checks]
+    monkeypatch.setattr(kernels, "NEAR_LIMIT", 0)
+    hashed = [ga.InfillChecker(grammar).check(segments) for segments in checks]
+    assert [(r.status, r.text) for r in hashed] == [(r.status, r.text) for r in near]
+    assert {r.status for r in near} >= {"completable", "impossible"}
+
+
 @pytest.mark.parametrize("name", ["json", "schema"] + sorted(LARK_GRAMMARS))
 def test_earley_kernels_decide_as_the_bottom_up_worklist(name):
     """The numba path (fixed pieces lexed by a kernel, Earley over the automaton) against

@@ -369,7 +369,9 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     is_gap[np.asarray(list(gaps), dtype=np.int64)] = True
     can_end = np.asarray(can_end, dtype=np.bool_)
     narrow = kernels.record_codes_fit(node_count, grammar.n_symbols, len(tables.rule_head))
-    state = list(kernels.new_state(node_count, max(1024, 8 * len(edges)), narrow))
+    gap_rank = np.where(is_gap, np.cumsum(is_gap) - 1, -1).astype(np.int64)
+    state = list(kernels.new_state(node_count, max(1024, 8 * len(edges)), narrow, int(is_gap.sum()),
+                                   grammar.n_symbols))
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
     ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
                                     grammar.n_terminals, tables.first_bits.shape[1])
@@ -382,7 +384,7 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     next_gap[at < len(gap_ids)] = gap_ids[at[at < len(gap_ids)]]
     scans = kernels.scan_closures(eps_start, eps_to, live, is_gap, clo_first, clo_last, clo_nodes)
     text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first,
-            gap_of, from_start, next_gap, scans)
+            gap_of, from_start, next_gap, scans, gap_rank)
     counters = state[9]
     while True:
         state[:8] = kernels.earley_run(tables.rules, grammar.n_terminals, grammar.n_symbols, grammar.start, text,

@@ -74,13 +74,19 @@ CHEAPER = 16
 replace the first one found: enough to keep a witness from writing a symbol's long word into
 a gap, not so little that small savings trade plain fillers for ones that comment the next
 piece out (the cost does not see ignored text), which the real lexer often refuses."""
-# the column of `heads` after the agenda and completion list heads: see earley_run
+# the columns of `heads` after the agenda and completion list heads: see earley_run
 H_ORIGIN = 2
+H_HASHED = 3  # (1 where a triple from a gap to this node went into the hash table: see _construct)
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 # (within one earley_run: _construct's pending advances and pops, and the rows it needs)
 C_ADV, C_LATE, C_POPS, C_NEED_ITEMS, C_NEED_TRIPLES, C_NEED_ADV, C_NEED_LATE = range(5, 12)
-COUNTERS = 12
+C_HASHED, C_NEED_HASHED = 12, 13  # (triples in the hash table, and the room it needs)
+COUNTERS = 14
+NEAR_ID = (1 << 32) - 1
+NEAR_LIMIT = 1 << 20
+"""The most entries of the table of triples from a gap to the current node (gaps times symbols,
+8 bytes each: :func:`new_state`); a text and grammar larger than that keep them all hashed."""
 
 NONE = -1
 
@@ -280,18 +286,22 @@ def record_codes_fit(node_count: int, n_symbols: int, n_rules: int) -> bool:
     return max(n_symbols, 2 * n_rules + 2) * (node_count + 1) + 2 <= NARROW_LIMIT
 
 
-def new_state(node_count: int, capacity: int = 1024, narrow: bool = True):
+def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: int = 0, n_symbols: int = 0):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
-    items take for it now (see :func:`earley_run`)], counters). With ``narrow``
+    items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
+    counters, near: int64 [gaps, n_symbols], the triples from each gap to the current node
+    (see :func:`_construct`), or [0, 0] above :data:`NEAR_LIMIT`). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
     checks 10-18 % faster (docs/benchmarks.md); keys stay int64."""
     table = 1
     while table < 4 * capacity:
         table *= 2
-    heads = np.full((node_count, 3), -1, dtype=np.int64)
+    heads = np.full((node_count, 4), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
+    heads[:, H_HASHED] = 0
+    near = np.full((gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (0, 0), -1, dtype=np.int64)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
     column = np.int32 if narrow else np.int64
@@ -300,7 +310,7 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True):
             np.empty((capacity, TRIPLE_COLUMNS), dtype=column),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=column),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=column),
-            heads, counters)
+            heads, counters, near)
 
 
 # The construction's arrays grow, but inside :func:`_construct` none is ever reassigned: a
@@ -447,7 +457,7 @@ def _gap_scans(gap, node_count, own_first, own_last, own_nodes, edge_start, edge
 
 @kernel
 def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
-               triple_values, wait_keys, wait_values, heads, counters, max_pops):
+               triple_values, wait_keys, wait_values, heads, counters, near, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
     agenda entries were handled; returns the (possibly grown) arrays.
@@ -457,9 +467,10 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     :class:`.bar_hillel.EarleyTables` (``derives``: the symbols with a word, a terminal's
     lexemes not empty); ``text``: the automaton,
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead,
-    gap_of_first, gap_of, from_start, next_gap, scans) (see :func:`terminals_ahead`,
+    gap_of_first, gap_of, from_start, next_gap, scans, gap_rank) (see :func:`terminals_ahead`,
     :func:`closures_holding`; ``from_start``: the nodes of the start's ε-closure; ``next_gap``:
-    the first gap node after each node; ``scans``: :func:`scan_closures`).
+    the first gap node after each node; ``scans``: :func:`scan_closures`; ``gap_rank``: a gap
+    node's row of ``near``, -1 at other nodes).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
     gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
     # a pending advance: (item, child, target node); the late ones: see _construct
@@ -469,18 +480,17 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     counters[C_LATE] = 0
     counters[C_POPS] = 0
     while _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples,
-                     triple_keys, triple_values, wait_keys, wait_values, heads, counters, adv, late, max_pops):
+                     triple_keys, triple_values, wait_keys, wait_values, heads, counters, near, adv, late, max_pops):
         while not _fits(items, item_keys, counters[C_NEED_ITEMS]):
             if counters[C_NEED_ITEMS] > items.shape[0]:
                 items = _grown_rows(items)
             if 2 * counters[C_NEED_ITEMS] + 2 > item_keys.shape[0]:
                 item_keys, item_values = _grown_table(item_keys, item_values)
                 wait_keys, wait_values = _grown_table(wait_keys, wait_values)  # (no more entries than items)
-        while not _fits(triples, triple_keys, counters[C_NEED_TRIPLES]):
-            if counters[C_NEED_TRIPLES] > triples.shape[0]:
-                triples = _grown_rows(triples)
-            if 2 * counters[C_NEED_TRIPLES] + 2 > triple_keys.shape[0]:
-                triple_keys, triple_values = _grown_table(triple_keys, triple_values)
+        while counters[C_NEED_TRIPLES] > triples.shape[0]:
+            triples = _grown_rows(triples)
+        while 2 * counters[C_NEED_HASHED] + 2 > triple_keys.shape[0]:
+            triple_keys, triple_values = _grown_table(triple_keys, triple_values)
         while adv.shape[0] < counters[C_NEED_ADV]:
             adv = _grown_rows(adv)
         while late.shape[0] < counters[C_NEED_LATE]:
@@ -490,26 +500,36 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
 
 @kernel
 def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
-               triple_values, wait_keys, wait_values, heads, counters, adv, late, max_pops):
+               triple_values, wait_keys, wait_values, heads, counters, near, adv, late, max_pops):
     """:func:`earley_run`'s work, with ``adv`` and ``late`` its advance buffers. Returns False
     when it stops there (goal, every node, ``max_pops``), True where an array needs room
     first: ``counters[C_NEED_*]`` say for how many rows; the state in ``counters`` lets it
-    go on from there when called again."""
+    go on from there when called again.
+
+    Nine in ten triples looked up in a large JSON Schema's construction run from a gap to the
+    node being settled (a symbol begun in the gap, ended here). Those are kept in ``near``
+    (row ``gap_rank[gap]``, column symbol: ``node << 32 | triple``, valid while ``node`` is the
+    one being settled), which stays in the cache where the hash table did not; the rest are
+    hashed, and a node that got a triple from a gap before it was settled (a scan that ends
+    there) is marked ``heads[node, H_HASHED]`` so that its lookups try the hash table too."""
     (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
      by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
-     from_start, next_gap, scans) = text
+     from_start, next_gap, scans, gap_rank) = text
     own_first, own_last, own_nodes, enter_first, enter_last, enter_nodes = scans
     node_count = heads.shape[0]
     n_rules = rule_head.shape[0]
     n_items = counters[C_ITEMS]
     n_triples = counters[C_TRIPLES]
+    n_hashed = counters[C_HASHED]
+    nearby = near.shape[0] > 0
     node = counters[C_NODE]
     n_adv = counters[C_ADV]
     n_late = counters[C_LATE]
     pops = counters[C_POPS]
     counters[C_NEED_ITEMS] = 0
     counters[C_NEED_TRIPLES] = 0
+    counters[C_NEED_HASHED] = 0
     counters[C_NEED_ADV] = 0
     counters[C_NEED_LATE] = 0
     # the most a pop queues (n_adv is 0 then): the items waiting at an origin, the gap's own
@@ -648,8 +668,9 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 counters[C_NEED_ITEMS] = n_items + 1
                 need = True
                 break
-            if not _fits(triples, triple_keys, n_triples + 1):
+            if n_triples + 1 > triples.shape[0] or 2 * (n_hashed + 1) + 2 > triple_keys.shape[0]:
                 counters[C_NEED_TRIPLES] = n_triples + 1
+                counters[C_NEED_HASHED] = n_hashed + 1
                 need = True
                 break
             n_adv -= 1
@@ -690,7 +711,14 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                     continue  # nothing that may follow A is read at `target`, nor can the text end there
                 key = (origin * n_symbols + a) * node_count + target
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
-                t = _lookup(triple_keys, triple_values, key)
+                row = gap_rank[origin] if nearby and target == node else -1
+                if row >= 0:
+                    t = near[row, a]
+                    t = t & NEAR_ID if t >> 32 == target else -1
+                    if t == -1 and heads[target, H_HASHED]:
+                        t = _lookup(triple_keys, triple_values, key)
+                else:
+                    t = _lookup(triple_keys, triple_values, key)
                 if t != -1:
                     if cost + CHEAPER < triples[t, T_COST]:
                         triples[t, T_PREV] = prev
@@ -707,7 +735,13 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 triples[t, T_COST] = cost
                 triples[t, T_CNEXT] = heads[target, 1]
                 heads[target, 1] = t
-                _insert(triple_keys, triple_values, key, t)
+                if row >= 0:
+                    near[row, a] = (target << 32) | t
+                else:
+                    _insert(triple_keys, triple_values, key, t)
+                    n_hashed += 1
+                    if gap_rank[origin] >= 0:
+                        heads[target, H_HASHED] = 1
                 if from_start[origin] and a == start_symbol and can_end[target]:
                     counters[C_FOUND] = t
                     break
@@ -728,6 +762,7 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                by_left_start, by_left, by_right_start, by_right, adv, n_adv)
     counters[C_ITEMS] = n_items
     counters[C_TRIPLES] = n_triples
+    counters[C_HASHED] = n_hashed
     counters[C_NODE] = node
     counters[C_ADV] = n_adv
     counters[C_LATE] = n_late
