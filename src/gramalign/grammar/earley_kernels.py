@@ -290,8 +290,9 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
     items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
-    counters, near: int64 [gaps, n_symbols], the triples from each gap to the current node
-    (see :func:`_construct`), or [0, 0] above :data:`NEAR_LIMIT`). With ``narrow``
+    counters, near: int64 [2, gaps, n_symbols], the triples from each gap to the current node
+    and the items waiting at each gap for each symbol (see :func:`_construct`), or [2, 0, 0]
+    above :data:`NEAR_LIMIT`). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
     checks 10-18 % faster (docs/benchmarks.md); keys stay int64."""
@@ -301,7 +302,7 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     heads = np.full((node_count, 4), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
     heads[:, H_HASHED] = 0
-    near = np.full((gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (0, 0), -1, dtype=np.int64)
+    near = np.full((2, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (2, 0, 0), -1, dtype=np.int64)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
     column = np.int32 if narrow else np.int64
@@ -507,11 +508,13 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     go on from there when called again.
 
     Nine in ten triples looked up in a large JSON Schema's construction run from a gap to the
-    node being settled (a symbol begun in the gap, ended here). Those are kept in ``near``
+    node being settled (a symbol begun in the gap, ended here). Those are kept in ``near[0]``
     (row ``gap_rank[gap]``, column symbol: ``node << 32 | triple``, valid while ``node`` is the
     one being settled), which stays in the cache where the hash table did not; the rest are
     hashed, and a node that got a triple from a gap before it was settled (a scan that ends
-    there) is marked ``heads[node, H_HASHED]`` so that its lookups try the hash table too."""
+    there) is marked ``heads[node, H_HASHED]`` so that its lookups try the hash table too.
+    Their completions look for the items waiting at the gap: ``near[1]`` (row, symbol) holds
+    the first, where the wait table holds those at other nodes."""
     (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
      by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
@@ -522,7 +525,7 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     n_items = counters[C_ITEMS]
     n_triples = counters[C_TRIPLES]
     n_hashed = counters[C_HASHED]
-    nearby = near.shape[0] > 0
+    nearby = near.shape[1] > 0
     node = counters[C_NODE]
     n_adv = counters[C_ADV]
     n_late = counters[C_LATE]
@@ -587,7 +590,10 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                         break
                     pops += 1
                     heads[node, 1] = triples[c, T_CNEXT]
-                    j = _lookup(wait_keys, wait_values, o * n_symbols + a)
+                    if nearby and gap_rank[o] >= 0:
+                        j = near[1, gap_rank[o], a]
+                    else:
+                        j = _lookup(wait_keys, wait_values, o * n_symbols + a)
                     while j != -1:
                         n_adv = _push_advance(adv, n_adv, j, c, node)
                         j = items[j, I_WNEXT]
@@ -631,9 +637,16 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                                 n_adv = _push_advance(adv, n_adv, i, scanned, source)
                     else:
                         key = node * n_symbols + x
-                        head = _lookup(wait_keys, wait_values, key)
+                        waits_near = nearby and gap_rank[node] >= 0
+                        if waits_near:
+                            head = near[1, gap_rank[node], x]
+                        else:
+                            head = _lookup(wait_keys, wait_values, key)
                         if head == -1:
-                            _insert(wait_keys, wait_values, key, i)
+                            if waits_near:
+                                near[1, gap_rank[node], x] = i
+                            else:
+                                _insert(wait_keys, wait_values, key, i)
                             items[i, I_WNEXT] = -1
                             # predict x here; a gap predicts nothing: its own items are implicit
                             last = rules_start[x] if is_gap[node] else rules_start[x + 1]
@@ -713,7 +726,7 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
                 row = gap_rank[origin] if nearby and target == node else -1
                 if row >= 0:
-                    t = near[row, a]
+                    t = near[0, row, a]
                     t = t & NEAR_ID if t >> 32 == target else -1
                     if t == -1 and heads[target, H_HASHED]:
                         t = _lookup(triple_keys, triple_values, key)
@@ -736,7 +749,7 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
                 triples[t, T_CNEXT] = heads[target, 1]
                 heads[target, 1] = t
                 if row >= 0:
-                    near[row, a] = (target << 32) | t
+                    near[0, row, a] = (target << 32) | t
                 else:
                     _insert(triple_keys, triple_values, key, t)
                     n_hashed += 1
