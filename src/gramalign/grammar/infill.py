@@ -143,7 +143,6 @@ _PREFERENCE = np.array(
 assert sorted(_PREFERENCE.tolist()) == list(range(256))
 
 
-
 class DFAPaths:
     """Shortest byte paths inside one DFA (per-state successor lists built on first use)."""
 
