@@ -1034,6 +1034,53 @@ def _sort_column(rows, first, last, column):
 
 
 @kernel
+def states_across(byte, group_j, group_start, group_states, offsets, moves, moves_start, classes, table):
+    """``(start, states)``: per group g (lexer ``group_j[g]``, in the global states
+    ``group_states[group_start[g]:group_start[g + 1]]`` at a gap's start), the distinct states it
+    is in once the gap has taken it anywhere its automaton goes and the next piece's first
+    ``byte`` is read; :func:`carried_lexemes` (``first`` 1) walks the piece on from them.
+    ``moves``: every lexer's table over its own byte classes, flat (lexer j's state s, class c
+    at ``moves_start[j] + s * classes[j] + c``, a target of j's own numbering or -1): the gap's
+    reach crosses a class once, not each of its bytes."""
+    n_groups = group_j.shape[0]
+    total = table.shape[0]
+    seen = np.full(total, -1, dtype=np.int64)
+    after = np.full(total, -1, dtype=np.int64)
+    stack = np.empty(total, dtype=np.int64)
+    start = np.empty(n_groups + 1, dtype=np.int64)
+    states = np.empty(max(16, group_states.shape[0]), dtype=np.int64)
+    n = 0
+    for g in range(n_groups):
+        start[g] = n
+        j = group_j[g]
+        top = 0
+        for k in range(group_start[g], group_start[g + 1]):
+            if seen[group_states[k]] != g:
+                seen[group_states[k]] = g
+                stack[top] = group_states[k]
+                top += 1
+        while top:
+            top -= 1
+            u = stack[top]
+            t = table[u, byte]
+            if t >= 0 and after[t] != g:
+                after[t] = g
+                if n == states.shape[0]:
+                    states = np.concatenate((states, states))
+                states[n] = t
+                n += 1
+            row = moves_start[j] + (u - offsets[j]) * classes[j]
+            for c in range(classes[j]):
+                v = moves[row + c]
+                if v >= 0 and seen[v + offsets[j]] != g:
+                    seen[v + offsets[j]] = g
+                    stack[top] = v + offsets[j]
+                    top += 1
+    start[n_groups] = n
+    return start, states[:n].copy()
+
+
+@kernel
 def first_steps(table, anywhere_start, anywhere, byte):
     """``(start, states)``: per lexer j, ``states[start[j]:start[j + 1]]`` the distinct states
     its lexemes begun anywhere (``anywhere``, by ``anywhere_start``) are in after ``byte``.

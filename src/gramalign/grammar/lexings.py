@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import carried_lexemes, first_steps, lex_piece, reaching
+from .earley_kernels import carried_lexemes, first_steps, lex_piece, reaching, states_across
 from .grammar import Terminal
+from .lexer import byte_classes_of
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 
 __all__ = ["Lexer", "LexerTables", "LexingAutomaton", "build_lexings"]
@@ -110,6 +111,13 @@ class LexerTables:
         self.anywhere_start = np.cumsum([0] + [len(states) for states in reached]).astype(np.int64)
         self.anywhere = np.concatenate(reached).astype(np.int64) if reached else np.zeros(0, np.int64)
         self.lexer_ids = np.arange(len(lexers), dtype=np.int64)
+        # each lexer's table over its own byte classes, flat: where a gap takes a lexeme
+        # (:func:`~.earley_kernels.states_across`)
+        columns = [byte_classes_of(lex.paths.dfa)[1] for lex in lexers]
+        self.classes = np.asarray([c.shape[1] for c in columns], dtype=np.int64)
+        self.moves_start = np.cumsum([0] + [c.size for c in columns]).astype(np.int64)[:-1].copy()
+        self.moves = (np.concatenate([c.ravel() for c in columns]).astype(np.int32) if columns
+                      else np.zeros(0, np.int32))
         self._first_steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def first_steps(self, byte: int) -> "tuple[np.ndarray, np.ndarray]":
@@ -430,28 +438,37 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
         if k == m:
             return
         into = carried.setdefault(k + 1, {})
-        for g, state in found.tolist():
+        if not len(found):
+            return
+        found = found[np.argsort(found[:, 0], kind="stable")]
+        at, rows = np.unique(found[:, 0], return_index=True)
+        node = gap_node(k)
+        reachable[node] = True
+        states_of = found[:, 1]
+        bounds = rows.tolist() + [len(found)]
+        for n, g in enumerate(at.tolist()):
             a, j = groups[g]
-            state -= int(tables.offsets[j])  # (kept per lexer: DFAPaths.reach caches them)
+            states = states_of[bounds[n]:bounds[n + 1]]
             if (a, j) not in into:
-                edges.append((a, gap_node(k), j))  # (it may end inside the gap)
-                reachable[gap_node(k)] = True
-                into[(a, j)] = []
-            into[(a, j)].append(state)
+                edges.append((a, node, j))  # (it may end inside the gap)
+                into[(a, j)] = states
+            else:
+                into[(a, j)] = np.concatenate((into[(a, j)], states))
 
     for k, piece in enumerate(pieces):
         if budget is not None:
             budget.check()
-        if kernel and carried.get(k):  # lexemes begun before the gap ahead of this piece
+        if kernel and carried.get(k) and piece:  # lexemes begun before the gap ahead of this piece
             groups = list(carried.pop(k).items())
-            # the states the gap can take them to (cached per lexer and state set)
-            reached = [lexers[j].paths.reach(states) + tables.offsets[j] for (_, j), states in groups]
-            found, alive = carried_lexemes(
-                arrays[k], base[k], np.array([a for (a, _), _ in groups], dtype=np.int64),
-                np.array([j for (_, j), _ in groups], dtype=np.int64),
-                np.cumsum([0] + [len(states) for states in reached]).astype(np.int64),
-                np.concatenate(reached).astype(np.int64), tables.table, tables.accepting, tables.longest,
-                reachable, 0)
+            group_j = np.array([j for (_, j), _ in groups], dtype=np.int64)
+            # the states the gap and the piece's first byte take them to
+            after_start, after = states_across(
+                piece[0], group_j, np.cumsum([0] + [len(states) for _, states in groups]).astype(np.int64),
+                np.concatenate([states for _, states in groups]), tables.offsets, tables.moves, tables.moves_start,
+                tables.classes, tables.table)
+            found, alive = carried_lexemes(arrays[k], base[k], np.array([a for (a, _), _ in groups], dtype=np.int64),
+                                           group_j, after_start, after, tables.table, tables.accepting,
+                                           tables.longest, reachable, 1)
             blocks.append(found)
             carry(k, alive, [key for key, _ in groups])
         if piece and not kernel:
