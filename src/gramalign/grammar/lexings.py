@@ -176,9 +176,9 @@ class LexingAutomaton:
     def epsilon_successors(self) -> "dict[int, list[tuple[int, int]]]":
         """node -> [(target, lexer)] over ε-edges (ignored lexemes and gap moves)."""
         found: dict[int, list[tuple[int, int]]] = {}
-        for a, b, j in self.edges.tolist():
-            if j == STRUCTURAL or j >= self.n_terminals:
-                found.setdefault(a, []).append((b, j))
+        lexer = self.edges[:, 2]
+        for a, b, j in self.edges[(lexer == STRUCTURAL) | (lexer >= self.n_terminals)].tolist():
+            found.setdefault(a, []).append((b, j))
         return found
 
     def epsilon_path(self, successors, source: int, target: int) -> "list[tuple[int, int, int]]":
