@@ -125,6 +125,12 @@ class Budget:
         if self.exhausted():
             raise BudgetExhausted()
 
+    def within(self, seconds: float) -> "Budget":
+        """A budget that ends ``seconds`` from now, or with this one if that is sooner."""
+        inner = Budget(seconds)
+        inner.deadline = min(inner.deadline, self.deadline)
+        return inner
+
     def exhausted(self) -> bool:
         return work_clock() > self.deadline
 

@@ -150,6 +150,8 @@ class InfillChecker:
             candidate = text.fill(fillers)
             if self._accepts(candidate):
                 return InfillResult("completable", candidate, fillers, seconds=budget.elapsed)
+        if found.gave_up is not None:
+            return InfillResult("undecided", reason=found.gave_up, seconds=budget.elapsed)
         return InfillResult("undecided", reason="a filling exists for some lexing, but the parser refused the "
                             f"{len(candidates)} witness candidate(s) (longest match, priorities or the layout "
                             "read them otherwise)", seconds=budget.elapsed)
