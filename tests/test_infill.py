@@ -397,6 +397,27 @@ def test_budget_is_undecided_with_a_reason(json_grammar):
     assert checker.counts["undecided"] == 1
 
 
+def test_a_refused_witness_from_the_ends_is_retried_briefly(json_grammar, monkeypatch):
+    """Where the parser refuses the candidates from the text's ends (one string spans from
+    the first gap to the last), a filling is known to exist: the whole text is searched for
+    another witness for at most ``RETRY_S``, then the check is ``undecided`` saying so, never
+    ``impossible``. The parser is made to refuse everything, and the construction to check its
+    budget after every pop."""
+    from gramalign.grammar import infill_search
+
+    segments = [b'["a', ga.GAP, b"bc", ga.GAP, b"de", ga.GAP, b'f"]']
+    checker = ga.InfillChecker(json_grammar)
+    assert checker.check(segments).status == "completable"
+    monkeypatch.setattr(checker, "_accepts", lambda data: False)
+    result = checker.check(segments)  # (a construction this small checks no budget)
+    assert result.status == "undecided" and "parser refused" in result.reason
+    run = infill_search.earley_derivation
+    monkeypatch.setattr(infill_search, "earley_derivation", lambda *args, **kwargs: run(*args, pops=1, **kwargs))
+    monkeypatch.setattr(infill_search, "RETRY_S", 0.0)
+    result = checker.check(segments)
+    assert result.status == "undecided" and "ran past 0.0 s" in result.reason
+
+
 def test_shortest_lexemes_against_brute_force():
     """What writing a terminal inside a gap costs a witness: its shortest lexeme's bytes, by
     breadth first over the lexer tables; oracle: re.fullmatch over every string of the
