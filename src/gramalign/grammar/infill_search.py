@@ -25,10 +25,11 @@ from .lexings import STRUCTURAL, Lexer, LexerTables, LexingAutomaton, build_lexi
 __all__ = ["GrammarInfill", "Search"]
 
 SHORTCUT_GAPS = 3
-"""Gaps from which a search first tries the text's ends alone (see :meth:`GrammarInfill.search`):
-with fewer, the ends are most of the text. A block comment or a string opened in the first gap
-and closed in the last is a filling whatever lies between, and the whole construction of a
-1,024-byte SQL text with 64 gaps took 100-200 ms to find it (docs/benchmarks.md)."""
+"""Gaps from which a search first tries the pieces that lexemes spanning gaps do not jump over
+(see :meth:`GrammarInfill.search`, :func:`_jumped`): with fewer, the ends are most of the
+text. A block comment or a string opened in the first gap and closed in the last is a filling
+whatever lies between, and the whole construction of a 1,024-byte SQL text with 64 gaps took
+100-200 ms to find it (docs/benchmarks.md)."""
 
 RETRY_S = 0.025
 """Seconds the whole text's construction may take after the text's ends gave a filling that
@@ -48,6 +49,32 @@ class Search:
     """Live nodes of the lexing automaton (a size for benchmarks)."""
     gave_up: "str | None" = None
     """Why no candidates came where ``possible`` is known (the retry ran past :data:`RETRY_S`)."""
+
+
+def _jumped(automaton: LexingAutomaton, edges: np.ndarray) -> "np.ndarray | None":
+    """The live nodes of the pieces that lexemes spanning gaps (a string, a block comment) do
+    not jump over, greedily from the first piece (each time the farthest jump from the piece
+    kept last), and of the gaps beside them; None unless that leaves at most half the pieces.
+    A lexeme from the first gap to the last leaves the first and last pieces; a Python text
+    holding both kinds of triple quotes needs two or more (its 64-gap checks ran the whole
+    construction, up to 264 ms, where no one lexeme spanned the ends)."""
+    live = automaton.live
+    piece_of = automaton.piece_of[:automaton.node_count]
+    is_gap = automaton.is_gap
+    m = len(automaton.text.pieces) - 1
+    used = live[edges[:, 0]] & live[edges[:, 1]]
+    farthest = np.zeros(m + 1, dtype=np.int64)  # per piece: the first piece a lexeme from it reaches past a gap
+    np.maximum.at(farthest, piece_of[edges[used, 0]], piece_of[edges[used, 1]] + is_gap[edges[used, 1]])
+    kept, k = [0], 0
+    while k < m:
+        k = max(k + 1, int(farthest[k]))
+        kept.append(k)
+    if 2 * len(kept) > m + 1:
+        return None
+    ends = live & np.isin(piece_of, kept)
+    before = [automaton.gap_node(k - 1) for k in kept[1:]]  # where a lexeme jumping to piece k may end
+    ends[before] = live[before]
+    return ends
 
 
 def without_layout(grammar: Grammar) -> Grammar:
@@ -189,10 +216,10 @@ class GrammarInfill:
 
     def search(self, text: PartialText, budget: "Budget | None" = None, verify=None) -> Search:
         """Search ``text``'s lexings for a derivation. With ``verify`` (fillers -> bool, the
-        caller's parser) and :data:`SHORTCUT_GAPS` gaps or more, the text's ends are tried
-        first: its first and last pieces and gaps alone, what lies between them crossed in one
-        lexeme from the first gap to the last (a comment, a string); a candidate from there that
-        ``verify`` accepts is returned alone; where it refuses them all, the whole text is
+        caller's parser) and :data:`SHORTCUT_GAPS` gaps or more, the pieces that lexemes
+        spanning gaps (a comment, a string) do not jump over are tried first, where that leaves
+        at most half of them (:func:`_jumped`; the text's ends, where one lexeme spans from the
+        first gap to the last); a candidate from there that ``verify`` accepts is returned alone; where it refuses them all, the whole text is
         searched for another witness for at most :data:`RETRY_S` (``gave_up`` says so past it).
         Otherwise (and for "impossible") the whole text."""
         automaton = build_lexings(self.lexers, self.n_terminals, text, budget, self.lexer_tables)
@@ -201,11 +228,8 @@ class GrammarInfill:
         nodes = int(automaton.live.sum())
         edges = automaton.edges
         if verify is not None and text.gaps >= SHORTCUT_GAPS:
-            first, last = automaton.gap_node(0), automaton.gap_node(text.gaps - 1)
-            ends = automaton.live & np.isin(automaton.piece_of[:automaton.node_count], (0, len(text.pieces) - 1))
-            ends[[first, last]] = automaton.live[[first, last]]
-            # worth a try only where one lexeme spans from the first gap to the last
-            if np.any(ends[edges[:, 0]] & ends[edges[:, 1]] & (edges[:, 0] <= first) & (edges[:, 1] >= last)):
+            ends = _jumped(automaton, edges)
+            if ends is not None:
                 leaves = self._derivation(automaton, text, budget, edges, ends)
                 if leaves:
                     for fillers in self._candidates(automaton, leaves, budget):
