@@ -786,3 +786,25 @@ def test_witness_strings_have_the_fewest_code_points_the_schema_asks():
         assert result.completable, (segments, result.reason)
         assert fits(segments, result.text)
         jsonschema.validate(json.loads(result.text), schema)
+
+
+def test_the_shortcut_keeps_the_pieces_lexemes_do_not_jump_over(json_grammar):
+    """Before the whole text, the search tries the pieces that lexemes spanning gaps do not
+    jump over (greedily, the farthest jump from each piece kept): two strings across three
+    gaps each leave the first, middle and last pieces of seven; one string across two gaps of
+    four pieces leaves too many, and nothing is tried."""
+    from gramalign.grammar.infill import partial_text
+    from gramalign.grammar.infill_search import GrammarInfill, _jumped
+    from gramalign.grammar.lexings import build_lexings
+
+    search = GrammarInfill(json_grammar)
+    segments = [b'["a', ga.GAP, b"b", ga.GAP, b"c", ga.GAP, b'd", "e', ga.GAP, b"f", ga.GAP, b"g", ga.GAP, b'h"]']
+    text = partial_text(segments, True)
+    automaton = build_lexings(search.lexers, search.n_terminals, text, tables=search.lexer_tables)
+    kept = _jumped(automaton, automaton.edges)
+    assert sorted(set(automaton.piece_of[:automaton.node_count][kept & ~automaton.is_gap].tolist())) == [0, 3, 6]
+    result = ga.InfillChecker(json_grammar).check(segments)
+    assert result.status == "completable" and isinstance(json.loads(result.text), list)
+    short = partial_text([b'["a', ga.GAP, b"b", ga.GAP, b'c", 1', ga.GAP, b"]"], True)
+    automaton = build_lexings(search.lexers, search.n_terminals, short, tables=search.lexer_tables)
+    assert _jumped(automaton, automaton.edges) is None
