@@ -32,10 +32,10 @@ whatever lies between, and the whole construction of a 1,024-byte SQL text with 
 100-200 ms to find it (docs/benchmarks.md)."""
 
 RETRY_S = 0.025
-"""Seconds the whole text's construction may take after the text's ends gave a filling that
-the parser refused (the answer is then known not to be "impossible": only another witness is
-sought). Python texts of 1,024 bytes with 64 gaps spent 100-650 ms there and none of 21 got a
-witness; with 8 gaps the retries that found one took under 15 ms (docs/benchmarks.md)."""
+"""Seconds the whole text's construction may take after the shortcut (:func:`_jumped`) gave a
+filling that the parser refused (the answer is then known not to be "impossible": only another
+witness is sought). Python texts of 1,024 bytes with 64 gaps spent 100-650 ms there and none of
+21 got a witness; with 8 gaps the retries that found one took under 15 ms (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
@@ -219,9 +219,10 @@ class GrammarInfill:
         caller's parser) and :data:`SHORTCUT_GAPS` gaps or more, the pieces that lexemes
         spanning gaps (a comment, a string) do not jump over are tried first, where that leaves
         at most half of them (:func:`_jumped`; the text's ends, where one lexeme spans from the
-        first gap to the last); a candidate from there that ``verify`` accepts is returned alone; where it refuses them all, the whole text is
-        searched for another witness for at most :data:`RETRY_S` (``gave_up`` says so past it).
-        Otherwise (and for "impossible") the whole text."""
+        first gap to the last); a candidate from there that ``verify`` accepts is returned
+        alone; where it refuses them all, the whole text is searched for another witness for at
+        most :data:`RETRY_S` (``gave_up`` says so past it). Otherwise (and for "impossible")
+        the whole text."""
         automaton = build_lexings(self.lexers, self.n_terminals, text, budget, self.lexer_tables)
         if not automaton.live[automaton.start]:
             return Search(False)
@@ -243,8 +244,9 @@ class GrammarInfill:
                         if budget is not None:
                             budget.check()
                         return Search(True, (), nodes, gave_up=(
-                            f"a filling exists (found on the text's ends), but the parser refused its witness "
-                            f"candidates and the search for another ran past {RETRY_S} s"))
+                            f"a filling exists (found with the pieces that lexemes spanning gaps jump over left "
+                            f"out), but the parser refused its witness candidates and the search for another ran "
+                            f"past {RETRY_S} s"))
                     if leaves is not None:
                         return Search(True, self._candidates(automaton, leaves, budget), nodes)
         leaves = self._derivation(automaton, text, budget, edges, automaton.live)

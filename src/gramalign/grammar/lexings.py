@@ -31,8 +31,8 @@ import numpy as np
 from .automata.dfa import DEAD
 from .earley_kernels import carried_lexemes, first_steps, lex_piece, reaching, states_across
 from .grammar import Terminal
-from .lexer import byte_classes_of
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
+from .lexer import byte_classes_of
 
 __all__ = ["Lexer", "LexerTables", "LexingAutomaton", "build_lexings"]
 
