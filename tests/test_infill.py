@@ -663,7 +663,7 @@ def test_records_past_a_gap_have_twins_from_the_gap(name, monkeypatch):
 
     def recording(*args):
         state = run(*args)
-        runs.append((args[4][3:7], state[3], args[14]))  # (closures, is_gap), triples, counters
+        runs.append((args[2][3:7], state[3], args[12]))  # (closures, is_gap), triples, counters
         return state
 
     monkeypatch.setattr(bar_hillel.kernels, "earley_run", recording)

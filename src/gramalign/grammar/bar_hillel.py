@@ -387,7 +387,7 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
             gap_of, from_start, next_gap, scans, gap_rank)
     counters = state[9]
     while True:
-        state[:8] = kernels.earley_run(tables.rules, grammar.n_terminals, grammar.n_symbols, grammar.start, text,
+        state[:8] = kernels.earley_run(tables.rules, (grammar.n_terminals, grammar.n_symbols, grammar.start), text,
                                        *state, pops)
         if counters[kernels.C_FOUND] >= 0 or counters[kernels.C_NODE] >= node_count:
             break

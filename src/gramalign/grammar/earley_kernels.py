@@ -457,13 +457,13 @@ def _gap_scans(gap, node_count, own_first, own_last, own_nodes, edge_start, edge
 
 
 @kernel
-def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
-               triple_values, wait_keys, wait_values, heads, counters, near, max_pops):
+def earley_run(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
+               wait_values, heads, counters, near, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
     agenda entries were handled; returns the (possibly grown) arrays.
 
-    ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
+    ``sizes``: (terminals, symbols, the start symbol) of the grammar; ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
     follow_bits, derives, word_length, by_left_start, by_left, by_right_start, by_right) of
     :class:`.bar_hillel.EarleyTables` (``derives``: the symbols with a word, a terminal's
     lexemes not empty); ``text``: the automaton,
@@ -480,8 +480,8 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     counters[C_ADV] = 0
     counters[C_LATE] = 0
     counters[C_POPS] = 0
-    while _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples,
-                     triple_keys, triple_values, wait_keys, wait_values, heads, counters, near, adv, late, max_pops):
+    while _construct(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
+                     wait_values, heads, counters, near, (adv, late), max_pops):
         while not _fits(items, item_keys, counters[C_NEED_ITEMS]):
             if counters[C_NEED_ITEMS] > items.shape[0]:
                 items = _grown_rows(items)
@@ -500,9 +500,9 @@ def earley_run(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
 
 
 @kernel
-def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_keys, item_values, triples, triple_keys,
-               triple_values, wait_keys, wait_values, heads, counters, near, adv, late, max_pops):
-    """:func:`earley_run`'s work, with ``adv`` and ``late`` its advance buffers. Returns False
+def _construct(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
+               wait_values, heads, counters, near, queues, max_pops):
+    """:func:`earley_run`'s work, with ``queues`` its advance buffers (``adv``, ``late``). Returns False
     when it stops there (goal, every node, ``max_pops``), True where an array needs room
     first: ``counters[C_NEED_*]`` say for how many rows; the state in ``counters`` lets it
     go on from there when called again.
@@ -515,6 +515,8 @@ def _construct(rules, n_terminals, n_symbols, start_symbol, text, items, item_ke
     there) is marked ``heads[node, H_HASHED]`` so that its lookups try the hash table too.
     Their completions look for the items waiting at the gap: ``near[1]`` (row, symbol) holds
     the first, where the wait table holds those at other nodes."""
+    n_terminals, n_symbols, start_symbol = sizes
+    adv, late = queues
     (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
      by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
