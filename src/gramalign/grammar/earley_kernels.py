@@ -958,7 +958,7 @@ def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_state
     ``group_states[group_start[g]:group_start[g + 1]]``, global rows of ``table``, that the gap
     can take them to; or begun inside the gap, every state their lexer's lexemes reach), those
     states being where the group is after the piece's ``first`` bytes (0 or 1: see
-    :meth:`.lexings.LexerTables.first_steps`):
+    :func:`first_steps`):
     an edge ``(a, end node, j)`` per position where one of the group's walks ends a lexeme
     (with ``longest[j]``, only the last such position of each walk within the piece), and
     ``(g, state)`` for the states still alive at the piece's end; both in order and distinct
@@ -1079,6 +1079,28 @@ def states_across(byte, group_j, group_start, group_states, offsets, moves, move
                     stack[top] = v + offsets[j]
                     top += 1
     start[n_groups] = n
+    return start, states[:n].copy()
+
+
+@kernel
+def first_steps(table, anywhere_start, anywhere, byte):
+    """``(start, states)``: per lexer j, ``states[start[j]:start[j + 1]]`` the distinct states
+    its lexemes begun anywhere (``anywhere``, by ``anywhere_start``) are in after ``byte``.
+    Lexemes begun in a gap walk the next piece from these (:func:`carried_lexemes` with
+    ``first`` 1): a format's automaton has thousands of states, a few after one byte."""
+    seen = np.full(table.shape[0], -1, dtype=np.int64)
+    states = np.empty(anywhere.shape[0], dtype=np.int64)
+    start = np.empty(anywhere_start.shape[0], dtype=np.int64)
+    n = 0
+    for j in range(anywhere_start.shape[0] - 1):
+        start[j] = n
+        for k in range(anywhere_start[j], anywhere_start[j + 1]):
+            t = table[anywhere[k], byte]
+            if t >= 0 and seen[t] != j:
+                seen[t] = j
+                states[n] = t
+                n += 1
+    start[anywhere_start.shape[0] - 1] = n
     return start, states[:n].copy()
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import carried_lexemes, lex_piece, reaching, states_across
+from .earley_kernels import carried_lexemes, first_steps, lex_piece, reaching, states_across
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 from .lexer import byte_classes_of
@@ -121,16 +121,11 @@ class LexerTables:
         self._first_steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def first_steps(self, byte: int) -> "tuple[np.ndarray, np.ndarray]":
-        """``(start, states)``: per lexer j, ``states[start[j]:start[j + 1]]`` the distinct
-        states its lexemes begun anywhere are in after ``byte``, cached per byte. Lexemes begun
-        in a gap walk the next piece from these: a format's automaton has thousands of states, a
-        few after one byte. (A lexeme from a lexer's starts, carried over a gap, is one begun
-        anywhere: :func:`~.earley_kernels.states_across`.)"""
+        """Per lexer, the states its lexemes begun anywhere are in after ``byte`` (cached:
+        :func:`~.earley_kernels.first_steps`)."""
         found = self._first_steps.get(byte)
         if found is None:
-            found = self._first_steps[byte] = states_across(byte, self.lexer_ids, self.starts_start, self.starts,
-                                                             self.offsets, self.moves, self.moves_start,
-                                                             self.classes, self.table)
+            found = self._first_steps[byte] = first_steps(self.table, self.anywhere_start, self.anywhere, byte)
         return found
 
 
