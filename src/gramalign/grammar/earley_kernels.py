@@ -335,7 +335,7 @@ def _push_advance(adv, n_adv, item, child, node):
 def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child, cost):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
     over ``child`` (-1: predicted) at ``cost``, on its node's agenda and in the item table under
-    ``key`` (room made beforehand: :func:`_items_fit`)."""
+    ``key`` (room made beforehand: :func:`_fits`)."""
     items[n_items, I_RULE] = rule
     items[n_items, I_DOT] = dot
     items[n_items, I_ORIGIN] = origin
@@ -347,6 +347,15 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
     items[n_items, I_ANEXT] = heads[node, 0]
     heads[node, 0] = n_items
     _insert(item_keys, item_values, key, n_items)
+
+
+@kernel(inline="always")
+def _pop_room(rules, text, heads):
+    """The most advances one pop of :func:`_construct` queues (it pops with none queued) past
+    the items made so far: a completion queues the items waiting at its origin and a gap's own
+    items of its symbol (a rule each), an item's scan an edge or a gap's loop per node of its
+    closure."""
+    return rules[0].shape[0] + text[2].shape[0] + heads.shape[0]
 
 
 @kernel(inline="always")
@@ -463,8 +472,9 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
     agenda entries were handled; returns the (possibly grown) arrays.
 
-    ``sizes``: (terminals, symbols, the start symbol) of the grammar; ``rules``: (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits,
-    follow_bits, derives, word_length, by_left_start, by_left, by_right_start, by_right) of
+    ``sizes``: (terminals, symbols, the start symbol) of the grammar; ``rules``: (rule_head,
+    rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives,
+    word_length, by_left_start, by_left, by_right_start, by_right) of
     :class:`.bar_hillel.EarleyTables` (``derives``: the symbols with a word, a terminal's
     lexemes not empty); ``text``: the automaton,
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead,
@@ -474,8 +484,9 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     node's row of ``near``, -1 at other nodes).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
     gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
-    # a pending advance: (item, child, target node); the late ones: see _construct
-    adv = np.empty((max(64, items.shape[0]), 3), dtype=np.int64)
+    # a pending advance: (item, child, target node), room for a pop's at once (it grew from 64
+    # rows by doubling, copying, at each call); the late ones: see _construct
+    adv = np.empty((items.shape[0] + _pop_room(rules, text, heads), 3), dtype=np.int64)
     late = np.empty((64, 3), dtype=np.int64)
     counters[C_ADV] = 0
     counters[C_LATE] = 0
@@ -537,9 +548,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     counters[C_NEED_HASHED] = 0
     counters[C_NEED_ADV] = 0
     counters[C_NEED_LATE] = 0
-    # the most a pop queues (n_adv is 0 then): the items waiting at an origin, the gap's own
-    # items of a symbol, the scans of an item (an edge or a gap's loop per node of its closure)
-    pop_room = n_rules + edge_t.shape[0] + node_count
+    pop_room = _pop_room(rules, text, heads)
     if counters[C_PHASE] == 0:  # predict the start at node 0
         k = rules_start[start_symbol + 1] - rules_start[start_symbol]
         if not _fits(items, item_keys, n_items + k):
