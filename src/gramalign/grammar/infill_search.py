@@ -229,6 +229,7 @@ class GrammarInfill:
             return Search(False)
         nodes = int(automaton.live.sum())
         edges = automaton.edges
+        whole = budget  # the whole text's search
         if verify is not None and text.gaps >= SHORTCUT_GAPS:
             ends = _jumped(automaton, edges)
             if ends is not None:
@@ -238,19 +239,17 @@ class GrammarInfill:
                         if verify(fillers):
                             return Search(True, (fillers,), nodes)
                     # a filling exists; the whole text is searched for another witness, briefly
-                    try:
-                        leaves = self._derivation(automaton, text, budget.within(RETRY_S) if budget is not None
-                                                  else Budget(RETRY_S), edges, automaton.live)
-                    except BudgetExhausted:
-                        if budget is not None:
-                            budget.check()
-                        return Search(True, (), nodes, gave_up=(
-                            f"a filling exists (found with the pieces that lexemes spanning gaps jump over left "
-                            f"out), but the parser refused its witness candidates and the search for another ran "
-                            f"past {RETRY_S} s"))
-                    if leaves is not None:
-                        return Search(True, self._candidates(automaton, leaves, budget), nodes)
-        leaves = self._derivation(automaton, text, budget, edges, automaton.live)
+                    whole = budget.within(RETRY_S) if budget is not None else Budget(RETRY_S)
+        try:
+            leaves = self._derivation(automaton, text, whole, edges, automaton.live)
+        except BudgetExhausted:
+            if whole is budget:
+                raise
+            if budget is not None:
+                budget.check()
+            return Search(True, (), nodes, gave_up=(
+                f"a filling exists (found with the pieces that lexemes spanning gaps jump over left out), but "
+                f"the parser refused its witness candidates and the search for another ran past {RETRY_S} s"))
         if leaves is None:
             return Search(False, nodes=nodes)
         return Search(True, self._candidates(automaton, leaves, budget), nodes)
