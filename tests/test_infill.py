@@ -690,6 +690,81 @@ def test_records_past_a_gap_have_twins_from_the_gap(name, monkeypatch):
     assert checked
 
 
+
+NESTED_KINDS = {  # object types nested through references, closing alike (a Kubernetes schema's shape)
+    "type": "object",
+    "properties": {
+        "kind": {"enum": ["Set", "Job"]},
+        "metadata": {"$ref": "#/definitions/meta"},
+        "spec": {"$ref": "#/definitions/spec"},
+        "status": {"type": "object", "properties": {"ready": {"type": "integer"}, "conditions": {
+            "type": "array", "items": {"$ref": "#/definitions/meta"}}}},
+    },
+    "definitions": {
+        "meta": {"type": "object", "properties": {
+            "name": {"type": "string"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer"}, "selector": {"$ref": "#/definitions/meta"},
+            "template": {"type": "object", "properties": {
+                "metadata": {"$ref": "#/definitions/meta"},
+                "containers": {"type": "array", "items": {"$ref": "#/definitions/container"}}}}}},
+        "container": {"type": "object", "properties": {
+            "name": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}},
+            "ports": {"type": "array", "items": {"type": "object", "properties": {"port": {"type": "integer"}}}},
+            "env": {"type": "array", "items": {"$ref": "#/definitions/meta"}}}},
+    },
+}
+
+
+def test_an_earlier_gaps_limited_climbs_decide_as_unlimited_ones(monkeypatch):
+    """Past the next gap, an earlier gap's own items climb only under what waits there and
+    not at the next gap (``earley_kernels._limit_climbs``): on a schema whose object types
+    nest through references and close alike, with 3 to 8 spans blanked and a third of the
+    texts corrupted, the limited construction decides as the unlimited one and as the
+    bottom-up worklist, its witnesses validate, and it makes fewer triples."""
+    from gramalign.grammar import bar_hillel
+    from gramalign.grammar import earley_kernels as kernels
+    from gramalign.grammar.infill import partial_text
+    from gramalign.grammar.infill_search import GrammarInfill
+    import jsonschema
+    from oracles.bar_hillel_worklist import reference_possible
+
+    grammar = ga.Grammar.from_json_schema(NESTED_KINDS)
+    search = GrammarInfill(grammar)
+    checker = ga.InfillChecker(grammar)
+    triples = []
+    run = kernels.earley_run
+
+    def counting(*args):
+        state = run(*args)
+        triples[-1] += int(args[12][kernels.C_TRIPLES])
+        return state
+
+    monkeypatch.setattr(bar_hillel.kernels, "earley_run", counting)
+    rng = random.Random("limited climbs")
+    texts, decided = [], {}
+    for sample in random_texts(grammar, 40, seed=13, max_bytes=400):
+        segments = blank_spans(sample, rng, rng.randint(3, 8), width=4)
+        texts.append(corrupted(segments, rng) if rng.random() < 0.35 else segments)
+    made = {}
+    for limit in (True, False):
+        monkeypatch.setattr(kernels, "LIMIT_CLIMBS", limit)
+        triples.append(0)
+        decided[limit] = [search.search(partial_text(segments, True)).possible for segments in texts]
+        made[limit] = triples[-1]
+    assert decided[True] == decided[False]
+    assert set(decided[True]) == {True, False}
+    assert made[True] < 0.9 * made[False], made
+    for segments, possible in list(zip(texts, decided[True]))[:12]:
+        assert possible == reference_possible(search, partial_text(segments, True)), segments
+    monkeypatch.setattr(kernels, "LIMIT_CLIMBS", True)
+    schema_validator = jsonschema.Draft202012Validator(NESTED_KINDS)
+    for segments, possible in zip(texts, decided[True]):
+        result = checker.check(segments)
+        assert result.impossible == (not possible)
+        if result.completable:
+            assert fits(segments, result.text) and schema_validator.is_valid(json.loads(result.text))
+
 def test_gaps_joined_by_comments_decide_as_the_worklist_and_witnesses_parse():
     """Many gaps that a comment opened in one can run into the next (the renamed origins
     and the items copied into gaps of ``earley_kernels``): statements joined with "; ",
