@@ -640,6 +640,36 @@ def test_earley_kernels_decide_as_the_bottom_up_worklist(name):
     assert decisions == {True, False}
 
 
+def test_listed_and_walked_reaches_lex_alike(monkeypatch):
+    """A lexeme carried across a gap reads the next byte from every state its lexer reaches:
+    listed per state for small lexers (``reach_lists``), walked at each gap for larger ones (a
+    date-time format's, a pattern's). Every lexer listed and none listed give the lexing
+    automaton of the Python lexer, edge for edge, on texts with gaps inside keys, strings and
+    formatted values."""
+    from gramalign.grammar import lexings
+    from gramalign.grammar.infill import partial_text
+    from gramalign.grammar.infill_search import GrammarInfill
+    from gramalign.grammar.lexings import LexerTables, build_lexings
+
+    schema = {"type": "object", "properties": {
+        "when": {"type": "string", "format": "date-time"}, "id": {"type": "string", "pattern": "^[a-f0-9]{2,6}-x$"},
+        "name": {"type": "string"}, "names": {"type": "array", "items": {"type": "string"}}}}
+    grammar = ga.Grammar.from_json_schema(schema)
+    search = GrammarInfill(grammar)
+    rng = random.Random("reach")
+    texts = [partial_text(blank_spans(sample, rng, rng.randint(2, 6), width=5), True)
+             for sample in random_texts(grammar, 25, seed=17, max_bytes=200)]
+    sizes = [lex.paths.dfa.transitions.shape[0] for lex in search.lexers]
+    assert max(sizes) > lexings.REACH_LISTED >= min(sizes)  # (both ways taken by default)
+    for limit in (0, max(sizes)):
+        monkeypatch.setattr(lexings, "REACH_LISTED", limit)
+        tables = LexerTables(search.lexers)
+        for text in texts:
+            fast = build_lexings(search.lexers, search.n_terminals, text, tables=tables)
+            slow = build_lexings(search.lexers, search.n_terminals, text, kernel=False)
+            assert sorted(set(map(tuple, fast.edges.tolist()))) == sorted(set(map(tuple, slow.edges.tolist())))
+            assert (fast.live == slow.live).all()
+
 @pytest.mark.parametrize("name", ["json", "schema", "statements"])
 def test_records_past_a_gap_have_twins_from_the_gap(name, monkeypatch):
     """Whatever a symbol derives from a node before a gap G to a node past G it also derives

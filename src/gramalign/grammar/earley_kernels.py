@@ -1113,15 +1113,66 @@ def _sort_column(rows, first, last, column):
         rows[m + 1, column] = value
 
 
+REACH_LISTED = 128
+"""The most states a lexer may have for :func:`reach_lists` to list each state's reach (its
+square bounds the list); a larger lexer's reach is walked at each gap."""
+
+
 @kernel
-def states_across(byte, group_j, group_start, group_states, offsets, moves, moves_start, classes, table):
+def reach_lists(offsets, sizes, moves, moves_start, classes, limit):
+    """``(start, states)``: per global state u of a lexer of at most ``limit`` states, the
+    global states its automaton reaches from u (u included) at ``states[start[u]:start[u + 1]]``;
+    none for a larger lexer's states (``sizes``: states per lexer; ``moves``: see
+    :func:`states_across`)."""
+    total = offsets[-1] + sizes[-1] if sizes.shape[0] else 0
+    start = np.zeros(total + 1, dtype=np.int64)
+    count = 0
+    for j in range(sizes.shape[0]):
+        if sizes[j] <= limit:
+            count += sizes[j] * sizes[j]
+    states = np.empty(count, dtype=np.int32)
+    seen = np.full(max(1, limit), -1, dtype=np.int64)
+    stack = np.empty(max(1, limit), dtype=np.int64)
+    n = 0
+    for j in range(sizes.shape[0]):
+        for s in range(sizes[j]):
+            u = offsets[j] + s
+            start[u] = n
+            if sizes[j] > limit:
+                continue
+            seen[s] = u
+            stack[0] = s
+            top = 1
+            while top:
+                top -= 1
+                v = stack[top]
+                states[n] = v + offsets[j]
+                n += 1
+                row = moves_start[j] + v * classes[j]
+                for c in range(classes[j]):
+                    w = moves[row + c]
+                    if w >= 0 and seen[w] != u:
+                        seen[w] = u
+                        stack[top] = w
+                        top += 1
+    start[total] = n
+    return start, states[:n].copy()
+
+
+@kernel
+def states_across(byte, group_j, group_start, group_states, offsets, moves, moves_start, classes, table, reach,
+                  class_of):
     """``(start, states)``: per group g (lexer ``group_j[g]``, in the global states
     ``group_states[group_start[g]:group_start[g + 1]]`` at a gap's start), the distinct states it
     is in once the gap has taken it anywhere its automaton goes and the next piece's first
     ``byte`` is read; :func:`carried_lexemes` (``first`` 1) walks the piece on from them.
     ``moves``: every lexer's table over its own byte classes, flat (lexer j's state s, class c
     at ``moves_start[j] + s * classes[j] + c``, a target of j's own numbering or -1): the gap's
-    reach crosses a class once, not each of its bytes."""
+    reach crosses a class once, not each of its bytes; ``reach``, :func:`reach_lists`, where a
+    state's reach is listed (the walk of each group cost 1-3 µs, and a gap inside a JSON key can
+    carry hundreds of key lexers across), whose states then read ``byte``'s class
+    (``class_of[j, byte]``) in ``moves``, a lexer's few rows, not ``table``'s."""
+    reach_start, reach_states = reach
     n_groups = group_j.shape[0]
     total = table.shape[0]
     seen = np.full(total, -1, dtype=np.int64)
@@ -1134,6 +1185,25 @@ def states_across(byte, group_j, group_start, group_states, offsets, moves, move
         start[g] = n
         j = group_j[g]
         top = 0
+        listed = False
+        row = moves_start[j] + class_of[j, byte] - offsets[j] * classes[j]
+        for k in range(group_start[g], group_start[g + 1]):
+            u = group_states[k]
+            if reach_start[u + 1] == reach_start[u]:
+                break
+            listed = True
+            for m in range(reach_start[u], reach_start[u + 1]):
+                t = moves[row + reach_states[m] * classes[j]]
+                if t >= 0:
+                    t += offsets[j]
+                if t >= 0 and after[t] != g:
+                    after[t] = g
+                    if n == states.shape[0]:
+                        states = np.concatenate((states, states))
+                    states[n] = t
+                    n += 1
+        if listed:
+            continue
         for k in range(group_start[g], group_start[g + 1]):
             if seen[group_states[k]] != g:
                 seen[group_states[k]] = g

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .automata.dfa import DEAD
-from .earley_kernels import carried_lexemes, first_steps, lex_piece, reaching, states_across
+from .earley_kernels import REACH_LISTED, carried_lexemes, first_steps, lex_piece, reach_lists, reaching, states_across
 from .grammar import Terminal
 from .infill import Budget, DFAPaths, PartialText, advance_all, path_bytes
 from .lexer import byte_classes_of
@@ -113,11 +113,16 @@ class LexerTables:
         self.lexer_ids = np.arange(len(lexers), dtype=np.int64)
         # each lexer's table over its own byte classes, flat: where a gap takes a lexeme
         # (:func:`~.earley_kernels.states_across`)
-        columns = [byte_classes_of(lex.paths.dfa)[1] for lex in lexers]
+        found = [byte_classes_of(lex.paths.dfa) for lex in lexers]
+        columns = [table for _, table in found]
+        self.class_of = (np.stack([of for of, _ in found]).astype(np.int64) if found
+                         else np.zeros((0, 256), np.int64))
         self.classes = np.asarray([c.shape[1] for c in columns], dtype=np.int64)
         self.moves_start = np.cumsum([0] + [c.size for c in columns]).astype(np.int64)[:-1].copy()
         self.moves = (np.concatenate([c.ravel() for c in columns]).astype(np.int32) if columns
                       else np.zeros(0, np.int32))
+        sizes = np.asarray([lex.paths.dfa.transitions.shape[0] for lex in lexers], dtype=np.int64)
+        self.reach = reach_lists(self.offsets, sizes, self.moves, self.moves_start, self.classes, REACH_LISTED)
         self._first_steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def first_steps(self, byte: int) -> "tuple[np.ndarray, np.ndarray]":
@@ -430,47 +435,38 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
 
     capacity = 64
     arrays = [np.frombuffer(piece, dtype=np.uint8) for piece in pieces]
-    # (kernel) lexemes alive at a gap's start, by the piece after it: (node, lexer) -> the lexer's states
-    carried: "dict[int, dict[tuple[int, int], list[int]]]" = {}
+    # (kernel) lexemes alive at a gap's start, by the piece after it: rows (start node, lexer, global state)
+    carried: "dict[int, list[np.ndarray]]" = {}
+    n_lexers = len(lexers)
+    n_states = max(1, len(tables.accepting)) if tables is not None else 1
 
-    def carry(k: int, found: np.ndarray, groups: "list[tuple[int, int]]") -> None:
-        """``found`` ((group, global state) rows) alive at piece k's end: into gap k, on to piece k + 1."""
-        if k == m:
+    def carry(k: int, rows: np.ndarray) -> None:
+        """``rows`` ((start node, lexer, global state)) alive at piece k's end: into gap k, on to piece k + 1."""
+        if k == m or not len(rows):
             return
-        into = carried.setdefault(k + 1, {})
-        if not len(found):
-            return
-        found = found[np.argsort(found[:, 0], kind="stable")]
-        at, rows = np.unique(found[:, 0], return_index=True)
         node = gap_node(k)
         reachable[node] = True
-        states_of = found[:, 1]
-        bounds = rows.tolist() + [len(found)]
-        for n, g in enumerate(at.tolist()):
-            a, j = groups[g]
-            states = states_of[bounds[n]:bounds[n + 1]]
-            if (a, j) not in into:
-                edges.append((a, node, j))  # (it may end inside the gap)
-                into[(a, j)] = states
-            else:
-                into[(a, j)] = np.concatenate((into[(a, j)], states))
+        pairs = np.unique(rows[:, 0] * n_lexers + rows[:, 1])
+        blocks.append(np.stack((pairs // n_lexers, np.full(len(pairs), node), pairs % n_lexers), axis=1))  # (it may end inside the gap)
+        carried.setdefault(k + 1, []).append(rows)
 
     for k, piece in enumerate(pieces):
         if budget is not None:
             budget.check()
         if kernel and carried.get(k) and piece:  # lexemes begun before the gap ahead of this piece
-            groups = list(carried.pop(k).items())
-            group_j = np.array([j for (_, j), _ in groups], dtype=np.int64)
+            rows = np.concatenate(carried.pop(k))
+            codes = np.unique((rows[:, 0] * n_lexers + rows[:, 1]) * n_states + rows[:, 2])
+            pairs = codes // n_states
+            first = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
+            group_a, group_j = pairs[first] // n_lexers, pairs[first] % n_lexers
             # the states the gap and the piece's first byte take them to
             after_start, after = states_across(
-                piece[0], group_j, np.cumsum([0] + [len(states) for _, states in groups]).astype(np.int64),
-                np.concatenate([states for _, states in groups]), tables.offsets, tables.moves, tables.moves_start,
-                tables.classes, tables.table)
-            found, alive = carried_lexemes(arrays[k], base[k], np.array([a for (a, _), _ in groups], dtype=np.int64),
-                                           group_j, after_start, after, tables.table, tables.accepting,
-                                           tables.longest, reachable, 1)
+                piece[0], group_j, np.append(first, len(codes)), codes % n_states, tables.offsets, tables.moves,
+                tables.moves_start, tables.classes, tables.table, tables.reach, tables.class_of)
+            found, alive = carried_lexemes(arrays[k], base[k], group_a, group_j, after_start, after, tables.table,
+                                           tables.accepting, tables.longest, reachable, 1)
             blocks.append(found)
-            carry(k, alive, [key for key, _ in groups])
+            carry(k, np.stack((group_a[alive[:, 0]], group_j[alive[:, 0]], alive[:, 1]), axis=1))
         if piece and not kernel:
             for i in range(len(piece)):
                 if reachable[base[k] + i]:
@@ -490,12 +486,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                 reachable[base[k]:base[k] + len(piece) + 1] = saved
                 capacity = 2 * max(capacity, len(out), len(survivors))
             blocks.append(out[:n_edges])
-            if k < m and n_surv:  # lexemes alive at the piece's end go on across the gap
-                rows = survivors[:n_surv]
-                keys = sorted({(a, j) for a, j in rows[:, :2].tolist()})
-                index = {key: g for g, key in enumerate(keys)}
-                carry(k, np.array([(index[(a, j)], state) for a, j, state in rows.tolist()], dtype=np.int64)
-                      .reshape(-1, 2), keys)
+            carry(k, survivors[:n_surv])  # lexemes alive at the piece's end go on across the gap
         if k == m:
             break
         end, g = base[k] + len(piece), gap_node(k)
@@ -516,7 +507,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                                                tables.accepting, tables.longest, reachable, 1)
                 blocks.append(found)
                 # (alive at the next piece's end: they go on across the gap after it; rows (j, state))
-                carry(k + 1, alive, [(g, j) for j in range(len(lexers))])
+                carry(k + 1, np.stack((np.full(len(alive), g), alive[:, 0], alive[:, 1]), axis=1))
     every = np.concatenate([np.asarray(edges, dtype=np.int64).reshape(-1, 3)] + blocks)
     # keep what reaches the end
     if reachable[final]:
