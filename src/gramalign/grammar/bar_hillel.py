@@ -80,6 +80,19 @@ class BinaryGrammar:
             binary.append((left, symbols[0], chains[symbols[1:]] if len(symbols) > 2 else symbols[1]))
             return first
 
+        prefixes: dict[tuple[int, ...], int] = {}
+
+        def prefix(symbols: tuple[int, ...]) -> int:
+            """The symbol ``p -> chain(X1 .. X(k-1)) Xk`` of ``symbols`` X1 .. Xk (2 or more), shared."""
+            nonlocal count
+            if symbols in prefixes:
+                return prefixes[symbols]
+            left = symbols[0] if len(symbols) == 2 else chain(symbols[:-1])
+            made = prefixes[symbols] = count
+            count += 1
+            binary.append((made, left, symbols[-1]))
+            return made
+
         for name, alternatives in rules.items():
             head = ids[name]
             for alternative in alternatives:
@@ -90,11 +103,13 @@ class BinaryGrammar:
                     binary.append((head, symbols[0], symbols[1]))
                 elif symbols and symbols[-1] >= len(terminal_names):
                     # A -> X1 .. Xn, Xn a nonterminal (a list's tail, an object's member chain
-                    # in a JSON Schema grammar), is A -> P Xn, P the chain of X1 .. X(n-1): a
-                    # symbol completed from a gap makes the heads of the rules it ends in one
+                    # in a JSON Schema grammar), is A -> P Xn, P -> chain(X1 .. X(n-2)) X(n-1):
+                    # a symbol completed from a gap makes the heads of the rules it ends in one
                     # step (a gap's own items), where the chain of the whole rule climbed one
-                    # chain symbol per symbol (20 % of the slowest schema checks)
-                    binary.append((head, chain(symbols[:-1]), symbols[-1]))
+                    # chain symbol per symbol (20 % of the slowest schema checks); and so does
+                    # a member's value (`, "key": value`), which climbed a chain symbol per
+                    # symbol before it (a fully left-branching P predicted too much instead)
+                    binary.append((head, prefix(symbols[:-1]), symbols[-1]))
                 elif symbols:
                     # ends in a terminal (a closing bracket): A -> X1 chain(X2 .. Xn), since
                     # split, these added a layer to every object and array of a JSON text

@@ -57,6 +57,7 @@ class Lexer:
     longest: bool = field(init=False)
     """Plain longest match: no lookahead, counted length or word-boundary entry, which
     could make the lexer refuse a longer lexeme."""
+    _shortest: "bytes | None" = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         dfa = self.terminal.dfa
@@ -73,6 +74,14 @@ class Lexer:
         self.longest = (t.lookahead is None and not t.needs_text_after and t.length is None
                         and t.ends_in_word is None)
         self.anywhere = self.paths.reach(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
+
+    def shortest(self) -> bytes:
+        """The shortest lexeme (what a witness writes for a whole lexeme inside a gap; cached:
+        a derivation can write hundreds)."""
+        if self._shortest is None:
+            state, parents = self.paths.nearest(self.starts)
+            self._shortest = _counted(self, [path_bytes(parents, state)[1]], [0])[0]
+        return self._shortest
 
     def lexes(self, data: bytes) -> bool:
         """Is ``data`` one lexeme of this terminal's automaton (from one of its starts)?"""
@@ -257,8 +266,7 @@ class LexingAutomaton:
         ka, ia = self.locate(a)
         kb, ib = self.locate(b)
         if a == b:  # a whole lexeme inside gap ka: the shortest one
-            state, parents = lex.paths.nearest(lex.starts)
-            return [(ka, _counted(lex, [path_bytes(parents, state)[1]], [0])[0], True, True)]
+            return [(ka, lex.shortest(), True, True)]
         # what the lexeme covers, in order: fixed bytes and gaps
         items: list[tuple[str, object]] = []
         k, i = ka, ia
