@@ -25,6 +25,12 @@ from .infill import Budget
 
 __all__ = ["BinaryGrammar", "EarleyTables", "earley_derivation"]
 
+RECORDS_PER_EDGE = 4
+"""Room for records (items, triples) a construction starts with, per lexeme edge; it grows by
+doubling. 8 cleared 5-6 MB of hash tables for a Kubernetes schema's 1,024-byte text, and its
+slowest constructions ran 12 % slower with their records spread over them; 2 made the builtin
+JSON grammar's 4,096-byte texts 5 % slower (docs/benchmarks.md)."""
+
 
 @dataclass(frozen=True)
 class BinaryGrammar:
@@ -287,10 +293,11 @@ class EarleyTables:
         self.by_left_start, self.by_left = _grouped(self.rule_left, np.arange(len(self.rule_head)), count)
         # (``A -> X Y`` where ``A -> Y`` is a rule too makes from a gap only what that one makes,
         # without X written inside the gap: a JSON Schema object's member lists, each property
-        # optional, had every own climb twice, a third of the slowest checks' advances)
+        # optional, had every own climb twice, a third of the slowest checks' advances; and
+        # ``A -> X A``, a list's repetition, makes from a gap only the triple it reads)
         unit = self.rule_right < 0
-        skips = np.isin(self.rule_head * count + self.rule_right,
-                        self.rule_head[unit] * count + self.rule_left[unit]) & ~unit
+        skips = (np.isin(self.rule_head * count + self.rule_right, self.rule_head[unit] * count + self.rule_left[unit])
+                 & ~unit) | (self.rule_head == self.rule_right)
         ends = np.flatnonzero((self.rule_right >= 0) & self.derives[self.rule_left] & ~skips)
         self.by_right_start, self.by_right = _grouped(self.rule_right[ends], ends, count)
 
@@ -391,8 +398,8 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     can_end = np.asarray(can_end, dtype=np.bool_)
     narrow = kernels.record_codes_fit(node_count, grammar.n_symbols, len(tables.rule_head))
     gap_rank = np.where(is_gap, np.cumsum(is_gap) - 1, -1).astype(np.int64)
-    state = list(kernels.new_state(node_count, max(1024, 8 * len(edges)), narrow, int(is_gap.sum()),
-                                   grammar.n_symbols))
+    state = list(kernels.new_state(node_count, max(1024, RECORDS_PER_EDGE * len(edges)), narrow,
+                                   int(is_gap.sum()), grammar.n_symbols))
     edge_to, edge_t = np.ascontiguousarray(edges[:, 1]), np.ascontiguousarray(edges[:, 2])
     ahead = kernels.terminals_ahead(edge_start, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end,
                                     grammar.n_terminals, tables.first_bits.shape[1])
