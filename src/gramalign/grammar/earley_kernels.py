@@ -977,63 +977,79 @@ def _push_edge(edges, n_edges, reachable, source, target, terminal):
     return n_edges + 1
 
 
+@kernel(inline="always")
+def _step(walk, j, state, byte):
+    """Lexer ``j``'s global state after ``byte`` from global ``state`` (-1: dead), read in its
+    own table over byte classes (``walk``: offsets, moves, moves_start, classes, class_of; see
+    :class:`.lexings.LexerTables`). Those tables hold a large JSON Schema's hundreds of lexers
+    in some 0.5 MB, where the byte table took 9 MB, out of the cache by the time a check lexes
+    (the construction runs between two): walking every lexer from each position missed it
+    hundreds of times a node."""
+    offsets, moves, moves_start, classes, class_of = walk
+    target = moves[moves_start[j] + (state - offsets[j]) * classes[j] + class_of[j, byte]]
+    return target + offsets[j] if target >= 0 else -1
+
+
 @kernel
-def lex_piece(piece, first, node_base, reachable, table, accepting, starts_start, starts, longest,
-              edges, survivors):
+def lex_piece(piece, first, node_base, reachable, walk, accepting, first_moves, longest, edges, survivors):
     """The lexemes that begin at reachable boundary nodes of one fixed piece (positions
     ``first ..`` of ``piece``; node of position i is ``node_base + i``), for every lexer
-    from its start states (lexer ``j``'s are ``starts[starts_start[j]:starts_start[j + 1]]``,
-    global rows of ``table``). A lexeme ending at position e is the edge
-    ``(node_base + i, node_base + e, j)`` (with ``longest[j]``, only where its own walk
-    accepts nowhere later in the piece); one that is still alive at the piece's end is a
-    survivor ``(node, j, state)`` for the caller to carry across the gap. Marks the edges'
-    targets reachable as it goes. Returns (edges written, survivors written), or (-1, -1)
-    when an output array is full."""
+    from its start states (``first_moves``: per byte b, ``(lexer, global state)`` pairs at
+    ``[start[b], start[b + 1])`` of ``(start, lexers, states)``, each start that reads b;
+    ``walk``: the lexers' tables over their byte classes, see :func:`_step`). A lexeme ending
+    at position e is the edge ``(node_base + i, node_base + e, j)`` (with ``longest[j]``, only
+    where its own walk accepts nowhere later in the piece); one that is still alive at the
+    piece's end is a survivor ``(node, j, state)`` for the caller to carry across the gap.
+    Marks the edges' targets reachable as it goes. Returns (edges written, survivors written),
+    or (-1, -1) when an output array is full. (Only the lexers that read a position's byte are
+    walked from it: a JSON Schema's hundreds of key lexers read only a quote first.)"""
     n = piece.shape[0]
     n_edges = 0
     n_surv = 0
-    n_lexers = starts_start.shape[0] - 1
+    first_start, first_lexer, first_state = first_moves
     for i in range(first, n):
         a = node_base + i
         if not reachable[a]:
             continue
-        for j in range(n_lexers):
-            for s in range(starts_start[j], starts_start[j + 1]):
-                state = starts[s]
-                last = -1
-                position = i
-                while position < n:
-                    state = table[state, piece[position]]
-                    if state < 0:
-                        break
-                    position += 1
-                    if accepting[state]:
-                        if longest[j]:
-                            last = position
-                        else:
-                            n_edges = _push_edge(edges, n_edges, reachable, a, node_base + position, j)
-                            if n_edges < 0:
-                                return -1, -1
-                if last >= 0:
-                    n_edges = _push_edge(edges, n_edges, reachable, a, node_base + last, j)
-                    if n_edges < 0:
-                        return -1, -1
-                if state >= 0:
-                    if n_surv == survivors.shape[0]:
-                        return -1, -1
-                    survivors[n_surv, 0] = a
-                    survivors[n_surv, 1] = j
-                    survivors[n_surv, 2] = state
-                    n_surv += 1
+        for e in range(first_start[piece[i]], first_start[piece[i] + 1]):
+            j = first_lexer[e]
+            state = first_state[e]
+            last = -1
+            position = i + 1
+            while True:
+                if accepting[state]:
+                    if longest[j]:
+                        last = position
+                    else:
+                        n_edges = _push_edge(edges, n_edges, reachable, a, node_base + position, j)
+                        if n_edges < 0:
+                            return -1, -1
+                if position == n:
+                    break
+                state = _step(walk, j, state, piece[position])
+                if state < 0:
+                    break
+                position += 1
+            if last >= 0:
+                n_edges = _push_edge(edges, n_edges, reachable, a, node_base + last, j)
+                if n_edges < 0:
+                    return -1, -1
+            if state >= 0:
+                if n_surv == survivors.shape[0]:
+                    return -1, -1
+                survivors[n_surv, 0] = a
+                survivors[n_surv, 1] = j
+                survivors[n_surv, 2] = state
+                n_surv += 1
     return n_edges, n_surv
 
 
 @kernel
-def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_states, table, accepting, longest,
+def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_states, walk, accepting, longest,
                     reachable, first):
     """Lexemes carried over a gap into the next ``piece`` (nodes from ``node_base``), group by
     group (group g: begun at node ``group_a[g]``, lexer ``group_j[g]``, in the states
-    ``group_states[group_start[g]:group_start[g + 1]]``, global rows of ``table``, that the gap
+    ``group_states[group_start[g]:group_start[g + 1]]``, global states (``walk``: see :func:`_step`), that the gap
     can take them to; or begun inside the gap, every state their lexer's lexemes reach), those
     states being where the group is after the piece's ``first`` bytes (0 or 1: see
     :func:`first_steps`):
@@ -1067,7 +1083,7 @@ def carried_lexemes(piece, node_base, group_a, group_j, group_start, group_state
                         n_edges += 1
                 if position == n:
                     break
-                state = table[state, piece[position]]
+                state = _step(walk, j, state, piece[position])
                 if state < 0:
                     break
                 position += 1

@@ -124,12 +124,20 @@ class LexerTables:
         # (:func:`~.earley_kernels.states_across`)
         found = [byte_classes_of(lex.paths.dfa) for lex in lexers]
         columns = [table for _, table in found]
-        self.class_of = (np.stack([of for of, _ in found]).astype(np.int64) if found
-                         else np.zeros((0, 256), np.int64))
+        self.class_of = (np.stack([of for of, _ in found]).astype(np.uint8) if found
+                         else np.zeros((0, 256), np.uint8))
         self.classes = np.asarray([c.shape[1] for c in columns], dtype=np.int64)
         self.moves_start = np.cumsum([0] + [c.size for c in columns]).astype(np.int64)[:-1].copy()
         self.moves = (np.concatenate([c.ravel() for c in columns]).astype(np.int32) if columns
                       else np.zeros(0, np.int32))
+        self.walk = (self.offsets, self.moves, self.moves_start, self.classes, self.class_of)
+        """What the lexing kernels step the lexers with (:func:`~.earley_kernels._step`)."""
+        # per byte, (lexer, state) for every start that reads it (lexemes from a fixed position)
+        lexer_of = np.repeat(np.arange(len(lexers), dtype=np.int64), np.diff(self.starts_start))
+        after = self.table[self.starts].astype(np.int64) if len(self.starts) else np.zeros((0, 256), np.int64)
+        byte, row = np.nonzero(after.T >= 0)
+        self.first_moves = (np.searchsorted(byte, np.arange(257)).astype(np.int64), lexer_of[row],
+                            after[row, byte])
         sizes = np.asarray([lex.paths.dfa.transitions.shape[0] for lex in lexers], dtype=np.int64)
         self.reach = reach_lists(self.offsets, sizes, self.moves, self.moves_start, self.classes, REACH_LISTED)
         self._first_steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -471,7 +479,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
             after_start, after = states_across(
                 piece[0], group_j, np.append(first, len(codes)), codes % n_states, tables.offsets, tables.moves,
                 tables.moves_start, tables.classes, tables.table, tables.reach, tables.class_of)
-            found, alive = carried_lexemes(arrays[k], base[k], group_a, group_j, after_start, after, tables.table,
+            found, alive = carried_lexemes(arrays[k], base[k], group_a, group_j, after_start, after, tables.walk,
                                            tables.accepting, tables.longest, reachable, 1)
             blocks.append(found)
             carry(k, np.stack((group_a[alive[:, 0]], group_j[alive[:, 0]], alive[:, 1]), axis=1))
@@ -487,8 +495,8 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
                 out = np.empty((max(capacity, 4 * len(piece)), 3), dtype=np.int64)
                 survivors = np.empty((max(capacity, len(lexers) * 4), 3), dtype=np.int64)
                 saved = reachable[base[k]:base[k] + len(piece) + 1].copy()
-                n_edges, n_surv = lex_piece(data, 0, base[k], reachable, tables.table, tables.accepting,
-                                            tables.starts_start, tables.starts, tables.longest, out, survivors)
+                n_edges, n_surv = lex_piece(data, 0, base[k], reachable, tables.walk, tables.accepting,
+                                            tables.first_moves, tables.longest, out, survivors)
                 if n_edges >= 0:
                     break
                 reachable[base[k]:base[k] + len(piece) + 1] = saved
@@ -511,7 +519,7 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
             elif pieces[k + 1]:  # (a lexeme that reads no fixed byte is a gap's loop)
                 after_start, after = tables.first_steps(pieces[k + 1][0])
                 found, alive = carried_lexemes(arrays[k + 1], base[k + 1], np.full(len(lexers), g, dtype=np.int64),
-                                               tables.lexer_ids, after_start, after, tables.table,
+                                               tables.lexer_ids, after_start, after, tables.walk,
                                                tables.accepting, tables.longest, reachable, 1)
                 blocks.append(found)
                 # (alive at the next piece's end: they go on across the gap after it; rows (j, state))
