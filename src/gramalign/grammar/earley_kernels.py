@@ -1247,19 +1247,20 @@ def states_across(byte, group_j, group_start, group_states, offsets, moves, move
 
 
 @kernel
-def first_steps(table, anywhere_start, anywhere, byte):
+def first_steps(walk, n_states, anywhere_start, anywhere, byte):
     """``(start, states)``: per lexer j, ``states[start[j]:start[j + 1]]`` the distinct states
-    its lexemes begun anywhere (``anywhere``, by ``anywhere_start``) are in after ``byte``.
-    Lexemes begun in a gap walk the next piece from these (:func:`carried_lexemes` with
-    ``first`` 1): a format's automaton has thousands of states, a few after one byte."""
-    seen = np.full(table.shape[0], -1, dtype=np.int64)
+    its lexemes begun anywhere (``anywhere``, by ``anywhere_start``) are in after ``byte``
+    (``walk``: see :func:`_step`; ``n_states``: the lexers' states in all). Lexemes begun in a
+    gap walk the next piece from these (:func:`carried_lexemes` with ``first`` 1): a format's
+    automaton has thousands of states, a few after one byte."""
+    seen = np.full(n_states, -1, dtype=np.int64)
     states = np.empty(anywhere.shape[0], dtype=np.int64)
     start = np.empty(anywhere_start.shape[0], dtype=np.int64)
     n = 0
     for j in range(anywhere_start.shape[0] - 1):
         start[j] = n
         for k in range(anywhere_start[j], anywhere_start[j + 1]):
-            t = table[anywhere[k], byte]
+            t = _step(walk, j, anywhere[k], byte)
             if t >= 0 and seen[t] != j:
                 seen[t] = j
                 states[n] = t

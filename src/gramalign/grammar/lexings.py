@@ -24,6 +24,7 @@ back into the bytes it writes into gaps, for witnesses.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,7 +148,8 @@ class LexerTables:
         :func:`~.earley_kernels.first_steps`)."""
         found = self._first_steps.get(byte)
         if found is None:
-            found = self._first_steps[byte] = first_steps(self.table, self.anywhere_start, self.anywhere, byte)
+            found = self._first_steps[byte] = first_steps(self.walk, self.table.shape[0], self.anywhere_start,
+                                                          self.anywhere, byte)
         return found
 
 
@@ -189,7 +191,7 @@ class LexingAutomaton:
 
     def locate(self, node: int) -> "tuple[int, int]":
         """``(k, i)`` for a boundary node, ``(k, -1)`` for ``G_k``."""
-        k = int(np.searchsorted(self.base, node, side="right")) - 1
+        k = bisect_right(self.base, node) - 1
         offset = node - self.base[k]
         return (k, -1) if offset > len(self.text.pieces[k]) else (k, offset)
 
