@@ -294,9 +294,10 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
     items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
-    counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node
-    and the items waiting at each gap for each symbol (see :func:`_construct`), or [2, 0, 0]
-    above :data:`NEAR_LIMIT`). With ``narrow``
+    counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node,
+    the items waiting at each gap for each symbol (see :func:`_construct`) and the heads an
+    earlier gap's own items may still make (:func:`_limit_climbs`), or [3, 0, 0] above
+    :data:`NEAR_LIMIT`). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
     checks 10-18 % faster (docs/benchmarks.md); keys stay int64."""

@@ -464,8 +464,8 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
             return
         node = gap_node(k)
         reachable[node] = True
-        pairs = np.unique(rows[:, 0] * n_lexers + rows[:, 1])
-        blocks.append(np.stack((pairs // n_lexers, np.full(len(pairs), node), pairs % n_lexers), axis=1))  # (it may end inside the gap)
+        pairs = np.unique(rows[:, 0] * n_lexers + rows[:, 1])  # (each may end inside the gap)
+        blocks.append(np.stack((pairs // n_lexers, np.full(len(pairs), node), pairs % n_lexers), axis=1))
         carried.setdefault(k + 1, []).append(rows)
 
     for k, piece in enumerate(pieces):
