@@ -415,8 +415,9 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
             gap_of, from_start, next_gap, scans, gap_rank)
     counters = state[9]
     while True:
-        state[:8] = kernels.earley_run(tables.rules, (grammar.n_terminals, grammar.n_symbols, grammar.start), text,
-                                       *state, pops)
+        out = kernels.earley_run(tables.rules, (grammar.n_terminals, grammar.n_symbols, grammar.start), text, *state,
+                                 pops)
+        state[:8], state[11] = out[:8], out[8]
         if counters[kernels.C_FOUND] >= 0 or counters[kernels.C_NODE] >= node_count:
             break
         if budget is not None:

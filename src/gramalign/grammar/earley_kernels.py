@@ -77,13 +77,15 @@ piece out (the cost does not see ignored text), which the real lexer often refus
 # the columns of `heads` after the agenda and completion list heads: see earley_run
 H_ORIGIN = 2
 H_HASHED = 3  # (1 where a triple from a gap to this node went into the hash table: see _construct)
+H_ITEMS = 4  # (1 where an item at this node went into the item table before it was settled: see _construct)
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 # (within one earley_run: _construct's pending advances and pops, and the rows it needs)
 C_ADV, C_LATE, C_POPS, C_NEED_ITEMS, C_NEED_TRIPLES, C_NEED_ADV, C_NEED_LATE = range(5, 12)
 C_HASHED, C_NEED_HASHED = 12, 13  # (triples in the hash table, and the room it needs)
 C_LIMIT = 14  # (1: an earlier gap's own items climb only where needed, see _limit_climbs)
-COUNTERS = 15
+C_LOCAL, C_NEED_LOCAL = 15, 16  # (items at the node being settled in its own table, and the room it needs)
+COUNTERS = 17
 LIMIT_CLIMBS = True
 """Whether new states limit an earlier gap's climbs (:func:`_limit_climbs`); the tests turn it
 off to compare decisions."""
@@ -293,20 +295,24 @@ def record_codes_fit(node_count: int, n_symbols: int, n_rules: int) -> bool:
 def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: int = 0, n_symbols: int = 0):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
-    items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
-    counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node,
+    items take for it now (see :func:`earley_run`), a triple from a gap to it hashed, an item
+    at it in the item table], counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node,
     the items waiting at each gap for each symbol (see :func:`_construct`) and the heads an
     earlier gap's own items may still make (:func:`_limit_climbs`), or [3, 0, 0] above
     :data:`NEAR_LIMIT`). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
-    checks 10-18 % faster (docs/benchmarks.md); keys stay int64."""
+    checks 10-18 % faster (docs/benchmarks.md); keys stay int64. Last, the node being settled's
+    own item table (int64 [slots, 2]: key, value; see :func:`_item_at`): its items are most
+    lookups, and a table of one node's items stays in the cache where the whole one did not
+    (4-7 % on the slowest schema and JSON constructions)."""
     table = 1
     while table < 4 * capacity:
         table *= 2
-    heads = np.full((node_count, 4), -1, dtype=np.int64)
+    heads = np.full((node_count, 5), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
     heads[:, H_HASHED] = 0
+    heads[:, H_ITEMS] = 0
     near = np.full((3, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (3, 0, 0), -1, dtype=np.int64)
     near[2] = 1  # (every symbol's own items climb from every gap until the next gap is settled: see _construct)
     counters = np.zeros(COUNTERS, dtype=np.int64)
@@ -318,7 +324,7 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
             np.empty((capacity, TRIPLE_COLUMNS), dtype=column),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=column),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=column),
-            heads, counters, near)
+            heads, counters, near, np.full((4096, 2), -1, dtype=np.int64))
 
 
 # The construction's arrays grow, but inside :func:`_construct` none is ever reassigned: a
@@ -339,10 +345,12 @@ def _push_advance(adv, n_adv, item, child, node):
 
 
 @kernel(inline="always")
-def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, origin, node, prev, child, cost):
+def _add_item(items, tables, heads, n_items, key, rule, dot, origin, node, prev, child, cost, at):
     """Item ``n_items`` := (``rule``, ``dot``, ``origin``) at ``node``, made from item ``prev``
-    over ``child`` (-1: predicted) at ``cost``, on its node's agenda and in the item table under
-    ``key`` (room made beforehand: :func:`_fits`)."""
+    over ``child`` (-1: predicted) at ``cost``, on its node's agenda and under ``key`` in its
+    table (``tables``: item keys, item values, the node being settled's own table; ``at``:
+    that node and its lowest key, see :func:`_item_at`; room made beforehand: :func:`_fits`).
+    Returns 1 where it went into the node's own table."""
     items[n_items, I_RULE] = rule
     items[n_items, I_DOT] = dot
     items[n_items, I_ORIGIN] = origin
@@ -353,7 +361,18 @@ def _add_item(items, item_keys, item_values, heads, n_items, key, rule, dot, ori
     items[n_items, I_WNEXT] = -1
     items[n_items, I_ANEXT] = heads[node, 0]
     heads[node, 0] = n_items
+    item_keys, item_values, local = tables
+    if node == at[0]:
+        mask = local.shape[0] - 1
+        s = _slot(key, mask)
+        while local[s, 0] >= at[1]:
+            s = (s + 1) & mask
+        local[s, 0] = key
+        local[s, 1] = n_items
+        return 1
     _insert(item_keys, item_values, key, n_items)
+    heads[node, H_ITEMS] = 1
+    return 0
 
 
 @kernel(inline="always")
@@ -363,6 +382,23 @@ def _pop_room(rules, text, heads):
     items of its symbol (a rule each), an item's scan an edge or a gap's loop per node of its
     closure."""
     return rules[0].shape[0] + text[2].shape[0] + heads.shape[0]
+
+
+@kernel(inline="always")
+def _item_at(item_keys, item_values, local, heads, key, target, node, low):
+    """The item of ``key`` at node ``target`` (-1: none): those at the node being settled
+    (``node``, whose keys are ``low`` and above) are in its own table ``local``, unless made
+    before it was settled (``heads[node, H_ITEMS]``)."""
+    if target == node:
+        mask = local.shape[0] - 1
+        s = _slot(key, mask)
+        while local[s, 0] >= low:  # (keys below are an earlier node's: free slots)
+            if local[s, 0] == key:
+                return local[s, 1]
+            s = (s + 1) & mask
+        if not heads[node, H_ITEMS]:
+            return -1
+    return _lookup(item_keys, item_values, key)
 
 
 @kernel(inline="always")
@@ -473,7 +509,7 @@ def _gap_scans(gap, node_count, own_first, own_last, own_nodes, edge_start, edge
 
 
 @kernel
-def _limit_climbs(rules, gap, items, item_keys, item_values, heads, near, is_gap, from_start, gap_rank):
+def _limit_climbs(rules, gap, items, item_keys, item_values, local, heads, near, is_gap, from_start, gap_rank):
     """Once ``gap`` is settled, which heads the own items of the gap before it may still make
     at later nodes (``near[2]``, that gap's row: 1 where they may).
 
@@ -508,7 +544,8 @@ def _limit_climbs(rules, gap, items, item_keys, item_values, heads, near, is_gap
             # (one whose origin is an earlier gap and whose head is not below what waits there
             # makes nothing past this gap)
             made = not (is_gap[origin] and origin < before and near[2, gap_rank[origin], rule_head[r]] == 0)
-            if made and _lookup(item_keys, item_values, key) == -1:
+            if made and _item_at(item_keys, item_values, local, heads, key, gap, gap,
+                                 gap * 2 * n_rules * node_count) == -1:
                 allowed[x] = 1
                 stack[top] = x
                 top += 1
@@ -528,7 +565,7 @@ def _limit_climbs(rules, gap, items, item_keys, item_values, heads, near, is_gap
 
 @kernel
 def earley_run(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
-               wait_values, heads, counters, near, max_pops):
+               wait_values, heads, counters, near, local, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
     triple id), every node is settled (``counters[C_NODE] == node count``), or ``max_pops``
     agenda entries were handled; returns the (possibly grown) arrays.
@@ -544,7 +581,8 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     the first gap node after each node; ``scans``: :func:`scan_closures`; ``gap_rank``: a gap
     node's row of ``near``, -1 at other nodes).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
-    gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one)."""
+    gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one).
+    ``local``: the node being settled's own item table (:func:`new_state`), returned last."""
     # a pending advance: (item, child, target node), room for a pop's at once (it grew from 64
     # rows by doubling, copying, at each call); the late ones: see _construct
     adv = np.empty((items.shape[0] + _pop_room(rules, text, heads), 3), dtype=np.int64)
@@ -553,7 +591,9 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     counters[C_LATE] = 0
     counters[C_POPS] = 0
     while _construct(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
-                     wait_values, heads, counters, near, (adv, late), max_pops):
+                     wait_values, heads, counters, near, (adv, late, local), max_pops):
+        while 2 * counters[C_NEED_LOCAL] + 2 > local.shape[0]:
+            local = _grown_local(local, counters[C_NODE] * 2 * rules[0].shape[0] * heads.shape[0])
         while not _fits(items, item_keys, counters[C_NEED_ITEMS]):
             if counters[C_NEED_ITEMS] > items.shape[0]:
                 items = _grown_rows(items)
@@ -568,7 +608,22 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
             adv = _grown_rows(adv)
         while late.shape[0] < counters[C_NEED_LATE]:
             late = _grown_rows(late)
-    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values
+    return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values, local
+
+
+@kernel
+def _grown_local(local, low):
+    """The node being settled's own item table, twice the size (its keys are ``low`` and above)."""
+    grown = np.full((local.shape[0] * 2, 2), -1, dtype=np.int64)
+    mask = grown.shape[0] - 1
+    for s in range(local.shape[0]):
+        if local[s, 0] >= low:
+            t = _slot(local[s, 0], mask)
+            while grown[t, 0] != -1:
+                t = (t + 1) & mask
+            grown[t, 0] = local[s, 0]
+            grown[t, 1] = local[s, 1]
+    return grown
 
 
 @kernel
@@ -588,7 +643,8 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     Their completions look for the items waiting at the gap: ``near[1]`` (row, symbol) holds
     the first, where the wait table holds those at other nodes."""
     n_terminals, n_symbols, start_symbol = sizes
-    adv, late = queues
+    adv, late, local = queues
+    tables = (item_keys, item_values, local)
     (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
      by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
@@ -604,16 +660,20 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     n_adv = counters[C_ADV]
     n_late = counters[C_LATE]
     pops = counters[C_POPS]
+    n_local = counters[C_LOCAL]
+    counters[C_NEED_LOCAL] = 0
     counters[C_NEED_ITEMS] = 0
     counters[C_NEED_TRIPLES] = 0
     counters[C_NEED_HASHED] = 0
     counters[C_NEED_ADV] = 0
     counters[C_NEED_LATE] = 0
     pop_room = _pop_room(rules, text, heads)
+    low = node * 2 * n_rules * node_count  # (the lowest key of an item at `node`)
     if counters[C_PHASE] == 0:  # predict the start at node 0
         k = rules_start[start_symbol + 1] - rules_start[start_symbol]
-        if not _fits(items, item_keys, n_items + k):
+        if not _fits(items, item_keys, n_items + k) or not _fits(items, local, n_local + k):
             counters[C_NEED_ITEMS] = n_items + k
+            counters[C_NEED_LOCAL] = n_local + k
             return True
         counters[C_PHASE] = 1
         for k in range(rules_start[start_symbol], rules_start[start_symbol + 1]):
@@ -621,9 +681,9 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
             if not _can_start(first_bits, ahead, rule_left[r], 0):
                 continue
             key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
-            if _lookup(item_keys, item_values, key) != -1:
+            if _item_at(item_keys, item_values, local, heads, key, 0, node, low) != -1:
                 continue
-            _add_item(items, item_keys, item_values, heads, n_items, key, r, 0, 0, 0, -1, -1, 0)
+            n_local += _add_item(items, tables, heads, n_items, key, r, 0, 0, 0, -1, -1, 0, (node, low))
             n_items += 1
     if counters[C_PHASE] == 1:  # the gap's own items' scans, once per gap node (node 0 here)
         if is_gap[node]:
@@ -697,8 +757,9 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     made = enter_last[node] - enter_first[node]  # the most items this pop makes
                     if x >= n_terminals:
                         made += rules_start[x + 1] - rules_start[x]
-                    if not _fits(items, item_keys, n_items + made):
+                    if not _fits(items, item_keys, n_items + made) or not _fits(items, local, n_local + made):
                         counters[C_NEED_ITEMS] = n_items + made
+                        counters[C_NEED_LOCAL] = n_local + made
                         need = True
                         break
                     pops += 1
@@ -732,10 +793,10 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                                 if not _can_start(first_bits, ahead, rule_left[r2], node):
                                     continue
                                 key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
-                                if _lookup(item_keys, item_values, key2) != -1:
+                                if _item_at(item_keys, item_values, local, heads, key2, node, node, low) != -1:
                                     continue
-                                _add_item(items, item_keys, item_values, heads, n_items, key2, r2, 0, node, node, -1,
-                                          -1, 0)
+                                n_local += _add_item(items, tables, heads, n_items, key2, r2, 0, node, node, -1, -1, 0,
+                                                     (node, low))
                                 n_items += 1
                         else:  # link i second in the list (the head stays in the table)
                             items[i, I_WNEXT] = items[head, I_WNEXT]
@@ -748,14 +809,15 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                         origin = _moved_up(heads[items[i, I_ORIGIN], H_ORIGIN], g, clo_first, clo_last, clo_nodes,
                                            is_gap)
                         key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
-                        if _lookup(item_keys, item_values, key) == -1:
-                            _add_item(items, item_keys, item_values, heads, n_items, key, r, items[i, I_DOT], origin,
-                                      g, i, -1, items[i, I_COST])
+                        if _item_at(item_keys, item_values, local, heads, key, g, node, low) == -1:
+                            n_local += _add_item(items, tables, heads, n_items, key, r, items[i, I_DOT], origin, g, i,
+                                                 -1, items[i, I_COST], (node, low))
                             n_items += 1
                 continue
             # one advance: item over its waited symbol to `target`; it makes an item or a triple
-            if not _fits(items, item_keys, n_items + 1):
+            if not _fits(items, item_keys, n_items + 1) or not _fits(items, local, n_local + 1):
                 counters[C_NEED_ITEMS] = n_items + 1
+                counters[C_NEED_LOCAL] = n_local + 1
                 need = True
                 break
             if n_triples + 1 > triples.shape[0] or 2 * (n_hashed + 1) + 2 > triple_keys.shape[0]:
@@ -788,14 +850,15 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     continue
                 key = ((target * n_rules + r) * 2 + 1) * node_count + origin
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
-                j = _lookup(item_keys, item_values, key)
+                j = _item_at(item_keys, item_values, local, heads, key, target, node, low)
                 if j != -1:
                     if cost + CHEAPER < items[j, I_COST]:  # a much cheaper way to the same item: the witness takes it
                         items[j, I_PREV] = prev
                         items[j, I_CHILD] = child
                         items[j, I_COST] = cost
                     continue
-                _add_item(items, item_keys, item_values, heads, n_items, key, r, 1, origin, target, prev, child, cost)
+                n_local += _add_item(items, tables, heads, n_items, key, r, 1, origin, target, prev, child, cost,
+                                     (node, low))
                 n_items += 1
             else:
                 a = rule_head[r]
@@ -840,7 +903,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
         if need or counters[C_FOUND] >= 0 or (pops >= max_pops and n_adv == 0 and n_late == 0):
             break
         if nearby and is_gap[node] and gap_rank[node] > 0 and counters[C_LIMIT]:  # (again if it stops below: the same)
-            _limit_climbs(rules, node, items, item_keys, item_values, heads, near, is_gap, from_start, gap_rank)
+            _limit_climbs(rules, node, items, item_keys, item_values, local, heads, near, is_gap, from_start, gap_rank)
         if node + 1 < node_count and is_gap[node + 1]:  # the next gap's own items' scans: room first
             k = _gap_scan_count(node + 1, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start,
                                 by_right_start)
@@ -849,6 +912,8 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 need = True
                 break
         node += 1
+        low = node * 2 * n_rules * node_count
+        n_local = 0
         if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
             for c in range(gap_of_first[node], gap_of_first[node + 1]):
                 heads[gap_of[c], H_ORIGIN] = node
@@ -861,6 +926,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     counters[C_ADV] = n_adv
     counters[C_LATE] = n_late
     counters[C_POPS] = pops
+    counters[C_LOCAL] = n_local
     return need
 
 
