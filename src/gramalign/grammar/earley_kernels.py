@@ -77,7 +77,6 @@ piece out (the cost does not see ignored text), which the real lexer often refus
 # the columns of `heads` after the agenda and completion list heads: see earley_run
 H_ORIGIN = 2
 H_HASHED = 3  # (1 where a triple from a gap to this node went into the hash table: see _construct)
-H_ITEMS = 4  # (1 where an item at this node went into the item table before it was settled: see _construct)
 # counters
 C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 # (within one earley_run: _construct's pending advances and pops, and the rows it needs)
@@ -295,8 +294,8 @@ def record_codes_fit(node_count: int, n_symbols: int, n_rules: int) -> bool:
 def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: int = 0, n_symbols: int = 0):
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
-    items take for it now (see :func:`earley_run`), a triple from a gap to it hashed, an item
-    at it in the item table], counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node,
+    items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
+    counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node,
     the items waiting at each gap for each symbol (see :func:`_construct`) and the heads an
     earlier gap's own items may still make (:func:`_limit_climbs`), or [3, 0, 0] above
     :data:`NEAR_LIMIT`). With ``narrow``
@@ -309,10 +308,9 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     table = 1
     while table < 4 * capacity:
         table *= 2
-    heads = np.full((node_count, 5), -1, dtype=np.int64)
+    heads = np.full((node_count, 4), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
     heads[:, H_HASHED] = 0
-    heads[:, H_ITEMS] = 0
     near = np.full((3, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (3, 0, 0), -1, dtype=np.int64)
     near[2] = 1  # (every symbol's own items climb from every gap until the next gap is settled: see _construct)
     counters = np.zeros(COUNTERS, dtype=np.int64)
@@ -371,7 +369,6 @@ def _add_item(items, tables, heads, n_items, key, rule, dot, origin, node, prev,
         local[s, 1] = n_items
         return 1
     _insert(item_keys, item_values, key, n_items)
-    heads[node, H_ITEMS] = 1
     return 0
 
 
@@ -385,20 +382,40 @@ def _pop_room(rules, text, heads):
 
 
 @kernel(inline="always")
-def _item_at(item_keys, item_values, local, heads, key, target, node, low):
+def _item_at(item_keys, item_values, local, key, target, node, low):
     """The item of ``key`` at node ``target`` (-1: none): those at the node being settled
-    (``node``, whose keys are ``low`` and above) are in its own table ``local``, unless made
-    before it was settled (``heads[node, H_ITEMS]``)."""
-    if target == node:
-        mask = local.shape[0] - 1
-        s = _slot(key, mask)
-        while local[s, 0] >= low:  # (keys below are an earlier node's: free slots)
-            if local[s, 0] == key:
-                return local[s, 1]
-            s = (s + 1) & mask
-        if not heads[node, H_ITEMS]:
-            return -1
-    return _lookup(item_keys, item_values, key)
+    (``node``, whose keys are ``low`` and above) are in its own table ``local`` (those made
+    before, copied there when it came up: :func:`_local_agenda`)."""
+    if target != node:
+        return _lookup(item_keys, item_values, key)
+    mask = local.shape[0] - 1
+    s = _slot(key, mask)
+    while local[s, 0] >= low:  # (keys below are an earlier node's: free slots)
+        if local[s, 0] == key:
+            return local[s, 1]
+        s = (s + 1) & mask
+    return -1
+
+
+@kernel(inline="always")
+def _local_agenda(items, local, heads, node, n_rules, low, count):
+    """The items already at ``node`` (its agenda: scanned there from earlier nodes), into its own
+    table; with ``count`` False, only how many there are. Returns that number."""
+    node_count = heads.shape[0]
+    n = 0
+    i = heads[node, 0]
+    mask = local.shape[0] - 1
+    while i != -1:
+        n += 1
+        if not count:
+            key = ((node * n_rules + items[i, I_RULE]) * 2 + items[i, I_DOT]) * node_count + items[i, I_ORIGIN]
+            s = _slot(key, mask)
+            while local[s, 0] >= low:
+                s = (s + 1) & mask
+            local[s, 0] = key
+            local[s, 1] = i
+        i = items[i, I_ANEXT]
+    return n
 
 
 @kernel(inline="always")
@@ -544,7 +561,7 @@ def _limit_climbs(rules, gap, items, item_keys, item_values, local, heads, near,
             # (one whose origin is an earlier gap and whose head is not below what waits there
             # makes nothing past this gap)
             made = not (is_gap[origin] and origin < before and near[2, gap_rank[origin], rule_head[r]] == 0)
-            if made and _item_at(item_keys, item_values, local, heads, key, gap, gap,
+            if made and _item_at(item_keys, item_values, local, key, gap, gap,
                                  gap * 2 * n_rules * node_count) == -1:
                 allowed[x] = 1
                 stack[top] = x
@@ -681,7 +698,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
             if not _can_start(first_bits, ahead, rule_left[r], 0):
                 continue
             key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
-            if _item_at(item_keys, item_values, local, heads, key, 0, node, low) != -1:
+            if _item_at(item_keys, item_values, local, key, 0, node, low) != -1:
                 continue
             n_local += _add_item(items, tables, heads, n_items, key, r, 0, 0, 0, -1, -1, 0, (node, low))
             n_items += 1
@@ -793,7 +810,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                                 if not _can_start(first_bits, ahead, rule_left[r2], node):
                                     continue
                                 key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
-                                if _item_at(item_keys, item_values, local, heads, key2, node, node, low) != -1:
+                                if _item_at(item_keys, item_values, local, key2, node, node, low) != -1:
                                     continue
                                 n_local += _add_item(items, tables, heads, n_items, key2, r2, 0, node, node, -1, -1, 0,
                                                      (node, low))
@@ -809,7 +826,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                         origin = _moved_up(heads[items[i, I_ORIGIN], H_ORIGIN], g, clo_first, clo_last, clo_nodes,
                                            is_gap)
                         key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
-                        if _item_at(item_keys, item_values, local, heads, key, g, node, low) == -1:
+                        if _item_at(item_keys, item_values, local, key, g, node, low) == -1:
                             n_local += _add_item(items, tables, heads, n_items, key, r, items[i, I_DOT], origin, g, i,
                                                  -1, items[i, I_COST], (node, low))
                             n_items += 1
@@ -850,7 +867,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     continue
                 key = ((target * n_rules + r) * 2 + 1) * node_count + origin
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
-                j = _item_at(item_keys, item_values, local, heads, key, target, node, low)
+                j = _item_at(item_keys, item_values, local, key, target, node, low)
                 if j != -1:
                     if cost + CHEAPER < items[j, I_COST]:  # a much cheaper way to the same item: the witness takes it
                         items[j, I_PREV] = prev
@@ -911,9 +928,15 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 counters[C_NEED_ADV] = n_adv + k
                 need = True
                 break
+        if node + 1 < node_count:  # the next node's items so far go into its own table: room first
+            k = _local_agenda(items, local, heads, node + 1, n_rules, 0, True)
+            if 2 * k + 2 > local.shape[0]:
+                counters[C_NEED_LOCAL] = k
+                need = True
+                break
         node += 1
         low = node * 2 * n_rules * node_count
-        n_local = 0
+        n_local = _local_agenda(items, local, heads, node, n_rules, low, False) if node < node_count else 0
         if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
             for c in range(gap_of_first[node], gap_of_first[node + 1]):
                 heads[gap_of[c], H_ORIGIN] = node
