@@ -1266,24 +1266,22 @@ def reach_lists(offsets, sizes, moves, moves_start, classes, limit):
 
 
 @kernel
-def states_across(byte, group_j, group_start, group_states, offsets, moves, moves_start, classes, table, reach,
-                  class_of):
+def states_across(byte, group_j, group_start, group_states, walk, reach, n_states):
     """``(start, states)``: per group g (lexer ``group_j[g]``, in the global states
     ``group_states[group_start[g]:group_start[g + 1]]`` at a gap's start), the distinct states it
     is in once the gap has taken it anywhere its automaton goes and the next piece's first
     ``byte`` is read; :func:`carried_lexemes` (``first`` 1) walks the piece on from them.
-    ``moves``: every lexer's table over its own byte classes, flat (lexer j's state s, class c
-    at ``moves_start[j] + s * classes[j] + c``, a target of j's own numbering or -1): the gap's
-    reach crosses a class once, not each of its bytes; ``reach``, :func:`reach_lists`, where a
-    state's reach is listed (the walk of each group cost 1-3 µs, and a gap inside a JSON key can
-    carry hundreds of key lexers across), whose states then read ``byte``'s class
-    (``class_of[j, byte]``) in ``moves``, a lexer's few rows, not ``table``'s."""
+    ``reach``: :func:`reach_lists`, where a state's reach is listed (a walk per group cost 1-3
+    µs, and a gap inside a JSON key carries hundreds of key lexers across); elsewhere the gap's
+    reach is walked over the lexer's byte classes (``walk``: see :func:`_step`), crossing a
+    class once, not each of its bytes (``n_states``: the lexers' states in all)."""
+    offsets, moves, moves_start, classes, _ = walk
     reach_start, reach_states = reach
     n_groups = group_j.shape[0]
-    total = table.shape[0]
-    seen = np.full(total, -1, dtype=np.int64)
-    after = np.full(total, -1, dtype=np.int64)
-    stack = np.empty(total, dtype=np.int64)
+    seen = np.full(n_states, -1, dtype=np.int64)
+    after = np.full(n_states, -1, dtype=np.int64)
+    stack = np.empty(n_states, dtype=np.int64)
+    reached = np.empty(n_states, dtype=np.int64)
     start = np.empty(n_groups + 1, dtype=np.int64)
     states = np.empty(max(16, group_states.shape[0]), dtype=np.int64)
     n = 0
@@ -1291,40 +1289,25 @@ def states_across(byte, group_j, group_start, group_states, offsets, moves, move
         start[g] = n
         j = group_j[g]
         top = 0
-        listed = False
-        row = moves_start[j] + class_of[j, byte] - offsets[j] * classes[j]
+        count = 0
         for k in range(group_start[g], group_start[g + 1]):
             u = group_states[k]
-            if reach_start[u + 1] == reach_start[u]:
-                break
-            listed = True
-            for m in range(reach_start[u], reach_start[u + 1]):
-                t = moves[row + reach_states[m] * classes[j]]
-                if t >= 0:
-                    t += offsets[j]
-                if t >= 0 and after[t] != g:
-                    after[t] = g
-                    if n == states.shape[0]:
-                        states = np.concatenate((states, states))
-                    states[n] = t
-                    n += 1
-        if listed:
-            continue
-        for k in range(group_start[g], group_start[g + 1]):
-            if seen[group_states[k]] != g:
-                seen[group_states[k]] = g
-                stack[top] = group_states[k]
+            if reach_start[u + 1] > reach_start[u]:  # listed
+                for m in range(reach_start[u], reach_start[u + 1]):
+                    v = reach_states[m]
+                    if seen[v] != g:
+                        seen[v] = g
+                        reached[count] = v
+                        count += 1
+            elif seen[u] != g:
+                seen[u] = g
+                stack[top] = u
                 top += 1
-        while top:
+        while top:  # (a larger lexer's) walked
             top -= 1
             u = stack[top]
-            t = table[u, byte]
-            if t >= 0 and after[t] != g:
-                after[t] = g
-                if n == states.shape[0]:
-                    states = np.concatenate((states, states))
-                states[n] = t
-                n += 1
+            reached[count] = u
+            count += 1
             row = moves_start[j] + (u - offsets[j]) * classes[j]
             for c in range(classes[j]):
                 v = moves[row + c]
@@ -1332,6 +1315,14 @@ def states_across(byte, group_j, group_start, group_states, offsets, moves, move
                     seen[v + offsets[j]] = g
                     stack[top] = v + offsets[j]
                     top += 1
+        for r in range(count):
+            t = _step(walk, j, reached[r], byte)
+            if t >= 0 and after[t] != g:
+                after[t] = g
+                if n == states.shape[0]:
+                    states = np.concatenate((states, states))
+                states[n] = t
+                n += 1
     start[n_groups] = n
     return start, states[:n].copy()
 

@@ -478,9 +478,8 @@ def build_lexings(lexers: "tuple[Lexer, ...]", n_terminals: int, text: PartialTe
             first = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
             group_a, group_j = pairs[first] // n_lexers, pairs[first] % n_lexers
             # the states the gap and the piece's first byte take them to
-            after_start, after = states_across(
-                piece[0], group_j, np.append(first, len(codes)), codes % n_states, tables.offsets, tables.moves,
-                tables.moves_start, tables.classes, tables.table, tables.reach, tables.class_of)
+            after_start, after = states_across(piece[0], group_j, np.append(first, len(codes)), codes % n_states,
+                                               tables.walk, tables.reach, n_states)
             found, alive = carried_lexemes(arrays[k], base[k], group_a, group_j, after_start, after, tables.walk,
                                            tables.accepting, tables.longest, reachable, 1)
             blocks.append(found)
