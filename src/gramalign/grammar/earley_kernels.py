@@ -361,12 +361,7 @@ def _add_item(items, tables, heads, n_items, key, rule, dot, origin, node, prev,
     heads[node, 0] = n_items
     item_keys, item_values, local = tables
     if node == at[0]:
-        mask = local.shape[0] - 1
-        s = _slot(key, mask)
-        while local[s, 0] >= at[1]:
-            s = (s + 1) & mask
-        local[s, 0] = key
-        local[s, 1] = n_items
+        _local_insert(local, key, n_items, at[1])
         return 1
     _insert(item_keys, item_values, key, n_items)
     return 0
@@ -398,22 +393,29 @@ def _item_at(item_keys, item_values, local, key, target, node, low):
 
 
 @kernel(inline="always")
+def _local_insert(local, key, value, low):
+    """Sets ``key`` to ``value`` in the node being settled's own table, whose slots holding keys
+    below ``low`` (an earlier node's) are free; the table must have a free slot."""
+    mask = local.shape[0] - 1
+    s = _slot(key, mask)
+    while local[s, 0] >= low:
+        s = (s + 1) & mask
+    local[s, 0] = key
+    local[s, 1] = value
+
+
+@kernel(inline="always")
 def _local_agenda(items, local, heads, node, n_rules, low, count):
-    """The items already at ``node`` (its agenda: scanned there from earlier nodes), into its own
-    table; with ``count`` False, only how many there are. Returns that number."""
+    """How many items are already at ``node`` (its agenda: scanned there from earlier nodes);
+    unless ``count``, they also go into its own table."""
     node_count = heads.shape[0]
     n = 0
     i = heads[node, 0]
-    mask = local.shape[0] - 1
     while i != -1:
         n += 1
         if not count:
             key = ((node * n_rules + items[i, I_RULE]) * 2 + items[i, I_DOT]) * node_count + items[i, I_ORIGIN]
-            s = _slot(key, mask)
-            while local[s, 0] >= low:
-                s = (s + 1) & mask
-            local[s, 0] = key
-            local[s, 1] = i
+            _local_insert(local, key, i, low)
         i = items[i, I_ANEXT]
     return n
 
@@ -632,14 +634,9 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
 def _grown_local(local, low):
     """The node being settled's own item table, twice the size (its keys are ``low`` and above)."""
     grown = np.full((local.shape[0] * 2, 2), -1, dtype=np.int64)
-    mask = grown.shape[0] - 1
     for s in range(local.shape[0]):
         if local[s, 0] >= low:
-            t = _slot(local[s, 0], mask)
-            while grown[t, 0] != -1:
-                t = (t + 1) & mask
-            grown[t, 0] = local[s, 0]
-            grown[t, 1] = local[s, 1]
+            _local_insert(grown, local[s, 0], local[s, 1], low)
     return grown
 
 
