@@ -411,8 +411,11 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     at = np.searchsorted(gap_ids, np.arange(node_count), side="right")
     next_gap[at < len(gap_ids)] = gap_ids[at[at < len(gap_ids)]]
     scans = kernels.scan_closures(eps_start, eps_to, live, is_gap, clo_first, clo_last, clo_nodes)
+    start_gap = np.full(node_count, -1, dtype=np.int64)  # the latest gap up to each node where the start may begin
+    for g in gap_ids[from_start[gap_ids]]:
+        start_gap[g:] = g
     text = (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first,
-            gap_of, from_start, next_gap, scans, gap_rank)
+            gap_of, from_start, next_gap, scans, gap_rank, gap_ids, start_gap)
     counters = state[9]
     while True:
         out = kernels.earley_run(tables.rules, (grammar.n_terminals, grammar.n_symbols, grammar.start), text, *state,

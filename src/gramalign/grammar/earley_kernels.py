@@ -74,6 +74,9 @@ CHEAPER = 16
 replace the first one found: enough to keep a witness from writing a symbol's long word into
 a gap, not so little that small savings trade plain fillers for ones that comment the next
 piece out (the cost does not see ignored text), which the real lexer often refuses."""
+APART = 128
+"""How much cheaper (bytes written inside gaps) a way from a later gap must be than the record
+from an earlier gap that stands for it to get a record of its own (see :func:`_construct`)."""
 # the columns of `heads` after the agenda and completion list heads: see earley_run
 H_ORIGIN = 2
 H_HASHED = 3  # (1 where a triple from a gap to this node went into the hash table: see _construct)
@@ -82,12 +85,12 @@ C_ITEMS, C_TRIPLES, C_NODE, C_FOUND, C_PHASE = range(5)
 # (within one earley_run: _construct's pending advances and pops, and the rows it needs)
 C_ADV, C_LATE, C_POPS, C_NEED_ITEMS, C_NEED_TRIPLES, C_NEED_ADV, C_NEED_LATE = range(5, 12)
 C_HASHED, C_NEED_HASHED = 12, 13  # (triples in the hash table, and the room it needs)
-C_LIMIT = 14  # (1: an earlier gap's own items climb only where needed, see _limit_climbs)
+C_MERGE = 14  # (1: records from gaps merge, see _construct)
 C_LOCAL, C_NEED_LOCAL = 15, 16  # (items at the node being settled in its own table, and the room it needs)
 COUNTERS = 17
-LIMIT_CLIMBS = True
-"""Whether new states limit an earlier gap's climbs (:func:`_limit_climbs`); the tests turn it
-off to compare decisions."""
+MERGE_GAP_ORIGINS = True
+"""Whether new states merge the records that differ only in the gap they begin at (see
+:func:`_construct`); the tests turn it off to compare decisions."""
 NEAR_ID = (1 << 32) - 1
 NEAR_LIMIT = 1 << 20
 """The most entries of the table of triples from a gap to the current node (gaps times symbols,
@@ -124,6 +127,17 @@ def _insert(keys, values, key, value):
     mask = keys.shape[0] - 1
     s = _slot(key, mask)
     while keys[s] != -1:
+        s = (s + 1) & mask
+    keys[s] = key
+    values[s] = value
+
+
+@kernel(inline="always")
+def _set(keys, values, key, value):
+    """Sets ``key`` to ``value``, present or not; the table must have a free slot."""
+    mask = keys.shape[0] - 1
+    s = _slot(key, mask)
+    while keys[s] != -1 and keys[s] != key:
         s = (s + 1) & mask
     keys[s] = key
     values[s] = value
@@ -295,10 +309,9 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
     items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
-    counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node,
-    the items waiting at each gap for each symbol (see :func:`_construct`) and the heads an
-    earlier gap's own items may still make (:func:`_limit_climbs`), or [3, 0, 0] above
-    :data:`NEAR_LIMIT`). With ``narrow``
+    counters, near: int64 [2, gaps, n_symbols], the triples from each gap to the current node
+    (one row when they merge) and the items waiting at each gap for each symbol (see
+    :func:`_construct`), or [2, 0, 0] above :data:`NEAR_LIMIT`). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
     checks 10-18 % faster (docs/benchmarks.md); keys stay int64. Last, the node being settled's
@@ -311,11 +324,10 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     heads = np.full((node_count, 4), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
     heads[:, H_HASHED] = 0
-    near = np.full((3, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (3, 0, 0), -1, dtype=np.int64)
-    near[2] = 1  # (every symbol's own items climb from every gap until the next gap is settled: see _construct)
+    near = np.full((2, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (2, 0, 0), -1, dtype=np.int64)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
-    counters[C_LIMIT] = LIMIT_CLIMBS
+    counters[C_MERGE] = MERGE_GAP_ORIGINS
     column = np.int32 if narrow else np.int64
     return (np.empty((capacity, ITEM_COLUMNS), dtype=column),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=column),
@@ -359,11 +371,18 @@ def _add_item(items, tables, heads, n_items, key, rule, dot, origin, node, prev,
     items[n_items, I_WNEXT] = -1
     items[n_items, I_ANEXT] = heads[node, 0]
     heads[node, 0] = n_items
+    return _file_item(tables, key, n_items, node, at)
+
+
+@kernel(inline="always")
+def _file_item(tables, key, item, node, at):
+    """Files ``item`` at ``node`` under ``key`` (see :func:`_add_item`); returns 1 where it went
+    into the node being settled's own table."""
     item_keys, item_values, local = tables
     if node == at[0]:
-        _local_insert(local, key, n_items, at[1])
+        _local_insert(local, key, item, at[1])
         return 1
-    _insert(item_keys, item_values, key, n_items)
+    _set(item_keys, item_values, key, item)
     return 0
 
 
@@ -383,6 +402,12 @@ def _item_at(item_keys, item_values, local, key, target, node, low):
     before, copied there when it came up: :func:`_local_agenda`)."""
     if target != node:
         return _lookup(item_keys, item_values, key)
+    return _local_lookup(local, key, low)
+
+
+@kernel(inline="always")
+def _local_lookup(local, key, low):
+    """The value of ``key`` in the node being settled's own table (-1: none)."""
     mask = local.shape[0] - 1
     s = _slot(key, mask)
     while local[s, 0] >= low:  # (keys below are an earlier node's: free slots)
@@ -398,26 +423,43 @@ def _local_insert(local, key, value, low):
     below ``low`` (an earlier node's) are free; the table must have a free slot."""
     mask = local.shape[0] - 1
     s = _slot(key, mask)
-    while local[s, 0] >= low:
+    while local[s, 0] >= low and local[s, 0] != key:
         s = (s + 1) & mask
     local[s, 0] = key
     local[s, 1] = value
 
 
 @kernel(inline="always")
-def _local_agenda(items, local, heads, node, n_rules, low, count):
+def _local_agenda(items, local, heads, node, n_rules, low, count, is_gap, merge):
     """How many items are already at ``node`` (its agenda: scanned there from earlier nodes);
-    unless ``count``, they also go into its own table."""
+    unless ``count``, they also go into its own table (of merged ones, the one from the earliest gap)."""
     node_count = heads.shape[0]
     n = 0
     i = heads[node, 0]
     while i != -1:
         n += 1
         if not count:
-            key = ((node * n_rules + items[i, I_RULE]) * 2 + items[i, I_DOT]) * node_count + items[i, I_ORIGIN]
-            _local_insert(local, key, i, low)
+            key = _item_key(node, items[i, I_RULE], items[i, I_DOT], items[i, I_ORIGIN], n_rules, node_count, is_gap,
+                            merge)
+            j = _local_lookup(local, key, low)
+            if j == -1 or items[j, I_ORIGIN] > items[i, I_ORIGIN]:
+                _local_insert(local, key, i, low)
         i = items[i, I_ANEXT]
     return n
+
+
+@kernel(inline="always")
+def _item_key(node, rule, dot, origin, n_rules, node_count, is_gap, merge):
+    """An item's key: with ``merge``, every gap origin has the same one (``node_count``; see :func:`_construct`)."""
+    code = node_count if merge and is_gap[origin] else origin
+    return ((node * n_rules + rule) * 2 + dot) * (node_count + 1) + code
+
+
+@kernel(inline="always")
+def _triple_key(origin, head, end, n_symbols, node_count, is_gap, merge):
+    """A triple's key (gap origins merged as in :func:`_item_key`)."""
+    code = node_count if merge and is_gap[origin] else origin
+    return (code * n_symbols + head) * node_count + end
 
 
 @kernel(inline="always")
@@ -528,61 +570,6 @@ def _gap_scans(gap, node_count, own_first, own_last, own_nodes, edge_start, edge
 
 
 @kernel
-def _limit_climbs(rules, gap, items, item_keys, item_values, local, heads, near, is_gap, from_start, gap_rank):
-    """Once ``gap`` is settled, which heads the own items of the gap before it may still make
-    at later nodes (``near[2]``, that gap's row: 1 where they may).
-
-    A symbol spanning from an earlier gap to a node past a later one also spans from the later
-    gap (what the earlier gap and the pieces between hold, the later gap holds), and a gap's own
-    items are the same rules at every gap, so climbing them from both gaps makes the same heads
-    twice. The earlier gap's climbs are needed only for the items waiting there that do not also
-    wait at ``gap`` (same rule, dot and origin; those that do are advanced as well from
-    ``gap``): they go on only under the symbols those wait for, every symbol such a word can
-    hold. Without this, every gap before a node climbed the closing of an object to the root:
-    nine in ten triples of a Kubernetes schema's slowest checks had an earlier gap's origin."""
-    rule_head, rule_left, rule_right, rules_start, rules_of = rules[0], rules[1], rules[2], rules[3], rules[4]
-    n_rules = rule_left.shape[0]
-    node_count = heads.shape[0]
-    before = gap - 1
-    while not is_gap[before]:
-        before -= 1
-    row = gap_rank[before]
-    if from_start[before]:  # the start symbol may begin there: everything stays
-        return
-    n_symbols = near.shape[2]
-    allowed = near[2, row]
-    allowed[:] = 0
-    stack = np.empty(n_symbols, dtype=np.int64)
-    top = 0
-    for x in range(n_symbols):
-        j = near[1, row, x]
-        while j != -1:
-            origin = heads[items[j, I_ORIGIN], H_ORIGIN]
-            r = items[j, I_RULE]
-            key = ((gap * n_rules + r) * 2 + items[j, I_DOT]) * node_count + origin
-            # (one whose origin is an earlier gap and whose head is not below what waits there
-            # makes nothing past this gap)
-            made = not (is_gap[origin] and origin < before and near[2, gap_rank[origin], rule_head[r]] == 0)
-            if made and _item_at(item_keys, item_values, local, key, gap, gap,
-                                 gap * 2 * n_rules * node_count) == -1:
-                allowed[x] = 1
-                stack[top] = x
-                top += 1
-                break
-            j = items[j, I_WNEXT]
-    while top:  # every symbol below those
-        top -= 1
-        x = stack[top]
-        for k in range(rules_start[x], rules_start[x + 1]):
-            r = rules_of[k]
-            for y in (rule_left[r], rule_right[r]):
-                if y >= 0 and not allowed[y]:
-                    allowed[y] = 1
-                    stack[top] = y
-                    top += 1
-
-
-@kernel
 def earley_run(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
                wait_values, heads, counters, near, local, max_pops):
     """Runs the construction until the goal triple appears (``counters[C_FOUND]``, its
@@ -595,10 +582,12 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     :class:`.bar_hillel.EarleyTables` (``derives``: the symbols with a word, a terminal's
     lexemes not empty); ``text``: the automaton,
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead,
-    gap_of_first, gap_of, from_start, next_gap, scans, gap_rank) (see :func:`terminals_ahead`,
-    :func:`closures_holding`; ``from_start``: the nodes of the start's ε-closure; ``next_gap``:
-    the first gap node after each node; ``scans``: :func:`scan_closures`; ``gap_rank``: a gap
-    node's row of ``near``, -1 at other nodes).
+    gap_of_first, gap_of, from_start, next_gap, scans, gap_rank, gap_nodes, start_gap) (see
+    :func:`terminals_ahead`, :func:`closures_holding`; ``from_start``: the nodes of the start's
+    ε-closure; ``next_gap``: the first gap node after each node; ``scans``:
+    :func:`scan_closures`; ``gap_rank``: a gap node's row of ``near``, -1 at other nodes;
+    ``gap_nodes``: the gap nodes in order; ``start_gap``: the latest gap of ``from_start`` up to
+    each node, -1 where none).
     ``heads[o, H_ORIGIN]``: the origin an item made now with origin ``o`` takes (the latest
     gap settled in ``o``'s ε-closure; an item made at a node past the next gap may take a later one).
     ``local``: the node being settled's own item table (:func:`new_state`), returned last."""
@@ -612,7 +601,7 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     while _construct(rules, sizes, text, items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys,
                      wait_values, heads, counters, near, (adv, late, local), max_pops):
         while 2 * counters[C_NEED_LOCAL] + 2 > local.shape[0]:
-            local = _grown_local(local, counters[C_NODE] * 2 * rules[0].shape[0] * heads.shape[0])
+            local = _grown_local(local, counters[C_NODE] * 2 * rules[0].shape[0] * (heads.shape[0] + 1))
         while not _fits(items, item_keys, counters[C_NEED_ITEMS]):
             if counters[C_NEED_ITEMS] > items.shape[0]:
                 items = _grown_rows(items)
@@ -650,21 +639,36 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
 
     Nine in ten triples looked up in a large JSON Schema's construction run from a gap to the
     node being settled (a symbol begun in the gap, ended here). Those are kept in ``near[0]``
-    (row ``gap_rank[gap]``, column symbol: ``node << 32 | triple``, valid while ``node`` is the
-    one being settled), which stays in the cache where the hash table did not; the rest are
-    hashed, and a node that got a triple from a gap before it was settled (a scan that ends
-    there) is marked ``heads[node, H_HASHED]`` so that its lookups try the hash table too.
-    Their completions look for the items waiting at the gap: ``near[1]`` (row, symbol) holds
-    the first, where the wait table holds those at other nodes."""
+    (row ``gap_rank[gap]``, row 0 when gaps merge, column symbol: ``node << 32 | triple``,
+    valid while ``node`` is the one being settled), which stays in the cache where the hash
+    table did not; the rest are hashed, and a node that got a triple from a gap before it was
+    settled (a scan that ends there) is marked ``heads[node, H_HASHED]`` so that its lookups
+    try the hash table too. Their completions look for the items waiting at the gap:
+    ``near[1]`` (row, symbol) holds the first, where the wait table holds those at other nodes.
+
+    **Records from gaps merge** (``counters[C_MERGE]``). What a symbol derives from a gap E to
+    a node q it also derives from every later gap up to q (that gap can hold what E and the
+    pieces between hold), so a record whose origin is a gap stands for the same record from
+    every later gap: records that differ only in the gap they begin at share one key, and the
+    first one made is kept unless one from an earlier gap comes (it is made, and the key is
+    its from then on). A triple from gap E advances the items waiting for its head at every
+    gap from E to its end, and its derivation, used from a later gap G, writes what it read
+    before G inside G (:func:`unfold_leaves`). Each gap had kept its own records past the
+    next gap, the same climbs as the later gap's: two in three of a Kubernetes schema's
+    triples. A way from a later gap much cheaper than the record that stands for it
+    (:data:`APART`) gets a record of its own (under the key of its own gap), so that what waits
+    at that gap keeps a short witness: counted repetitions otherwise climbed one element at a
+    time through the earlier gap's record."""
     n_terminals, n_symbols, start_symbol = sizes
     adv, late, local = queues
     tables = (item_keys, item_values, local)
     (rule_head, rule_left, rule_right, rules_start, rules_of, first_bits, follow_bits, derives, word_length,
      by_left_start, by_left, by_right_start, by_right) = rules
     (edge_start, edge_to, edge_t, clo_first, clo_last, clo_nodes, is_gap, can_end, ahead, gap_of_first, gap_of,
-     from_start, next_gap, scans, gap_rank) = text
+     from_start, next_gap, scans, gap_rank, gap_nodes, start_gap) = text
     own_first, own_last, own_nodes, enter_first, enter_last, enter_nodes = scans
     node_count = heads.shape[0]
+    merge = counters[C_MERGE] != 0
     n_rules = rule_head.shape[0]
     n_items = counters[C_ITEMS]
     n_triples = counters[C_TRIPLES]
@@ -682,7 +686,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     counters[C_NEED_ADV] = 0
     counters[C_NEED_LATE] = 0
     pop_room = _pop_room(rules, text, heads)
-    low = node * 2 * n_rules * node_count  # (the lowest key of an item at `node`)
+    low = node * 2 * n_rules * (node_count + 1)  # (the lowest key of an item at `node`)
     if counters[C_PHASE] == 0:  # predict the start at node 0
         k = rules_start[start_symbol + 1] - rules_start[start_symbol]
         if not _fits(items, item_keys, n_items + k) or not _fits(items, local, n_local + k):
@@ -694,7 +698,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
             r = rules_of[k]
             if not _can_start(first_bits, ahead, rule_left[r], 0):
                 continue
-            key = ((0 * n_rules + r) * 2 + 0) * node_count + 0
+            key = _item_key(0, r, 0, 0, n_rules, node_count, is_gap, merge)
             if _item_at(item_keys, item_values, local, key, 0, node, low) != -1:
                 continue
             n_local += _add_item(items, tables, heads, n_items, key, r, 0, 0, 0, -1, -1, 0, (node, low))
@@ -715,7 +719,6 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     # its witness keeps, and these climb counted repetitions one written element at a time
     # (each level of an array's maxItems) where a plain way to the same record comes later
     need = False
-    everywhere = np.ones(n_symbols, dtype=np.int64)
     while node < node_count and counters[C_FOUND] < 0:
         # the fixpoint at `node`
         while True:
@@ -737,22 +740,26 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                         break
                     pops += 1
                     heads[node, 1] = triples[c, T_CNEXT]
-                    if nearby and gap_rank[o] >= 0:
-                        j = near[1, gap_rank[o], a]
-                    else:
-                        j = _lookup(wait_keys, wait_values, o * n_symbols + a)
-                    while j != -1:
-                        n_adv = _push_advance(adv, n_adv, j, c, node)
-                        j = items[j, I_WNEXT]
+                    # the items waiting for a at its origin; merged, at every gap from there to here
+                    row = gap_rank[o]
+                    g = o
+                    while True:
+                        if nearby and row >= 0:
+                            j = near[1, row, a]
+                        else:
+                            j = _lookup(wait_keys, wait_values, g * n_symbols + a)
+                        while j != -1:
+                            n_adv = _push_advance(adv, n_adv, j, c, node)
+                            j = items[j, I_WNEXT]
+                        if not merge or row < 0 or row + 1 == gap_nodes.shape[0] or gap_nodes[row + 1] > node:
+                            break
+                        row += 1
+                        g = gap_nodes[row]
                     if own:
-                        climbs = near[2, gap_rank[o]] if nearby and node > next_gap[o] else everywhere
                         for k in range(by_left_start[a], by_left_start[a + 1]):
-                            if climbs[rule_head[by_left[k]]]:
-                                n_adv = _push_advance(adv, n_adv, _own_item(by_left[k], 0, o, node_count), c, node)
+                            n_adv = _push_advance(adv, n_adv, _own_item(by_left[k], 0, o, node_count), c, node)
                         for k in range(by_right_start[a], by_right_start[a + 1]):
-                            if climbs[rule_head[by_right[k]]]:
-                                n_late = _push_advance(late, n_late, _own_item(by_right[k], 1, o, node_count), c,
-                                                       node)
+                            n_late = _push_advance(late, n_late, _own_item(by_right[k], 1, o, node_count), c, node)
                 else:
                     i = heads[node, 0]
                     if i == -1:
@@ -806,7 +813,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                                 r2 = rules_of[k]
                                 if not _can_start(first_bits, ahead, rule_left[r2], node):
                                     continue
-                                key2 = ((node * n_rules + r2) * 2 + 0) * node_count + node
+                                key2 = _item_key(node, r2, 0, node, n_rules, node_count, is_gap, merge)
                                 if _item_at(item_keys, item_values, local, key2, node, node, low) != -1:
                                     continue
                                 n_local += _add_item(items, tables, heads, n_items, key2, r2, 0, node, node, -1, -1, 0,
@@ -822,8 +829,9 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                         g = enter_nodes[c]
                         origin = _moved_up(heads[items[i, I_ORIGIN], H_ORIGIN], g, clo_first, clo_last, clo_nodes,
                                            is_gap)
-                        key = ((g * n_rules + r) * 2 + items[i, I_DOT]) * node_count + origin
-                        if _item_at(item_keys, item_values, local, key, g, node, low) == -1:
+                        key = _item_key(g, r, items[i, I_DOT], origin, n_rules, node_count, is_gap, merge)
+                        j = _item_at(item_keys, item_values, local, key, g, node, low)
+                        if j == -1 or items[j, I_ORIGIN] > origin:  # (merged: a later gap's stands for it)
                             n_local += _add_item(items, tables, heads, n_items, key, r, items[i, I_DOT], origin, g, i,
                                                  -1, items[i, I_COST], (node, low))
                             n_items += 1
@@ -857,14 +865,20 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 prev = -1 if dot == 0 else -2 - (rule_left[r] * node_count + gap)
             if target >= next_gap[node]:  # past a gap not settled yet: it may stand for the origin too
                 origin = _moved_up(origin, target, clo_first, clo_last, clo_nodes, is_gap)
-            if nearby and is_gap[origin] and target > next_gap[origin] and not near[2, gap_rank[origin], rule_head[r]]:
-                continue  # what it makes is made from the gap after its origin too (see _limit_climbs)
             if dot == 0 and rule_right[r] >= 0:
                 if not _can_start(first_bits, ahead, rule_right[r], target):
                     continue
-                key = ((target * n_rules + r) * 2 + 1) * node_count + origin
+                key = _item_key(target, r, 1, origin, n_rules, node_count, is_gap, merge)
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
                 j = _item_at(item_keys, item_values, local, key, target, node, low)
+                if j != -1 and items[j, I_ORIGIN] < origin:  # merged, from an earlier gap: it stands for this one,
+                    if cost + APART >= items[j, I_COST]:
+                        continue
+                    # unless this one is much cheaper (the witness of what waits at the later gap): its own record
+                    key = _item_key(target, r, 1, origin, n_rules, node_count, is_gap, False)
+                    j = _item_at(item_keys, item_values, local, key, target, node, low)
+                elif j != -1 and items[j, I_ORIGIN] > origin:  # this one stands for it from now on
+                    j = -1
                 if j != -1:
                     if cost + CHEAPER < items[j, I_COST]:  # a much cheaper way to the same item: the witness takes it
                         items[j, I_PREV] = prev
@@ -878,9 +892,11 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 a = rule_head[r]
                 if not _can_start(follow_bits, ahead, a, target):
                     continue  # nothing that may follow A is read at `target`, nor can the text end there
-                key = (origin * n_symbols + a) * node_count + target
+                key = _triple_key(origin, a, target, n_symbols, node_count, is_gap, merge)
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
                 row = gap_rank[origin] if nearby and target == node else -1
+                if merge and row > 0:
+                    row = 0  # (merged: one row)
                 if row >= 0:
                     t = near[0, row, a]
                     t = t & NEAR_ID if t >> 32 == target else -1
@@ -888,6 +904,14 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                         t = _lookup(triple_keys, triple_values, key)
                 else:
                     t = _lookup(triple_keys, triple_values, key)
+                if t != -1 and triples[t, T_ORIGIN] < origin:  # merged: as for items above
+                    if cost + APART >= triples[t, T_COST]:
+                        continue
+                    key = _triple_key(origin, a, target, n_symbols, node_count, is_gap, False)
+                    row = -1  # (its own record, hashed under its own key)
+                    t = _lookup(triple_keys, triple_values, key)
+                elif t != -1 and triples[t, T_ORIGIN] > origin:  # this one stands for it from now on
+                    t = -1
                 if t != -1:
                     if cost + CHEAPER < triples[t, T_COST]:
                         triples[t, T_PREV] = prev
@@ -907,17 +931,16 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 if row >= 0:
                     near[0, row, a] = (target << 32) | t
                 else:
-                    _insert(triple_keys, triple_values, key, t)
+                    _set(triple_keys, triple_values, key, t)
                     n_hashed += 1
                     if gap_rank[origin] >= 0:
                         heads[target, H_HASHED] = 1
-                if from_start[origin] and a == start_symbol and can_end[target]:
+                if a == start_symbol and can_end[target] and (from_start[origin] or (
+                        merge and is_gap[origin] and start_gap[target] >= origin)):
                     counters[C_FOUND] = t
                     break
         if need or counters[C_FOUND] >= 0 or (pops >= max_pops and n_adv == 0 and n_late == 0):
             break
-        if nearby and is_gap[node] and gap_rank[node] > 0 and counters[C_LIMIT]:  # (again if it stops below: the same)
-            _limit_climbs(rules, node, items, item_keys, item_values, local, heads, near, is_gap, from_start, gap_rank)
         if node + 1 < node_count and is_gap[node + 1]:  # the next gap's own items' scans: room first
             k = _gap_scan_count(node + 1, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start,
                                 by_right_start)
@@ -926,14 +949,14 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 need = True
                 break
         if node + 1 < node_count:  # the next node's items so far go into its own table: room first
-            k = _local_agenda(items, local, heads, node + 1, n_rules, 0, True)
+            k = _local_agenda(items, local, heads, node + 1, n_rules, 0, True, is_gap, merge)
             if 2 * k + 2 > local.shape[0]:
                 counters[C_NEED_LOCAL] = k
                 need = True
                 break
         node += 1
-        low = node * 2 * n_rules * node_count
-        n_local = _local_agenda(items, local, heads, node, n_rules, low, False) if node < node_count else 0
+        low = node * 2 * n_rules * (node_count + 1)
+        n_local = _local_agenda(items, local, heads, node, n_rules, low, False, is_gap, merge) if node < node_count else 0
         if node < node_count and is_gap[node]:  # from here on the gap stands for the nodes it is in the ε-closure of
             for c in range(gap_of_first[node], gap_of_first[node + 1]):
                 heads[gap_of[c], H_ORIGIN] = node
@@ -1026,7 +1049,8 @@ def unfold_leaves(items, triples, goal, node_count, n_terminals, best_rule, rule
         if child >= 0:  # processed first: the output is built right to left
             stack_kind[n_stack] = 0
             stack_id[n_stack] = child
-            stack_floor[n_stack] = floor
+            # (it begins where the item it advanced waited; merged, it may have been made from an earlier gap)
+            stack_floor[n_stack] = max(floor, items[prev, I_NODE]) if prev >= 0 else floor
             n_stack += 1
         elif child < -1:  # (-1: an item copied into a gap, no leaf)
             leaf = -2 - child
