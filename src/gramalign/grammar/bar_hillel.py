@@ -428,5 +428,7 @@ def earley_derivation(tables: EarleyTables, node_count: int, edges, epsilon, gap
     goal = int(counters[kernels.C_FOUND])
     if goal < 0:
         return None
+    origin, end = int(state[3][goal, kernels.T_ORIGIN]), int(state[3][goal, kernels.T_END])
+    start = 0 if from_start[origin] else int(start_gap[end])  # (merged: from a gap before the start's)
     return kernels.unfold_leaves(state[0], state[3], goal, node_count, grammar.n_terminals, tables.best_rule,
-                                 tables.rule_left, tables.rule_right)
+                                 tables.rule_left, tables.rule_right, start)

@@ -75,8 +75,8 @@ replace the first one found: enough to keep a witness from writing a symbol's lo
 a gap, not so little that small savings trade plain fillers for ones that comment the next
 piece out (the cost does not see ignored text), which the real lexer often refuses."""
 APART = 128
-"""How much cheaper (bytes written inside gaps) a way from a later gap must be than the record
-from an earlier gap that stands for it to get a record of its own (see :func:`_construct`)."""
+"""How much cheaper (bytes written inside gaps) a way from a gap must be than the record from the
+gap before it that stands for it to get a record of its own (see :func:`_construct`)."""
 # the columns of `heads` after the agenda and completion list heads: see earley_run
 H_ORIGIN = 2
 H_HASHED = 3  # (1 where a triple from a gap to this node went into the hash table: see _construct)
@@ -309,9 +309,10 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     """Fresh kernel state: (items, item keys, item values, triples, triple keys, triple
     values, wait keys, wait values, per node [agenda head, completions head, the origin
     items take for it now (see :func:`earley_run`), a triple from a gap to it hashed],
-    counters, near: int64 [2, gaps, n_symbols], the triples from each gap to the current node
-    (one row when they merge) and the items waiting at each gap for each symbol (see
-    :func:`_construct`), or [2, 0, 0] above :data:`NEAR_LIMIT`). With ``narrow``
+    counters, near: int64 [3, gaps, n_symbols], the triples from each gap to the current node
+    (one row when they merge), the items waiting at each gap for each symbol, and the next gap
+    from each where some wait for it (see :func:`_construct`), or [3, 0, 0] above
+    :data:`NEAR_LIMIT`). With ``narrow``
     (:func:`record_codes_fit`), the records and the tables' values are int32: the
     construction is bound by memory traffic, and half the bytes made the slowest JSON Schema
     checks 10-18 % faster (docs/benchmarks.md); keys stay int64. Last, the node being settled's
@@ -324,7 +325,7 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     heads = np.full((node_count, 4), -1, dtype=np.int64)
     heads[:, H_ORIGIN] = np.arange(node_count)
     heads[:, H_HASHED] = 0
-    near = np.full((2, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (2, 0, 0), -1, dtype=np.int64)
+    near = np.full((3, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (3, 0, 0), -1, dtype=np.int64)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
     counters[C_MERGE] = MERGE_GAP_ORIGINS
@@ -619,6 +620,27 @@ def earley_run(rules, sizes, text, items, item_keys, item_values, triples, tripl
     return items, item_keys, item_values, triples, triple_keys, triple_values, wait_keys, wait_values, local
 
 
+TWIN = -2
+"""``I_ANEXT`` (free once an item is popped) of an item waiting at a gap whose twin waits at the next gap."""
+
+
+@kernel
+def _mark_twins(items, near, local, gap, row, n_rules, is_gap, low):
+    """Once ``gap`` is settled, marks the items waiting at the gap before it (``row``) that also
+    wait at ``gap`` (the same rule, dot and origin, or that from an earlier gap): a triple that
+    reaches both advances them from ``gap``, the same records (see :func:`_construct`)."""
+    node_count = is_gap.shape[0]
+    for x in range(near.shape[2]):
+        j = near[1, row, x]
+        while j != -1:
+            key = _item_key(gap, items[j, I_RULE], items[j, I_DOT], items[j, I_ORIGIN], n_rules, node_count, is_gap,
+                            True)
+            t = _local_lookup(local, key, low)
+            if t != -1 and items[t, I_ORIGIN] <= items[j, I_ORIGIN]:
+                items[j, I_ANEXT] = TWIN
+            j = items[j, I_WNEXT]
+
+
 @kernel
 def _grown_local(local, low):
     """The node being settled's own item table, twice the size (its keys are ``low`` and above)."""
@@ -644,7 +666,8 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     table did not; the rest are hashed, and a node that got a triple from a gap before it was
     settled (a scan that ends there) is marked ``heads[node, H_HASHED]`` so that its lookups
     try the hash table too. Their completions look for the items waiting at the gap:
-    ``near[1]`` (row, symbol) holds the first, where the wait table holds those at other nodes.
+    ``near[1]`` (row, symbol) holds the first, where the wait table holds those at other nodes,
+    and ``near[2]`` (row, symbol) the first row from there on that holds some.
 
     **Records from gaps merge** (``counters[C_MERGE]``). What a symbol derives from a gap E to
     a node q it also derives from every later gap up to q (that gap can hold what E and the
@@ -655,10 +678,11 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
     gap from E to its end, and its derivation, used from a later gap G, writes what it read
     before G inside G (:func:`unfold_leaves`). Each gap had kept its own records past the
     next gap, the same climbs as the later gap's: two in three of a Kubernetes schema's
-    triples. A way from a later gap much cheaper than the record that stands for it
-    (:data:`APART`) gets a record of its own (under the key of its own gap), so that what waits
-    at that gap keeps a short witness: counted repetitions otherwise climbed one element at a
-    time through the earlier gap's record."""
+    triples. A way from the gap after the one of the record that stands for it, much cheaper
+    (:data:`APART`), gets a record of its own (under the key of its own gap), so that what
+    waits at that gap keeps a short witness: counted repetitions otherwise climbed one element
+    at a time through the earlier gap's record. (Against any earlier gap, costs that add up
+    over many gaps set most ways apart: JSON texts with 64 gaps took 2.4 times as long.)"""
     n_terminals, n_symbols, start_symbol = sizes
     adv, late, local = queues
     tables = (item_keys, item_values, local)
@@ -741,20 +765,33 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     pops += 1
                     heads[node, 1] = triples[c, T_CNEXT]
                     # the items waiting for a at its origin; merged, at every gap from there to here
+                    # (near[2]: the next row with some; an item whose twin waits at the next gap, in range, is
+                    # advanced from there: _mark_twins)
                     row = gap_rank[o]
-                    g = o
-                    while True:
-                        if nearby and row >= 0:
+                    if merge and nearby and row >= 0:
+                        row = near[2, row, a]
+                        while row != -1 and gap_nodes[row] <= node:
                             j = near[1, row, a]
-                        else:
-                            j = _lookup(wait_keys, wait_values, g * n_symbols + a)
-                        while j != -1:
-                            n_adv = _push_advance(adv, n_adv, j, c, node)
-                            j = items[j, I_WNEXT]
-                        if not merge or row < 0 or row + 1 == gap_nodes.shape[0] or gap_nodes[row + 1] > node:
-                            break
-                        row += 1
-                        g = gap_nodes[row]
+                            twins = row + 1 < gap_nodes.shape[0] and gap_nodes[row + 1] <= node
+                            while j != -1:
+                                if not (twins and items[j, I_ANEXT] == TWIN):
+                                    n_adv = _push_advance(adv, n_adv, j, c, node)
+                                j = items[j, I_WNEXT]
+                            row = near[2, row + 1, a] if row + 1 < gap_nodes.shape[0] else -1
+                    else:
+                        g = o
+                        while True:
+                            if nearby and row >= 0:
+                                j = near[1, row, a]
+                            else:
+                                j = _lookup(wait_keys, wait_values, g * n_symbols + a)
+                            while j != -1:
+                                n_adv = _push_advance(adv, n_adv, j, c, node)
+                                j = items[j, I_WNEXT]
+                            if not merge or row < 0 or row + 1 == gap_nodes.shape[0] or gap_nodes[row + 1] > node:
+                                break
+                            row += 1
+                            g = gap_nodes[row]
                     if own:
                         for k in range(by_left_start[a], by_left_start[a + 1]):
                             n_adv = _push_advance(adv, n_adv, _own_item(by_left[k], 0, o, node_count), c, node)
@@ -803,7 +840,11 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                             head = _lookup(wait_keys, wait_values, key)
                         if head == -1:
                             if waits_near:
-                                near[1, gap_rank[node], x] = i
+                                row = gap_rank[node]
+                                near[1, row, x] = i
+                                while row >= 0 and near[2, row, x] == -1:  # (this gap is the next with some)
+                                    near[2, row, x] = gap_rank[node]
+                                    row -= 1
                             else:
                                 _insert(wait_keys, wait_values, key, i)
                             items[i, I_WNEXT] = -1
@@ -872,7 +913,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 cost = _cost(items, triples, word_length, n_terminals, node_count, prev, child)
                 j = _item_at(item_keys, item_values, local, key, target, node, low)
                 if j != -1 and items[j, I_ORIGIN] < origin:  # merged, from an earlier gap: it stands for this one,
-                    if cost + APART >= items[j, I_COST]:
+                    if cost + APART >= items[j, I_COST] or gap_rank[origin] != gap_rank[items[j, I_ORIGIN]] + 1:
                         continue
                     # unless this one is much cheaper (the witness of what waits at the later gap): its own record
                     key = _item_key(target, r, 1, origin, n_rules, node_count, is_gap, False)
@@ -905,7 +946,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                 else:
                     t = _lookup(triple_keys, triple_values, key)
                 if t != -1 and triples[t, T_ORIGIN] < origin:  # merged: as for items above
-                    if cost + APART >= triples[t, T_COST]:
+                    if cost + APART >= triples[t, T_COST] or gap_rank[origin] != gap_rank[triples[t, T_ORIGIN]] + 1:
                         continue
                     key = _triple_key(origin, a, target, n_symbols, node_count, is_gap, False)
                     row = -1  # (its own record, hashed under its own key)
@@ -941,6 +982,8 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     break
         if need or counters[C_FOUND] >= 0 or (pops >= max_pops and n_adv == 0 and n_late == 0):
             break
+        if merge and nearby and is_gap[node] and gap_rank[node] > 0:  # (again if it stops below: the same)
+            _mark_twins(items, near, local, node, gap_rank[node] - 1, n_rules, is_gap, low)
         if node + 1 < node_count and is_gap[node + 1]:  # the next gap's own items' scans: room first
             k = _gap_scan_count(node + 1, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start,
                                 by_right_start)
@@ -974,14 +1017,15 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
 
 
 @kernel
-def unfold_leaves(items, triples, goal, node_count, n_terminals, best_rule, rule_left, rule_right):
+def unfold_leaves(items, triples, goal, node_count, n_terminals, best_rule, rule_left, rule_right, start=0):
     """The leaves ``(from node, to node, terminal)`` of the derivation of triple ``goal``,
-    leftmost first. A triple whose origin was moved up to a gap (see the module docstring)
-    may have been derived from an earlier node: its leaves before that gap are written
-    inside it (a lexeme that ends before the gap or in it becomes a whole lexeme in the
-    gap, ``(G, G, t)``; one across it begins in it, ``(G, end, t)``). A symbol written
-    inside a gap (``-2 - (X * node_count + G)`` as a child or an item's part before) is one
-    of its shortest words, ``best_rule`` unfolded."""
+    leftmost first, from node ``start`` on. A triple whose origin was moved up to a gap (see
+    the module docstring), or one from a gap used from a later gap (merged, see
+    :func:`_construct`), may have been derived from an earlier node: what it read before that
+    gap is written inside it (a record that ends there as one of its symbol's shortest words;
+    a lexeme across it begins in it, ``(G, end, t)``). A symbol written inside a gap
+    (``-2 - (X * node_count + G)`` as a child or an item's part before) is one of its shortest
+    words, ``best_rule`` unfolded."""
     out = np.empty((64, 3), dtype=np.int64)
     n_out = 0
     # tasks: (kind, id, floor); kind 0 a triple, 1 the part of an item before its node, 2 a
@@ -992,7 +1036,7 @@ def unfold_leaves(items, triples, goal, node_count, n_terminals, best_rule, rule
     stack_floor = np.empty(64, dtype=np.int64)
     stack_kind[0] = 0
     stack_id[0] = goal
-    stack_floor[0] = 0
+    stack_floor[0] = start
     n_stack = 1
     while n_stack:
         n_stack -= 1
@@ -1028,14 +1072,27 @@ def unfold_leaves(items, triples, goal, node_count, n_terminals, best_rule, rule
                 n_stack += 1
             continue
         if kind == 0:
+            end = triples[ident, T_END]
+            if end <= floor:  # read before the gap it is used from: one of its head's shortest words, inside it
+                stack_kind[n_stack] = 2
+                stack_id[n_stack] = triples[ident, T_HEAD] * node_count + floor
+                stack_floor[n_stack] = floor
+                n_stack += 1
+                continue
             prev = triples[ident, T_PREV]
             child = triples[ident, T_CHILD]
-            end = triples[ident, T_END]
             floor = max(floor, triples[ident, T_ORIGIN])
         else:
+            end = items[ident, I_NODE]
+            if end <= floor:  # (as above: its left symbol, if it has read it)
+                if items[ident, I_DOT] == 1:
+                    stack_kind[n_stack] = 2
+                    stack_id[n_stack] = rule_left[items[ident, I_RULE]] * node_count + floor
+                    stack_floor[n_stack] = floor
+                    n_stack += 1
+                continue
             prev = items[ident, I_PREV]
             child = items[ident, I_CHILD]
-            end = items[ident, I_NODE]
         if prev >= 0:  # (-1: predicted, nothing before)
             stack_kind[n_stack] = 1
             stack_id[n_stack] = prev
