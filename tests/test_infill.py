@@ -589,7 +589,9 @@ def test_wide_records_decide_and_witness_as_narrow_ones(monkeypatch):
 def test_hashed_triples_decide_and_witness_as_near_ones(name, monkeypatch):
     """Triples from a gap to the node being settled live in a dense table (``near``) where
     gaps times symbols stay under ``NEAR_LIMIT``, in the hash table otherwise: forced hashed,
-    the same checks, intact and corrupted, give the same answers and witnesses."""
+    the same checks, intact and corrupted, give the same answers and witnesses. (Records from
+    gaps merge only with the dense table, which finds a triple's gaps: compared unmerged, and
+    merged against hashed for the answers.)"""
     from gramalign.grammar import earley_kernels as kernels
 
     grammar = _named_grammar(name)
@@ -598,10 +600,13 @@ def test_hashed_triples_decide_and_witness_as_near_ones(name, monkeypatch):
     for sample in random_texts(grammar, 15, seed=5):
         segments = blank_spans(sample, rng, rng.randint(2, 6))
         checks.append(corrupted(segments, rng) if rng.random() < 0.4 else segments)
+    merged = [ga.InfillChecker(grammar).check(segments).status for segments in checks]
+    monkeypatch.setattr(kernels, "MERGE_GAP_ORIGINS", False)
     near = [ga.InfillChecker(grammar).check(segments) for segments in checks]
     monkeypatch.setattr(kernels, "NEAR_LIMIT", 0)
     hashed = [ga.InfillChecker(grammar).check(segments) for segments in checks]
     assert [(r.status, r.text) for r in hashed] == [(r.status, r.text) for r in near]
+    assert [r.status for r in hashed] == merged
     assert {r.status for r in near} >= {"completable", "impossible"}
 
 

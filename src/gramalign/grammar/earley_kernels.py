@@ -328,7 +328,7 @@ def new_state(node_count: int, capacity: int = 1024, narrow: bool = True, gaps: 
     near = np.full((3, gaps, n_symbols) if gaps * n_symbols <= NEAR_LIMIT else (3, 0, 0), -1, dtype=np.int64)
     counters = np.zeros(COUNTERS, dtype=np.int64)
     counters[C_FOUND] = -1
-    counters[C_MERGE] = MERGE_GAP_ORIGINS
+    counters[C_MERGE] = MERGE_GAP_ORIGINS and near.shape[1] > 0  # (merged, a triple's gaps are found through near)
     column = np.int32 if narrow else np.int64
     return (np.empty((capacity, ITEM_COLUMNS), dtype=column),
             np.full(table, -1, dtype=np.int64), np.full(table, -1, dtype=column),
@@ -768,7 +768,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     # (near[2]: the next row with some; an item whose twin waits at the next gap, in range, is
                     # advanced from there: _mark_twins)
                     row = gap_rank[o]
-                    if merge and nearby and row >= 0:
+                    if merge and row >= 0:
                         row = near[2, row, a]
                         while row != -1 and gap_nodes[row] <= node:
                             j = near[1, row, a]
@@ -779,19 +779,10 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                                 j = items[j, I_WNEXT]
                             row = near[2, row + 1, a] if row + 1 < gap_nodes.shape[0] else -1
                     else:
-                        g = o
-                        while True:
-                            if nearby and row >= 0:
-                                j = near[1, row, a]
-                            else:
-                                j = _lookup(wait_keys, wait_values, g * n_symbols + a)
-                            while j != -1:
-                                n_adv = _push_advance(adv, n_adv, j, c, node)
-                                j = items[j, I_WNEXT]
-                            if not merge or row < 0 or row + 1 == gap_nodes.shape[0] or gap_nodes[row + 1] > node:
-                                break
-                            row += 1
-                            g = gap_nodes[row]
+                        j = near[1, row, a] if nearby and row >= 0 else _lookup(wait_keys, wait_values, o * n_symbols + a)
+                        while j != -1:
+                            n_adv = _push_advance(adv, n_adv, j, c, node)
+                            j = items[j, I_WNEXT]
                     if own:
                         for k in range(by_left_start[a], by_left_start[a + 1]):
                             n_adv = _push_advance(adv, n_adv, _own_item(by_left[k], 0, o, node_count), c, node)
@@ -982,7 +973,7 @@ def _construct(rules, sizes, text, items, item_keys, item_values, triples, tripl
                     break
         if need or counters[C_FOUND] >= 0 or (pops >= max_pops and n_adv == 0 and n_late == 0):
             break
-        if merge and nearby and is_gap[node] and gap_rank[node] > 0:  # (again if it stops below: the same)
+        if merge and is_gap[node] and gap_rank[node] > 0:  # (again if it stops below: the same)
             _mark_twins(items, near, local, node, gap_rank[node] - 1, n_rules, is_gap, low)
         if node + 1 < node_count and is_gap[node + 1]:  # the next gap's own items' scans: room first
             k = _gap_scan_count(node + 1, own_first, own_last, own_nodes, edge_start, edge_t, by_left_start,
