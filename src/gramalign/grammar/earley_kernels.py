@@ -450,17 +450,21 @@ def _local_agenda(items, local, heads, node, n_rules, low, count, is_gap, merge)
 
 
 @kernel(inline="always")
+def _origin_code(origin, node_count, is_gap, merge):
+    """The origin's part of a record's key: with ``merge``, every gap's is ``node_count`` (see :func:`_construct`)."""
+    return node_count if merge and is_gap[origin] else origin
+
+
+@kernel(inline="always")
 def _item_key(node, rule, dot, origin, n_rules, node_count, is_gap, merge):
-    """An item's key: with ``merge``, every gap origin has the same one (``node_count``; see :func:`_construct`)."""
-    code = node_count if merge and is_gap[origin] else origin
-    return ((node * n_rules + rule) * 2 + dot) * (node_count + 1) + code
+    """An item's key."""
+    return ((node * n_rules + rule) * 2 + dot) * (node_count + 1) + _origin_code(origin, node_count, is_gap, merge)
 
 
 @kernel(inline="always")
 def _triple_key(origin, head, end, n_symbols, node_count, is_gap, merge):
-    """A triple's key (gap origins merged as in :func:`_item_key`)."""
-    code = node_count if merge and is_gap[origin] else origin
-    return (code * n_symbols + head) * node_count + end
+    """A triple's key."""
+    return (_origin_code(origin, node_count, is_gap, merge) * n_symbols + head) * node_count + end
 
 
 @kernel(inline="always")
