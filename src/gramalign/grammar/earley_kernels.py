@@ -390,9 +390,10 @@ def _file_item(tables, key, item, node, at):
 @kernel(inline="always")
 def _pop_room(rules, text, heads):
     """The most advances one pop of :func:`_construct` queues (it pops with none queued) past
-    the items made so far: a completion queues the items waiting at its origin and a gap's own
-    items of its symbol (a rule each), an item's scan an edge or a gap's loop per node of its
-    closure."""
+    the items made so far: a completion queues items waiting for its symbol (at its origin, or
+    merged at the gaps from there on: each item waits at one node, so at most every item once)
+    and a gap's own items of its symbol (a rule each), an item's scan an edge or a gap's loop per
+    node of its closure."""
     return rules[0].shape[0] + text[2].shape[0] + heads.shape[0]
 
 
