@@ -361,6 +361,33 @@ def test_a_narrow_context_is_walked_on_its_first_visit_kept_under_its_top_and_cl
     assert store.num_contexts > classified
 
 
+def test_a_start_few_tokens_begin_is_walked_on_its_first_visit_and_one_text_follows_is_classified():
+    """A JSON value's start (digits, a sign, a quote, brackets, literals) heads a small part
+    of the trie: its first mask is one exact walk, no context classified; met again, it is
+    classified. A start that any word may follow (a Lark grammar of words) heads most of
+    the trie and is classified at once. Every mask is the brute-force scan."""
+    vocab = gpt2_vocabulary()
+    compiled = ga.compile(ga.Grammar.from_json_schema({"type": "object", "properties": {
+        "a": {"type": "integer"}, "c": {"type": "integer"}}}), vocab, cache=False)
+
+    def mask(compiled, text: str) -> list:
+        """The lexer starts among the contexts classified so far."""
+        matcher = compiled.matcher()
+        matcher.accept_string(text)
+        assert np.array_equal(matcher.allowed_token_ids(),
+                              np.flatnonzero(brute_force_allowed(compiled, text.encode()))), text
+        contexts = compiled.store.contexts
+        return [key for key in contexts.entries if contexts.tables.lexer.is_start[key[0]]]
+
+    for text in ("", '{"a":', '{"a":1,"c":'):  # the object's start, then (after the colon) the integer's
+        assert mask(compiled, text) == []
+    walked = compiled.store.contexts._walked
+    assert sum(compiled.store.tables.lexer.is_start[q] for q, _ in walked) >= 2
+    assert mask(compiled, '{"a":1,"c":') != []  # the integer's start again: classified
+    words = ga.compile(ga.Grammar.from_lark('start: WORD (" " WORD)*\n%import common.WORD'), vocab, cache=False)
+    assert mask(words, "") != []
+
+
 def test_a_string_body_is_classified_once_for_every_candidate_set():
     """Inside a string only its terminal is alive: its context is shared by every candidate
     set the string starts under (a string or an integer, a string or a boolean: two lexer
