@@ -147,8 +147,8 @@ class LazyLexer:
         found = self._starts.get(key)
         if found is not None:
             return found
-        if len(key) == 1:  # the product of one terminal: its initial row, as a start of its own
-            return self._one_terminal_start(key[0])
+        if len(key) <= 1:  # the product of one terminal: its initial row, as a start of its own
+            return self._one_terminal_start(key[0] if key else -1)
         byte_class, representative = self.byte_classes()
         block_start = self._block_start
         initial = np.array([block_start[t] + self._dfas[t].initial for t in key], dtype=np.int64)
@@ -185,16 +185,21 @@ class LazyLexer:
     def _one_terminal_start(self, t: int) -> int:
         """``add_start`` of terminal ``t`` alone (the most common candidate set): a copy of its
         initial state's row, whose every transition leads into its block already, without the
-        product's numbering and byte classes (a fifth of the time)."""
-        initial = int(self._block_start[t]) + self._dfas[t].initial
+        product's numbering and byte classes (a fifth of the time). ``t`` -1: the empty set's
+        start (of a state that only reduces), which no byte leaves."""
         self._room(1)
         base = self.num_states
-        self._transitions[base] = self._transitions[initial]
-        self._alive[base] = self._alive[initial]
-        self._accept[base] = self._accept[initial]
+        if t >= 0:
+            initial = int(self._block_start[t]) + self._dfas[t].initial
+            self._transitions[base] = self._transitions[initial]
+            self._alive[base] = self._alive[initial]
+            self._accept[base] = self._accept[initial]
+        else:
+            self._transitions[base] = -1
+            self._alive[base] = self._accept[base] = 0
         self.num_states += 1
         self._is_start[base] = 1
-        self._starts[(t,)] = base
+        self._starts[(t,) if t >= 0 else ()] = base
         self._views()
         return base
 
