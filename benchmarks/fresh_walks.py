@@ -235,7 +235,7 @@ def ecma_pattern(pattern: str) -> str:
     space there, U+001C-U+001F and U+0085 are not; a ``\\S`` inside a class is left as is).
 
     >>> import re
-    >>> bool(re.fullmatch(ecma_pattern(r"a\\sb"), "a\ufeffb")), bool(re.fullmatch(r"a\\sb", "a\ufeffb"))
+    >>> bool(re.fullmatch(ecma_pattern(r"a\\sb"), "a\\ufeffb")), bool(re.fullmatch(r"a\\sb", "a\\ufeffb"))
     (True, False)
     """
     out, i, in_class = [], 0, False

@@ -147,7 +147,7 @@ class LazyLexer:
         found = self._starts.get(key)
         if found is not None:
             return found
-        if len(key) <= 1:  # the product of one terminal: its initial row, as a start of its own
+        if len(key) <= 1:  # one terminal's product is its initial row (none's, a row no byte leaves)
             return self._one_terminal_start(key[0] if key else -1)
         byte_class, representative = self.byte_classes()
         block_start = self._block_start

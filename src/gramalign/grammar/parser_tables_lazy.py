@@ -154,10 +154,11 @@ class LazyParserTables:
         lexer start), and the rows of up to :data:`NEIGHBOURS` states one shift or goto away
         (one shift away only where ``gotos`` is False: the initial state's gotos follow a
         whole value, which a first mask rarely reads to), under the lock. A mask looks a
-        token ahead, a few lexemes, so near neighbours are built with the state: a kernel stopped by an unbuilt state (NEED_STATE) starts again
-        from scratch; but a state of a hundred keys would build a hundred states, for the
-        few keys its tokens complete (MaskBench walks, three against all: p99 and p99.9
-        5-14% lower, the median alike; none at all made the p90 a fifth higher). An error
+        token ahead, a few lexemes, so near neighbours are built with the state: a kernel
+        stopped by an unbuilt state (NEED_STATE) starts again from scratch; but a state of
+        a hundred keys would build a hundred states, for the few keys its tokens complete
+        (MaskBench walks, three against all: p99 and p99.9 5-14% lower, the median alike;
+        none at all made the p90 a fifth higher). An error
         (a part of the schema that cannot be compiled) is raised for ``state`` only, leaving
         it unbuilt; a neighbour that fails stays unbuilt until a stack lands there. The
         arrays every row shares (the packed gotos, the per-lexer-state arrays) are brought
