@@ -447,6 +447,7 @@ def test_a_compiled_grammar_is_freed_without_the_cyclic_collector(source):
     try:
         compiled = CompiledGrammar(grammar, vocab, store=GrammarMaskStore(build_parser_tables(grammar), vocab,
                                                                            token_trie(vocab)))
+        compiled.store.contexts.walk_first = lambda *args: False  # classified, not walked, on a first visit
         matcher = compiled.matcher()
         bitmask = ga.allocate_token_bitmask_numpy(1, vocab.size)
         for _ in range(4):  # fill, then take an allowed token, so every part of the store is built
