@@ -19,7 +19,7 @@ def test_backslash_s_matches_what_ecma_262_calls_white_space_and_nothing_else():
     for pattern, inside in ((r"\s", True), (r"[\s]", True), (r"[x\s]", True), (r"\S", False)):
         translated = re.compile(ecma_pattern(pattern))
         for code in range(0x3100):
-            if code in (0x78,) and pattern == r"[x\s]":
+            if code == ord("x") and pattern == r"[x\s]":
                 continue
             assert bool(translated.fullmatch(chr(code))) == ((code in ECMA_WHITE) == inside), (pattern, hex(code))
     assert ecma_pattern(r"\\s") == r"\\s"  # an escaped backslash, then the letter s
